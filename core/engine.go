@@ -1,0 +1,341 @@
+// Package core is the turn engine: a session holding the transcript, and the
+// loop that streams a reply from a provider, runs the tool calls of a
+// completed reply, feeds their results back and repeats until the model
+// stops. It reports what happens as protocol events but knows nothing of how
+// they are framed; the stdio server (core/stdio) does that.
+package core
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"strings"
+	"sync"
+
+	"github.com/openmax/openmax/core/tool"
+	"github.com/openmax/openmax/core/wire"
+	"github.com/openmax/openmax/provider"
+)
+
+// Defaults for an Engine's zero fields.
+const (
+	DefaultMaxIterations = 50
+	DefaultContextTokens = 128_000
+)
+
+// Engine runs turns. Its fields are configuration and must not change while a
+// turn runs; one Engine may serve many sessions.
+type Engine struct {
+	Provider provider.Provider
+	Tools    *tool.Registry
+	Model    string
+	System   string
+	// MaxIterations caps the model requests of one turn: when the reply to
+	// the last allowed request asks for tools, they run and the turn ends
+	// with stop_reason max_iterations. Zero means DefaultMaxIterations.
+	MaxIterations int
+	// ContextTokens is the model's window, reported by budget.
+	ContextTokens int
+	// OnPanic, when set, receives a panic recovered inside a turn with its
+	// stack (the binary logs it to stderr). The turn itself reports error.
+	OnPanic func(r any, stack []byte)
+}
+
+func (e *Engine) panicked(r any) {
+	if e.OnPanic != nil {
+		e.OnPanic(r, debug.Stack())
+	}
+}
+
+// Session is one conversation: its id and transcript. A session runs at
+// most one turn at a time; Messages must not be read while a turn runs.
+type Session struct {
+	ID string
+
+	mu       sync.Mutex
+	messages []provider.Message
+}
+
+// NewSession returns an empty session.
+func NewSession(id string) *Session { return &Session{ID: id} }
+
+// Messages returns a copy of the transcript.
+func (s *Session) Messages() []provider.Message {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]provider.Message(nil), s.messages...)
+}
+
+func (s *Session) append(m ...provider.Message) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.messages = append(s.messages, m...)
+}
+
+// Emit receives the events of a turn in order. It is called from the turn's
+// goroutine only.
+type Emit func(wire.Event)
+
+// RunTurn runs one admitted turn for text and returns its stop_reason. It
+// emits every event of the turn except done, which the caller sends once it
+// has released its own per-turn state. A panic anywhere in the turn becomes
+// an error event and stop_reason error. Cancelling ctx ends the turn with
+// stop_reason cancelled.
+func (e *Engine) RunTurn(ctx context.Context, s *Session, text string, emit Emit) (stop string) {
+	t := &turn{e: e, s: s, emit: emit}
+	defer func() {
+		if r := recover(); r != nil {
+			e.panicked(r)
+			t.emit(wire.Error{Message: fmt.Sprintf("internal error: %v", r)})
+			stop = wire.StopError
+		}
+	}()
+	s.append(provider.Message{Role: provider.RoleUser, Text: text})
+	emit(e.budget(s))
+	return t.run(ctx)
+}
+
+// budget estimates how full the window is: about four bytes per token over
+// the transcript and the tool schemas sent with every request.
+func (e *Engine) budget(s *Session) wire.Budget {
+	n := len(e.System)
+	for _, m := range s.Messages() {
+		n += len(m.Text) + len(m.CallID)
+		for _, th := range m.Thinking {
+			n += len(th.Text)
+		}
+		for _, c := range m.ToolCalls {
+			n += len(c.Name) + len(c.Args)
+		}
+	}
+	for _, sp := range e.Tools.Specs() {
+		n += len(sp.Name) + len(sp.Description) + len(sp.Schema)
+	}
+	window := e.ContextTokens
+	if window <= 0 {
+		window = DefaultContextTokens
+	}
+	return wire.Budget{UsedTokens: (n + 3) / 4, ContextTokens: window}
+}
+
+type turn struct {
+	e    *Engine
+	s    *Session
+	emit Emit
+}
+
+func (t *turn) run(ctx context.Context) string {
+	max := t.e.MaxIterations
+	if max <= 0 {
+		max = DefaultMaxIterations
+	}
+	for i := 1; ; i++ {
+		if ctx.Err() != nil {
+			return wire.StopCancelled
+		}
+		r := t.stream(ctx)
+		if r.stop != "" {
+			return r.stop
+		}
+		if len(r.calls) == 0 {
+			if r.finish == "" {
+				return "stop"
+			}
+			return r.finish
+		}
+		if stop := t.runTools(ctx, r.calls); stop != "" {
+			return stop
+		}
+		if i >= max {
+			return wire.StopMaxIterations
+		}
+	}
+}
+
+// reply is the outcome of one model request.
+type reply struct {
+	stop   string // set when the turn ends here
+	finish string
+	calls  []provider.ToolCall
+}
+
+// stream sends one request and turns its parts into events and a
+// transcript entry, applying the turn guarantees for truncation, stream
+// failures and cancellation.
+func (t *turn) stream(ctx context.Context) reply {
+	req := provider.Request{
+		Model:    t.e.Model,
+		System:   t.e.System,
+		Messages: t.s.Messages(),
+		Tools:    t.e.Tools.Specs(),
+	}
+	var (
+		text     strings.Builder
+		thinking []provider.Thinking
+		calls    []provider.ToolCall
+		finish   string
+		finished bool
+		failure  error
+	)
+	for part := range t.e.Provider.Stream(ctx, req) {
+		if failure != nil {
+			continue // nothing after an error counts
+		}
+		switch p := part.(type) {
+		case provider.TextDelta:
+			if p.Text == "" {
+				continue
+			}
+			text.WriteString(p.Text)
+			t.emit(wire.Token{Text: p.Text})
+		case provider.ThinkingDelta:
+			thinking = addThinking(thinking, p)
+			if p.Text != "" {
+				t.emit(wire.Thinking{Text: p.Text})
+			}
+		case provider.ToolCallPart:
+			calls = append(calls, p.Call)
+		case provider.Usage:
+			t.emit(wire.Usage{PromptTokens: p.PromptTokens, CompletionTokens: p.CompletionTokens, CachedTokens: p.CachedTokens})
+		case provider.Finish:
+			finish, finished = p.Reason, true
+		case provider.Error:
+			failure = p.Err
+			if failure == nil {
+				failure = errors.New("provider failed without saying why")
+			}
+		case provider.Retry:
+			if text.Len() > 0 {
+				failure = fmt.Errorf("provider retried a reply after sending text (%s)", p.Reason)
+				continue
+			}
+			thinking, calls, finish, finished = nil, nil, "", false
+			t.emit(wire.Retry{Attempt: p.Attempt, MaxAttempts: p.MaxAttempts, Reason: p.Reason})
+		}
+	}
+	partial := text.String()
+	switch {
+	case ctx.Err() != nil:
+		// Cancelled: what streamed is closed and kept, as the client saw it.
+		if partial != "" {
+			t.emit(wire.MessageDone{Text: partial})
+			t.s.append(provider.Message{Role: provider.RoleAssistant, Text: partial})
+		}
+		return reply{stop: wire.StopCancelled}
+	case failure != nil && !errors.Is(failure, provider.ErrIncomplete):
+		// The provider reported a failure: the partial text is not kept.
+		t.emit(wire.Error{Message: failure.Error()})
+		return reply{stop: wire.StopError}
+	case failure != nil || !finished:
+		// No completion signal: keep what streamed, refuse its tool calls.
+		if partial != "" {
+			t.emit(wire.MessageDone{Text: partial})
+			t.s.append(provider.Message{Role: provider.RoleAssistant, Text: partial})
+		}
+		msg := provider.ErrIncomplete.Error()
+		if failure != nil {
+			msg = failure.Error()
+		}
+		if len(calls) > 0 {
+			msg += fmt.Sprintf("; %d tool call(s) not run", len(calls))
+		}
+		t.emit(wire.Error{Message: "reply truncated: " + msg})
+		return reply{stop: wire.StopTruncated}
+	}
+	if partial != "" {
+		t.emit(wire.MessageDone{Text: partial})
+	}
+	t.s.append(provider.Message{Role: provider.RoleAssistant, Text: partial, Thinking: thinking, ToolCalls: calls})
+	return reply{finish: finish, calls: calls}
+}
+
+// addThinking folds a delta into the reasoning blocks: a signature closes
+// the current block.
+func addThinking(blocks []provider.Thinking, d provider.ThinkingDelta) []provider.Thinking {
+	if n := len(blocks); n == 0 || blocks[n-1].Signature != "" {
+		blocks = append(blocks, provider.Thinking{})
+	}
+	b := &blocks[len(blocks)-1]
+	b.Text += d.Text
+	b.Signature = d.Signature
+	return blocks
+}
+
+// runTools dispatches the calls of a completed reply in order. It returns a
+// stop reason when the turn must end (cancel, crash), else "".
+func (t *turn) runTools(ctx context.Context, calls []provider.ToolCall) string {
+	results := make([]provider.Message, 0, len(calls))
+	defer func() { t.s.append(results...) }()
+	for i, c := range calls {
+		if ctx.Err() != nil {
+			// Every call needs a result in the transcript.
+			for _, rest := range calls[i:] {
+				results = append(results, provider.Message{Role: provider.RoleTool, CallID: rest.ID, Text: "not run: the turn was cancelled", IsError: true})
+			}
+			return wire.StopCancelled
+		}
+		args, argErr := objectArgs(c.Args)
+		t.emit(wire.ToolStart{CallID: c.ID, Name: c.Name, Args: args})
+		var res tool.Result
+		var crash any
+		switch tl, ok := t.e.Tools.Lookup(c.Name); {
+		case argErr != nil:
+			res = tool.Failed("invalid arguments: %v", argErr)
+		case !ok:
+			res = tool.Failed("unknown tool %q", c.Name)
+		default:
+			res, crash = t.runTool(ctx, tl, args)
+		}
+		if ctx.Err() != nil && !res.OK && res.Output == "" {
+			res.Output = "cancelled"
+		}
+		t.emit(wire.ToolEnd{CallID: c.ID, OK: res.OK, Output: res.Output})
+		results = append(results, provider.Message{Role: provider.RoleTool, CallID: c.ID, Text: res.Output, IsError: !res.OK})
+		if crash != nil {
+			for _, rest := range calls[i+1:] {
+				results = append(results, provider.Message{Role: provider.RoleTool, CallID: rest.ID, Text: "not run: an earlier tool crashed", IsError: true})
+			}
+			t.emit(wire.Error{Message: fmt.Sprintf("tool %s crashed: %v", c.Name, crash)})
+			return wire.StopError
+		}
+	}
+	if ctx.Err() != nil {
+		return wire.StopCancelled
+	}
+	return ""
+}
+
+func (t *turn) runTool(ctx context.Context, tl tool.Tool, args json.RawMessage) (res tool.Result, crash any) {
+	defer func() {
+		if r := recover(); r != nil {
+			t.e.panicked(r)
+			res, crash = tool.Failed("tool crashed: %v", r), r
+		}
+	}()
+	return tl.Run(ctx, args), nil
+}
+
+// objectArgs returns the call's arguments as a JSON object. Missing
+// arguments are the empty object; anything else that is not an object is an
+// error, with {} standing in for display.
+func objectArgs(raw json.RawMessage) (json.RawMessage, error) {
+	trimmed := bytes.TrimSpace(raw)
+	if len(trimmed) == 0 {
+		return json.RawMessage("{}"), nil
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(trimmed, &obj); err != nil || obj == nil {
+		if err == nil {
+			err = errors.New("arguments are null, not an object")
+		}
+		return json.RawMessage("{}"), err
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, trimmed); err != nil {
+		return json.RawMessage("{}"), err
+	}
+	return buf.Bytes(), nil
+}

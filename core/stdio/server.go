@@ -1,0 +1,308 @@
+// Package stdio serves a session over the openmax-stdio/6 wire: commands as
+// JSON lines on an input stream, protocol lines on an output stream. It owns
+// framing, command decoding and the turn lifecycle (admission, cancel, quit,
+// exactly one done per user command); the turn itself is core.Engine's.
+package stdio
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/openmax/openmax/core"
+	"github.com/openmax/openmax/core/wire"
+)
+
+// Options configure a Server.
+type Options struct {
+	Engine    *core.Engine
+	SessionID string
+	Version   string
+	Project   string // absolute project directory, reported by hello
+	// Modes persists approval_mode; nil keeps the mode in memory only.
+	Modes ModeStore
+	// Approvals answers approve commands; nil means no approval is ever
+	// pending, so every approve names an unknown id.
+	Approvals Approvals
+	// Log receives diagnostics (never protocol lines); nil discards them.
+	Log io.Writer
+}
+
+// ModeStore persists the approval mode of the project.
+type ModeStore interface {
+	// Mode returns the current mode.
+	Mode() string
+	// SetMode persists mode; on error the mode must be unchanged.
+	SetMode(mode string) error
+}
+
+// Approvals settles pending approval requests.
+type Approvals interface {
+	// Answer settles approval id. It fails when the id was never issued or
+	// has already settled.
+	Answer(id string, approved bool) error
+}
+
+// MemoryModes is a ModeStore that keeps the mode in memory.
+type MemoryModes struct{ mode string }
+
+// NewMemoryModes returns a store starting at mode.
+func NewMemoryModes(mode string) *MemoryModes { return &MemoryModes{mode: mode} }
+
+// Mode returns the mode.
+func (m *MemoryModes) Mode() string { return m.mode }
+
+// SetMode sets the mode.
+func (m *MemoryModes) SetMode(mode string) error { m.mode = mode; return nil }
+
+type noApprovals struct{}
+
+func (noApprovals) Answer(id string, _ bool) error {
+	return fmt.Errorf("approval_id %q was never issued or has already settled", id)
+}
+
+// Serve runs one session: it writes hello, answers commands read from in
+// until quit or EOF (or until ctx is cancelled, which cancels the running
+// turn as a shutdown), drains the in-flight turn, and returns the process
+// exit code: 1 when the last turn ended with stop_reason error, else 0. The
+// returned error reports a failure to write to out.
+func Serve(ctx context.Context, in io.Reader, out io.Writer, opts Options) (int, error) {
+	s := &server{
+		opts:  opts,
+		w:     wire.NewWriter(out, opts.SessionID),
+		sess:  core.NewSession(opts.SessionID),
+		ended: make(chan string, 1),
+	}
+	if s.opts.Modes == nil {
+		s.opts.Modes = NewMemoryModes("ask")
+	}
+	if s.opts.Approvals == nil {
+		s.opts.Approvals = noApprovals{}
+	}
+	if s.opts.Log == nil {
+		s.opts.Log = io.Discard
+	}
+	return s.serve(ctx, in)
+}
+
+type server struct {
+	opts Options
+	w    *wire.Writer
+	sess *core.Session
+
+	running  *running    // the in-flight turn, nil when idle
+	ended    chan string // the running turn's stop_reason
+	lastStop string
+	quitting bool
+}
+
+type running struct {
+	cancel context.CancelFunc
+}
+
+type input struct {
+	n    int
+	line []byte
+	err  error
+}
+
+func (s *server) serve(ctx context.Context, in io.Reader) (int, error) {
+	if err := s.w.Line(wire.Hello{
+		Proto: wire.Proto, ProtocolVersion: wire.ProtocolVersion,
+		SessionID: s.opts.SessionID, Version: s.opts.Version, Project: s.opts.Project,
+	}); err != nil {
+		return 1, err
+	}
+
+	lines := make(chan input)
+	stop := make(chan struct{})
+	defer close(stop)
+	go readLines(in, lines, stop)
+
+	shutdown, failed := ctx.Done(), s.w.Failed()
+	for {
+		if s.quitting && s.running == nil {
+			return s.exitCode(), s.w.Err()
+		}
+		select {
+		case <-failed:
+			// stdout is gone: nobody can follow the session any more.
+			failed = nil
+			fmt.Fprintf(s.opts.Log, "openmax: %v; shutting down\n", s.w.Err())
+			s.quitting = true
+			s.cancelTurn()
+		case reason := <-s.ended:
+			s.finishTurn(reason)
+		case <-shutdown:
+			shutdown = nil
+			s.quitting = true
+			s.cancelTurn()
+		case in, ok := <-lines:
+			if !ok {
+				lines = nil // EOF or read failure: behaves like quit
+				s.quitting = true
+				continue
+			}
+			s.handle(in)
+		}
+	}
+}
+
+func (s *server) exitCode() int {
+	if s.lastStop == wire.StopError {
+		return 1
+	}
+	return 0
+}
+
+// readLines frames in into lines and hands them over one at a time until
+// EOF, a read failure, or stop.
+func readLines(in io.Reader, out chan<- input, stop <-chan struct{}) {
+	defer close(out)
+	lr := NewLineReader(in, MaxLine)
+	for n := 1; ; n++ {
+		line, err := lr.Next()
+		if err != nil {
+			var tooLong *LineTooLongError
+			if !errors.As(err, &tooLong) {
+				if !errors.Is(err, io.EOF) {
+					select {
+					case out <- input{n: n, err: fmt.Errorf("reading stdin: %w", err)}:
+					case <-stop:
+					}
+				}
+				return
+			}
+		}
+		select {
+		case out <- input{n: n, line: line, err: err}:
+		case <-stop:
+			return
+		}
+	}
+}
+
+func (s *server) protocolError(n int, format string, a ...any) {
+	msg := fmt.Sprintf(format, a...)
+	if n > 0 {
+		msg = fmt.Sprintf("line %d: %s", n, msg)
+	}
+	s.emitLine(wire.ProtocolError{Message: msg})
+}
+
+// emitLine and emitEvent write one protocol line. A write failure is
+// remembered by the writer and handled by the serve loop.
+func (s *server) emitLine(l wire.Line) { _ = s.w.Line(l) }
+
+func (s *server) emitEvent(e wire.Event) { _ = s.w.Event(e) }
+
+func (s *server) handle(in input) {
+	var tooLong *LineTooLongError
+	switch {
+	case errors.As(in.err, &tooLong):
+		s.protocolError(in.n, "%v", tooLong)
+		return
+	case in.err != nil:
+		fmt.Fprintf(s.opts.Log, "openmax: %v\n", in.err)
+		return
+	case len(strings.TrimSpace(string(in.line))) == 0:
+		return // blank lines are skipped
+	case !utf8.Valid(in.line):
+		s.protocolError(in.n, "not valid UTF-8; skipped")
+		return
+	}
+	cmd, err := wire.DecodeCommand(in.line)
+	if err != nil {
+		var ce *wire.CommandError
+		errors.As(err, &ce)
+		if ce != nil && ce.Name == "user" {
+			s.refuseUser(in.n, ce.Msg)
+			return
+		}
+		s.protocolError(in.n, "%v", err)
+		return
+	}
+	switch c := cmd.(type) {
+	case wire.User:
+		if strings.TrimSpace(c.Text) == "" {
+			s.refuseUser(in.n, "user: empty text starts no turn")
+			return
+		}
+		if s.running != nil {
+			s.refuseUser(in.n, "user refused")
+			return
+		}
+		s.startTurn(c.Text)
+	case wire.Cancel:
+		s.cancelTurn()
+	case wire.Quit:
+		s.quitting = true
+	case wire.Reload:
+		if s.running != nil {
+			s.protocolError(in.n, "reload refused: a turn is in flight; send it after done")
+			return
+		}
+		s.emitEvent(s.refreeze())
+	case wire.Approve:
+		if err := s.opts.Approvals.Answer(c.ApprovalID, c.Approved); err != nil {
+			s.protocolError(in.n, "approve: %v", err)
+		}
+	case wire.ApprovalMode:
+		old := s.opts.Modes.Mode()
+		if err := s.opts.Modes.SetMode(c.Mode); err != nil {
+			s.protocolError(in.n, "approval_mode: could not save mode %q, so it is unchanged (still %q): %v", c.Mode, old, err)
+			return
+		}
+		s.emitLine(wire.ApprovalModeAck{Mode: c.Mode})
+	}
+}
+
+// refuseUser answers a user command that starts no turn. While a turn is in
+// flight that turn owns the next done, so the refusal is a protocol_error
+// alone; otherwise done refused follows.
+func (s *server) refuseUser(n int, why string) {
+	if s.running != nil {
+		s.protocolError(n, "%s: a turn is already in flight and owns the next done, so this command gets none", why)
+		return
+	}
+	s.protocolError(n, "%s", why)
+	s.emitEvent(wire.Done{StopReason: wire.StopRefused})
+}
+
+func (s *server) startTurn(text string) {
+	ctx, cancel := context.WithCancel(context.Background())
+	s.running = &running{cancel: cancel}
+	go func() {
+		stop := wire.StopError
+		defer func() {
+			if r := recover(); r != nil {
+				// RunTurn recovers its own panics; this guards the guard.
+				fmt.Fprintf(s.opts.Log, "openmax: turn crashed: %v\n", r)
+			}
+			s.ended <- stop
+		}()
+		stop = s.opts.Engine.RunTurn(ctx, s.sess, text, s.emitEvent)
+	}()
+}
+
+func (s *server) cancelTurn() {
+	if s.running != nil {
+		s.running.cancel()
+	}
+}
+
+// finishTurn releases the turn's running state and cancellation, then
+// emits its done: a client reading done may start the next turn at once.
+func (s *server) finishTurn(stop string) {
+	s.running.cancel()
+	s.running = nil
+	s.lastStop = stop
+	s.emitEvent(wire.Done{StopReason: stop})
+}
+
+func (s *server) refreeze() wire.Refrozen {
+	return wire.Refrozen{Tools: s.opts.Engine.Tools.Names(), Skills: []string{}, Changes: []string{}}
+}

@@ -1,0 +1,105 @@
+// Package tool is the registry the turn engine dispatches tool calls through:
+// a tool describes itself to the model and runs one call at a time.
+package tool
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/openmax/openmax/provider"
+)
+
+// Tool is something the model can call.
+//
+// Run is called with the call's arguments, already checked to be a JSON
+// object, and must return promptly once ctx is cancelled. A Tool may be run
+// again for a later call but never concurrently with itself by one session.
+type Tool interface {
+	Spec() provider.ToolSpec
+	Run(ctx context.Context, args json.RawMessage) Result
+}
+
+// Result is what a tool call returns to the model.
+type Result struct {
+	Output string
+	OK     bool
+}
+
+// Failed is a convenience for an unsuccessful Result.
+func Failed(format string, a ...any) Result {
+	return Result{Output: fmt.Sprintf(format, a...)}
+}
+
+// Registry holds the tools of a session in registration order. It is not
+// safe for concurrent mutation; lookups may run concurrently.
+type Registry struct {
+	byName map[string]Tool
+	order  []string
+}
+
+// NewRegistry returns a registry holding tools.
+func NewRegistry(tools ...Tool) (*Registry, error) {
+	r := &Registry{byName: map[string]Tool{}}
+	for _, t := range tools {
+		if err := r.Register(t); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+// Register adds t. Names must be unique and non-empty.
+func (r *Registry) Register(t Tool) error {
+	name := t.Spec().Name
+	if name == "" {
+		return fmt.Errorf("tool: empty name")
+	}
+	if _, dup := r.byName[name]; dup {
+		return fmt.Errorf("tool: %q registered twice", name)
+	}
+	r.byName[name] = t
+	r.order = append(r.order, name)
+	return nil
+}
+
+// Lookup finds a tool by name.
+func (r *Registry) Lookup(name string) (Tool, bool) {
+	if r == nil {
+		return nil, false
+	}
+	t, ok := r.byName[name]
+	return t, ok
+}
+
+// Specs returns the tool descriptions in registration order.
+func (r *Registry) Specs() []provider.ToolSpec {
+	if r == nil {
+		return nil
+	}
+	out := make([]provider.ToolSpec, 0, len(r.order))
+	for _, name := range r.order {
+		out = append(out, r.byName[name].Spec())
+	}
+	return out
+}
+
+// Names returns the tool names in registration order.
+func (r *Registry) Names() []string {
+	if r == nil {
+		return nil
+	}
+	return append([]string(nil), r.order...)
+}
+
+// Func is a Tool made of a spec and a function.
+type Func struct {
+	ToolSpec provider.ToolSpec
+	Fn       func(ctx context.Context, args json.RawMessage) Result
+}
+
+// Spec returns f.ToolSpec.
+func (f Func) Spec() provider.ToolSpec { return f.ToolSpec }
+
+// Run calls f.Fn.
+func (f Func) Run(ctx context.Context, args json.RawMessage) Result { return f.Fn(ctx, args) }

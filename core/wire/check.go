@@ -1,0 +1,377 @@
+package wire
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"unicode/utf8"
+)
+
+// Checker validates a stream of openmax stdout lines against the contract:
+// each line's shape (known type, required fields, JSON types, enums, which
+// lines carry session_id) and the sequencing rules: hello first, transcript
+// only right after a continued hello, token runs closed by message_done or
+// error, the order of message_done, error and done in a turn, exactly one
+// done per admitted turn, tool and approval bookkeeping.
+//
+// Turn boundaries: openmax opens every admitted turn with a budget line, so a
+// turn is the span from a budget (outside a turn) to its done. That is what
+// lets the checker tell a duplicated or dropped done from two turns.
+//
+// A Checker is not safe for concurrent use.
+type Checker struct {
+	n         int
+	sessionID string
+	helloSeen bool
+	wantTx    bool // a continued hello: transcript must come next
+	prev      string
+
+	turn      bool
+	run       bool // tokens streamed since the last message_done/error
+	runText   strings.Builder
+	runFrom   int  // line that opened the run
+	closed    bool // the last reply ended in message_done, nothing since
+	errRun    bool // the error line cut an open run of tokens
+	turnError bool // an error line went out in this turn
+	afterErr  bool // the error line was the last turn line
+	tools     map[string]int
+	approvals map[string]bool
+}
+
+// NewChecker returns a Checker at the start of a stream.
+func NewChecker() *Checker {
+	return &Checker{tools: map[string]int{}, approvals: map[string]bool{}}
+}
+
+// Line checks the next line (without its newline) and returns the violation,
+// or nil when the line is legal here.
+func (c *Checker) Line(line []byte) error {
+	c.n++
+	typ, err := c.line(line)
+	c.prev = typ
+	return err
+}
+
+func (c *Checker) line(line []byte) (string, error) {
+	if !utf8.Valid(line) {
+		return "", fmt.Errorf("not valid UTF-8")
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(line, &m); err != nil {
+		return "", fmt.Errorf("not a JSON object: %s", describeJSONError(line, err))
+	}
+	if m == nil {
+		return "", fmt.Errorf("not a JSON object: null")
+	}
+	rawType, ok := m["type"]
+	if !ok {
+		return "", fmt.Errorf(`missing "type"`)
+	}
+	var typ string
+	if err := json.Unmarshal(rawType, &typ); err != nil {
+		return "", fmt.Errorf(`"type" must be a string, got %s`, jsonKind(rawType))
+	}
+	d, ok := EventDef(typ)
+	if !ok {
+		d, ok = LineDef(typ)
+	}
+	if !ok {
+		return typ, fmt.Errorf("unknown type %s", quoteShort(typ))
+	}
+	if err := c.shape(d, m); err != nil {
+		return typ, fmt.Errorf("%s: %w", typ, err)
+	}
+	if err := c.sequence(d, m); err != nil {
+		return typ, fmt.Errorf("%s: %w", typ, err)
+	}
+	return typ, nil
+}
+
+func (c *Checker) shape(d *Def, m map[string]json.RawMessage) error {
+	extra := []string{"type"}
+	if d.SessionID && d.Role == RoleEvent {
+		raw, ok := m["session_id"]
+		if !ok {
+			return fmt.Errorf(`missing "session_id"`)
+		}
+		f := Field{Name: "session_id", Kind: KindString, NonEmpty: true}
+		if err := checkValue(&f, raw); err != nil {
+			return err
+		}
+		extra = append(extra, "session_id")
+	} else if !d.SessionID {
+		if _, ok := m["session_id"]; ok {
+			return fmt.Errorf("must not carry session_id")
+		}
+	}
+	return checkFields(d.Fields, m, extra...)
+}
+
+func str(m map[string]json.RawMessage, k string) string {
+	var s string
+	_ = json.Unmarshal(m[k], &s)
+	return s
+}
+
+func num(m map[string]json.RawMessage, k string) int {
+	var n int
+	_ = json.Unmarshal(m[k], &n)
+	return n
+}
+
+// outsideTurn lists the event types that may appear outside a turn.
+var outsideTurn = map[string]bool{
+	"refrozen": true, "hook_failed": true, "schemas_over_budget": true,
+}
+
+func (c *Checker) sequence(d *Def, m map[string]json.RawMessage) error {
+	typ := d.Name
+	if !c.helloSeen {
+		if typ != "hello" {
+			return fmt.Errorf("the first line must be hello")
+		}
+		c.helloSeen = true
+		c.sessionID = str(m, "session_id")
+		var cont bool
+		_ = json.Unmarshal(m["continued"], &cont)
+		c.wantTx = cont
+		return nil
+	}
+	if c.wantTx {
+		c.wantTx = false
+		if typ != "transcript" {
+			return fmt.Errorf("a continued hello must be followed by transcript")
+		}
+	} else if typ == "transcript" {
+		return fmt.Errorf("transcript only right after a hello with continued true")
+	}
+	if typ == "hello" {
+		return fmt.Errorf("hello only as the first line")
+	}
+	if d.SessionID {
+		if sid := str(m, "session_id"); sid != c.sessionID {
+			return fmt.Errorf("session_id %s differs from hello's %s", quoteShort(sid), quoteShort(c.sessionID))
+		}
+	}
+	if d.Role == RoleLine {
+		return nil // transcript, protocol_error, approval_mode ack: anywhere after hello
+	}
+	if outsideTurn[typ] {
+		if typ == "refrozen" && c.turn {
+			return fmt.Errorf("refrozen while a turn is in flight (reload must be refused then)")
+		}
+		return nil
+	}
+
+	if typ == "done" && str(m, "stop_reason") == StopRefused {
+		if c.turn {
+			return fmt.Errorf("done refused while a turn is in flight: a user sent in flight gets a protocol_error alone")
+		}
+		if c.prev != "protocol_error" {
+			return fmt.Errorf("done refused must follow a protocol_error")
+		}
+		return nil
+	}
+	if !c.turn {
+		if typ == "budget" {
+			c.openTurn()
+			return nil
+		}
+		if typ == "done" {
+			return fmt.Errorf("done with no turn open (a duplicated done, or a turn that never opened with budget)")
+		}
+		return fmt.Errorf("%s outside a turn (every admitted turn opens with budget; was a done dropped or moved?)", typ)
+	}
+	if c.afterErr && typ != "done" {
+		return fmt.Errorf("after an error line the turn must end with done, got %s", typ)
+	}
+	switch typ {
+	case "token", "thinking", "retry":
+		if c.closed {
+			return fmt.Errorf("a new reply after message_done with no tool call or turn_refused between (was a done dropped?)")
+		}
+	case "turn_refused":
+		if !c.closed {
+			return fmt.Errorf("turn_refused must follow the refused completion's message_done")
+		}
+		c.closed = false
+	case "tool_start":
+		c.closed = false
+	}
+	switch typ {
+	case "harness_note":
+		if id := str(m, "call_id"); id != "" {
+			if _, ok := c.tools[id]; !ok {
+				return fmt.Errorf("call_id %s names no tool call of this turn", quoteShort(id))
+			}
+		}
+	case "token":
+		if !c.run {
+			c.run, c.runFrom = true, c.n
+			c.runText.Reset()
+		}
+		c.runText.WriteString(str(m, "text"))
+	case "message_done":
+		if c.run && str(m, "text") != c.runText.String() {
+			return fmt.Errorf("text differs from the run of tokens it closes (line %d on)", c.runFrom)
+		}
+		c.run, c.closed = false, true
+	case "error":
+		c.errRun = c.run
+		c.run = false
+		c.turnError, c.afterErr = true, true
+	case "retry":
+		if c.run {
+			return fmt.Errorf("a stream that already sent tokens (line %d on) must not be retried", c.runFrom)
+		}
+		if a, max := num(m, "attempt"), num(m, "max_attempts"); a < 2 || a > max {
+			return fmt.Errorf("attempt %d outside 2..max_attempts (%d)", a, max)
+		}
+	case "tool_start":
+		if c.run {
+			return fmt.Errorf("tool call during an open run of tokens (line %d on): tools run only after the reply completed", c.runFrom)
+		}
+		id := str(m, "call_id")
+		if c.tools[id] == 1 {
+			return fmt.Errorf("call_id %s already running", quoteShort(id))
+		}
+		c.tools[id] = 1
+	case "tool_end":
+		id := str(m, "call_id")
+		if c.tools[id] != 1 {
+			return fmt.Errorf("call_id %s has no running tool_start", quoteShort(id))
+		}
+		c.tools[id] = 2
+	case "diff":
+		if id := str(m, "call_id"); c.tools[id] != 1 {
+			return fmt.Errorf("call_id %s names no running tool call", quoteShort(id))
+		}
+	case "approval_request":
+		id := str(m, "approval_id")
+		if _, seen := c.approvals[id]; seen {
+			return fmt.Errorf("approval_id %s reused", quoteShort(id))
+		}
+		c.approvals[id] = true
+	case "approval_settled":
+		id := str(m, "approval_id")
+		if !c.approvals[id] {
+			return fmt.Errorf("approval_id %s is not pending", quoteShort(id))
+		}
+		c.approvals[id] = false
+	case "done":
+		return c.closeTurn(str(m, "stop_reason"))
+	}
+	return nil
+}
+
+func (c *Checker) openTurn() {
+	c.turn, c.run, c.turnError, c.afterErr = true, false, false, false
+	c.closed, c.errRun = false, false
+	clear(c.tools)
+}
+
+func (c *Checker) closeTurn(reason string) error {
+	c.turn = false
+	if c.run {
+		return fmt.Errorf("the run of tokens from line %d was never closed by message_done or error", c.runFrom)
+	}
+	var open []string
+	for id, st := range c.tools {
+		if st == 1 {
+			open = append(open, id)
+		}
+	}
+	if len(open) > 0 {
+		sort.Strings(open)
+		return fmt.Errorf("tool call %s has no tool_end", quoteShort(open[0]))
+	}
+	for id, pending := range c.approvals {
+		if pending {
+			return fmt.Errorf("approval %s still pending at done", quoteShort(id))
+		}
+	}
+	switch reason {
+	case StopError:
+		if !c.afterErr {
+			return fmt.Errorf("stop_reason error must directly follow an error line")
+		}
+	case StopTruncated:
+		if !c.afterErr {
+			return fmt.Errorf("stop_reason truncated must directly follow an error line")
+		}
+		if c.errRun {
+			return fmt.Errorf("a truncated reply's partial text must be closed by message_done before the error line")
+		}
+	default:
+		if c.turnError {
+			return fmt.Errorf("a turn with an error line must end error or truncated, not %s", quoteShort(reason))
+		}
+	}
+	return nil
+}
+
+// End reports what the stream left unfinished at EOF.
+func (c *Checker) End() error {
+	switch {
+	case !c.helloSeen:
+		return fmt.Errorf("no hello: the stream is empty")
+	case c.wantTx:
+		return fmt.Errorf("a continued hello was never followed by transcript")
+	case c.turn:
+		return fmt.Errorf("the stream ended inside a turn: its done never came")
+	}
+	return nil
+}
+
+// Verdict is the result for one input line; Line 0 is the end of the stream.
+type Verdict struct {
+	Line int
+	Err  error
+}
+
+// CheckStream validates every line of r, calling report for each verdict in
+// order (including the end-of-stream verdict when it fails). Lines of any
+// length are accepted. It returns the number of violations.
+func CheckStream(r io.Reader, report func(Verdict)) (int, error) {
+	c := NewChecker()
+	br := bufio.NewReaderSize(r, 1<<16)
+	bad := 0
+	var long []byte
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if err == bufio.ErrBufferFull {
+			long = append(long, chunk...)
+			continue
+		}
+		if len(long) > 0 {
+			chunk = append(long, chunk...)
+			long = long[:0]
+		}
+		if len(chunk) > 0 {
+			line := chunk
+			if line[len(line)-1] == '\n' {
+				line = line[:len(line)-1]
+			}
+			v := Verdict{Err: c.Line(line)}
+			v.Line = c.n
+			if v.Err != nil {
+				bad++
+			}
+			report(v)
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return bad, fmt.Errorf("read: %w", err)
+		}
+	}
+	if err := c.End(); err != nil {
+		bad++
+		report(Verdict{Line: 0, Err: err})
+	}
+	return bad, nil
+}

@@ -1,0 +1,531 @@
+package wire
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+)
+
+// This file renders the contract held by Commands, Events, Lines and
+// StopReasons for people (WriteSpec) and for machines (WriteJSONSchema).
+// Everything about individual commands, events, lines and fields is read
+// from the Defs; only the protocol-wide prose below is written by hand.
+
+// specWidth is the column WriteSpec wraps prose at.
+const specWidth = 80
+
+// specIntro is the protocol-wide prose WriteSpec opens with, one entry per
+// section: a heading and its paragraphs.
+var specIntro = []struct {
+	Heading    string
+	Paragraphs []string
+}{
+	{"FRAMING", []string{
+		"Traffic flows as UTF-8 text in both directions, exactly one JSON object per line: commands arrive on stdin, and everything openmax reports leaves on stdout.",
+		"A line that is not valid UTF-8, or that runs past 8 MiB, earns a protocol_error and is thrown away; reading picks up again after the next newline, and the session carries on untouched. Lines holding nothing are passed over silently.",
+		"A cmd value openmax does not recognise is answered with a protocol_error. Members a known command does not define are disregarded, so clients may attach their own bookkeeping. Reaching end of input on stdin has the same effect as a quit command.",
+	}},
+	{"HANDSHAKE", []string{
+		"Before anything else, openmax writes a hello line naming the protocol (proto and the integer protocol_version) and the session. A transcript line may appear only as the very next line, and only when that hello has continued set to true; it lets a client draw the resumed history without any events being replayed.",
+	}},
+	{"KEY ORDER AND SESSION_ID", []string{
+		"openmax writes an event's session_id first, its type second and its own fields after that, in the order listed below. Any other stdout line starts with type, followed by its fields in the listed order. This ordering is a courtesy to human readers only: JSON object members carry no order, so a client must look every member up by its name.",
+		"The session_id member is present on every event and on the hello and transcript lines. The two remaining stdout lines, protocol_error and the approval_mode acknowledgement, never carry it.",
+	}},
+}
+
+// specGuarantees are the turn-level promises WriteSpec closes with.
+var specGuarantees = []string{
+	"A user command is answered by one done and never more than one; done is the single line a client can always count on, so it should never wait for anything else.",
+	"Exception: a user sent while another turn is still running gets a protocol_error and nothing further, because the running turn already owns the next done.",
+	"For a turn that was admitted, done is written only after the turn has let go of its running state and its cancellation, so the next user command can be sent the moment done arrives.",
+	"If the stream stops mid-answer without a completion signal, the partial text still arrives in a message_done (and is kept in the session), then an error line, then done with stop_reason truncated. No tool call from such a stream is executed.",
+	"If the provider stream fails after some token lines were already sent, an error line comes next and then done with stop_reason error; no message_done is sent and the partial text is discarded.",
+	"A turn that dies unexpectedly still reports itself: an error line, then done with stop_reason error.",
+	"A user command whose text is empty (or that cannot start a turn for another reason, such as an untrusted project) gets a protocol_error and then done with stop_reason refused.",
+	"When the process exits, its status is 1 if the last turn ended with stop_reason error, 2 if --continue found no earlier session to resume, and 0 in every other case.",
+}
+
+// WriteSpec writes the protocol contract as plain text: framing, handshake
+// and key-order rules, then every command, event and other line with its
+// fields, the stop_reason table and the turn guarantees. The per-definition
+// sections are derived from Commands, Events, Lines and StopReasons. The
+// output is the same on every call.
+func WriteSpec(w io.Writer) error {
+	bw := bufio.NewWriter(w)
+	s := &specWriter{w: bw}
+
+	s.line(0, fmt.Sprintf("%s wire protocol (protocol_version %d)", Proto, ProtocolVersion))
+	s.blank()
+	for _, sec := range specIntro {
+		s.line(0, sec.Heading)
+		for i, p := range sec.Paragraphs {
+			if i > 0 {
+				s.blank()
+			}
+			s.wrap(2, 2, p)
+		}
+		s.blank()
+	}
+
+	s.line(0, "COMMANDS (stdin, one JSON object per line, selected by cmd)")
+	for _, d := range Commands {
+		s.def(d)
+	}
+	s.line(0, "EVENTS (stdout, session_id then type then fields)")
+	for _, d := range Events {
+		s.def(d)
+	}
+	s.line(0, "OTHER STDOUT LINES (type then fields)")
+	for _, d := range Lines {
+		s.def(d)
+	}
+
+	s.line(0, "STOP REASONS (done.stop_reason)")
+	for _, r := range StopReasons {
+		s.line(2, r.Name)
+		s.wrap(6, 6, r.Doc)
+	}
+	s.blank()
+
+	s.line(0, "TURN GUARANTEES")
+	for _, g := range specGuarantees {
+		s.wrap(2, 4, "- "+g)
+	}
+
+	if s.err != nil {
+		return s.err
+	}
+	return bw.Flush()
+}
+
+// specWriter writes indented, wrapped lines and remembers the first error.
+type specWriter struct {
+	w   *bufio.Writer
+	err error
+}
+
+func (s *specWriter) line(indent int, text string) {
+	if s.err != nil {
+		return
+	}
+	if text == "" {
+		_, s.err = s.w.WriteString("\n")
+		return
+	}
+	_, s.err = s.w.WriteString(strings.Repeat(" ", indent) + text + "\n")
+}
+
+func (s *specWriter) blank() { s.line(0, "") }
+
+// wrap writes text as words filled to specWidth, the first line indented by
+// first and the rest by rest. A word longer than the width stands alone.
+func (s *specWriter) wrap(first, rest int, text string) {
+	indent := first
+	var cur []string
+	width := indent
+	for _, word := range strings.Fields(text) {
+		if len(cur) > 0 && width+1+len(word) > specWidth {
+			s.line(indent, strings.Join(cur, " "))
+			indent, cur, width = rest, nil, rest
+		}
+		if len(cur) > 0 {
+			width++
+		}
+		cur = append(cur, word)
+		width += len(word)
+	}
+	if len(cur) > 0 {
+		s.line(indent, strings.Join(cur, " "))
+	}
+}
+
+// def writes one command, event or line: its name, its prose, the keys in
+// the order openmax writes them, and every field.
+func (s *specWriter) def(d *Def) {
+	s.line(2, d.Name)
+	s.wrap(6, 6, d.Doc)
+	keys := specEnvelopeKeys(d)
+	for _, f := range d.Fields {
+		if !contains(keys, f.Name) {
+			keys = append(keys, f.Name)
+		}
+	}
+	switch d.Role {
+	case RoleCommand:
+		s.wrap(6, 8, fmt.Sprintf("shape: cmd %q, then %s", d.Name, specFieldList(d.Fields)))
+	default:
+		s.wrap(6, 8, "key order: "+strings.Join(keys, ", "))
+	}
+	if d.Role == RoleEvent && !hasField(d.Fields, "session_id") {
+		s.line(6, "session_id (string, required, non-empty)")
+		s.wrap(10, 10, "the session this event belongs to, as announced by hello")
+	}
+	s.fields(6, d.Fields)
+	s.blank()
+}
+
+// specEnvelopeKeys lists the members a definition's lines carry beyond its
+// fields, in the order openmax writes them.
+func specEnvelopeKeys(d *Def) []string {
+	switch d.Role {
+	case RoleCommand:
+		return []string{"cmd"}
+	case RoleEvent:
+		return []string{"session_id", "type"}
+	}
+	if d.SessionID && !hasField(d.Fields, "session_id") {
+		return []string{"type", "session_id"}
+	}
+	return []string{"type"}
+}
+
+func specFieldList(fields []Field) string {
+	if len(fields) == 0 {
+		return "no fields"
+	}
+	names := make([]string, len(fields))
+	for i, f := range fields {
+		names[i] = f.Name
+	}
+	return "fields " + strings.Join(names, ", ")
+}
+
+func (s *specWriter) fields(indent int, fields []Field) {
+	for i := range fields {
+		f := &fields[i]
+		s.wrap(indent, indent+4, fmt.Sprintf("%s (%s)", f.Name, specDescribeField(f)))
+		if f.Doc != "" {
+			s.wrap(indent+4, indent+4, f.Doc)
+		}
+		if sub := specElementFields(f); sub != nil {
+			s.line(indent+4, "each element has:")
+			s.fields(indent+6, sub)
+		}
+	}
+}
+
+// specElementFields returns the member fields of an object field, or of an
+// array field's object elements.
+func specElementFields(f *Field) []Field {
+	if f.Object != nil {
+		return f.Object
+	}
+	if f.Items != nil && f.Items.Object != nil {
+		return f.Items.Object
+	}
+	return nil
+}
+
+// specDescribeField says a field's JSON type and constraints in one phrase.
+func specDescribeField(f *Field) string {
+	parts := []string{specKindPhrase(f)}
+	if f.Optional {
+		parts = append(parts, "optional")
+		if f.Kind == KindArray {
+			parts = append(parts, "omitted rather than empty")
+		}
+	} else {
+		parts = append(parts, "required")
+	}
+	parts = append(parts, specConstraints(f)...)
+	return strings.Join(parts, ", ")
+}
+
+func specKindPhrase(f *Field) string {
+	k := string(f.Kind)
+	switch {
+	case f.Kind == KindObject && f.Object == nil:
+		k = "object, any members"
+	case f.Kind == KindArray && f.Items != nil:
+		k = "array of " + specKindPhrase(f.Items)
+		if c := specConstraints(f.Items); len(c) > 0 {
+			k += " (" + strings.Join(c, ", ") + ")"
+		}
+	}
+	if f.Nullable {
+		k += " or null"
+	}
+	return k
+}
+
+func specConstraints(f *Field) []string {
+	var out []string
+	if f.Kind == KindInteger && f.Const == "" {
+		out = append(out, "at least 0")
+	}
+	if f.NonEmpty {
+		out = append(out, "non-empty")
+	}
+	if len(f.Enum) > 0 {
+		out = append(out, "one of "+strings.Join(f.Enum, ", "))
+	}
+	if f.Const != "" {
+		out = append(out, "always "+f.Const)
+	}
+	return out
+}
+
+// ---- JSON Schema ----
+
+// jsonSchemaDialect is the JSON Schema draft WriteJSONSchema targets.
+const jsonSchemaDialect = "https://json-schema.org/draft/2020-12/schema"
+
+// WriteJSONSchema writes one JSON Schema (draft 2020-12) document covering
+// both directions of the protocol: $defs holds a schema per command, event
+// and other line, plus "stdin" and "stdout" unions of them; the document
+// itself accepts any line of either direction. Stdout schemas reject
+// undefined members; command schemas allow them, since openmax ignores
+// them. The output is indented by two spaces and the same on every call.
+func WriteJSONSchema(w io.Writer) error {
+	defs := jsonObject{}
+	var stdin, stdout []any
+	for _, d := range Commands {
+		stdin = append(stdin, schemaRef(schemaDefKey(d)))
+	}
+	for _, d := range Events {
+		stdout = append(stdout, schemaRef(schemaDefKey(d)))
+	}
+	for _, d := range Lines {
+		stdout = append(stdout, schemaRef(schemaDefKey(d)))
+	}
+	defs = defs.set("stdin", jsonObject{}.
+		set("description", "A line a client writes to openmax's stdin.").
+		set("oneOf", stdin))
+	defs = defs.set("stdout", jsonObject{}.
+		set("description", "A line openmax writes to its stdout: an event or another line.").
+		set("oneOf", stdout))
+	for _, group := range [][]*Def{Commands, Events, Lines} {
+		for _, d := range group {
+			sch, err := schemaOfDef(d)
+			if err != nil {
+				return err
+			}
+			defs = defs.set(schemaDefKey(d), sch)
+		}
+	}
+
+	doc := jsonObject{}.
+		set("$schema", jsonSchemaDialect).
+		set("title", Proto).
+		set("description", fmt.Sprintf("One line of the %s protocol, in either direction: a command on stdin or a line on stdout. Each line is a single JSON object.", Proto)).
+		set("oneOf", []any{schemaRef("stdin"), schemaRef("stdout")}).
+		set("$defs", defs)
+
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(doc); err != nil {
+		return fmt.Errorf("wire: json schema: %w", err)
+	}
+	_, err := w.Write(buf.Bytes())
+	return err
+}
+
+// schemaDefKey is a definition's name within $defs. Roles get their own prefix
+// because a command and a line may share a name (approval_mode does).
+func schemaDefKey(d *Def) string {
+	switch d.Role {
+	case RoleCommand:
+		return "command." + d.Name
+	case RoleEvent:
+		return "event." + d.Name
+	}
+	return "line." + d.Name
+}
+
+func schemaRef(key string) jsonObject {
+	return jsonObject{}.set("$ref", "#/$defs/"+key)
+}
+
+func schemaOfDef(d *Def) (jsonObject, error) {
+	props := jsonObject{}
+	var required []string
+	closed := d.Role != RoleCommand
+	switch d.Role {
+	case RoleCommand:
+		props = props.set("cmd", jsonObject{}.
+			set("description", "selects the command").
+			set("const", d.Name))
+		required = append(required, "cmd")
+	case RoleEvent:
+		if !hasField(d.Fields, "session_id") {
+			props = props.set("session_id", jsonObject{}.
+				set("description", "the session this event belongs to, as announced by hello").
+				set("type", "string").
+				set("minLength", 1))
+			required = append(required, "session_id")
+		}
+		props = props.set("type", jsonObject{}.
+			set("description", "the event type").
+			set("const", d.Name))
+		required = append(required, "type")
+	default:
+		props = props.set("type", jsonObject{}.
+			set("description", "the line type").
+			set("const", d.Name))
+		required = append(required, "type")
+		if d.SessionID && !hasField(d.Fields, "session_id") {
+			props = props.set("session_id", jsonObject{}.
+				set("description", "the session").
+				set("type", "string").
+				set("minLength", 1))
+			required = append(required, "session_id")
+		}
+	}
+	fprops, freq, err := schemaOfFields(d.Fields, closed)
+	if err != nil {
+		return nil, fmt.Errorf("wire: json schema for %s: %w", d.Name, err)
+	}
+	props = append(props, fprops...)
+	required = append(required, freq...)
+
+	sch := jsonObject{}.
+		set("title", d.Name).
+		set("description", d.Doc).
+		set("type", "object").
+		set("properties", props).
+		set("required", required)
+	if closed {
+		sch = sch.set("additionalProperties", false)
+	}
+	return sch, nil
+}
+
+// schemaOfFields returns the properties and required names for fields.
+// closed marks objects that may carry no undefined members.
+func schemaOfFields(fields []Field, closed bool) (jsonObject, []string, error) {
+	props := jsonObject{}
+	required := []string{}
+	for i := range fields {
+		f := &fields[i]
+		sch, err := schemaOfField(f, closed)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", f.Name, err)
+		}
+		props = props.set(f.Name, sch)
+		if !f.Optional {
+			required = append(required, f.Name)
+		}
+	}
+	return props, required, nil
+}
+
+func schemaOfField(f *Field, closed bool) (jsonObject, error) {
+	sch := jsonObject{}
+	if f.Doc != "" {
+		sch = sch.set("description", f.Doc)
+	}
+	if f.Nullable {
+		sch = sch.set("type", []string{string(f.Kind), "null"})
+	} else {
+		sch = sch.set("type", string(f.Kind))
+	}
+	switch f.Kind {
+	case KindString:
+		if f.NonEmpty {
+			sch = sch.set("minLength", 1)
+		}
+	case KindInteger:
+		sch = sch.set("minimum", 0)
+	case KindArray:
+		if f.Items == nil {
+			return nil, fmt.Errorf("array without an item type")
+		}
+		items, err := schemaOfField(f.Items, closed)
+		if err != nil {
+			return nil, err
+		}
+		sch = sch.set("items", items)
+		if f.Optional {
+			sch = sch.set("minItems", 1)
+		}
+	case KindObject:
+		if f.Object != nil {
+			props, req, err := schemaOfFields(f.Object, closed)
+			if err != nil {
+				return nil, err
+			}
+			sch = sch.set("properties", props).set("required", req)
+			if closed {
+				sch = sch.set("additionalProperties", false)
+			}
+		}
+	}
+	if len(f.Enum) > 0 {
+		enum := make([]any, 0, len(f.Enum)+1)
+		for _, e := range f.Enum {
+			enum = append(enum, e)
+		}
+		if f.Nullable {
+			enum = append(enum, nil)
+		}
+		sch = sch.set("enum", enum)
+	}
+	if f.Const != "" {
+		if !json.Valid([]byte(f.Const)) {
+			return nil, fmt.Errorf("const %s is not JSON", strconv.Quote(f.Const))
+		}
+		sch = sch.set("const", json.RawMessage(f.Const))
+	}
+	return sch, nil
+}
+
+// jsonObject is a JSON object that keeps its members in insertion order.
+type jsonObject []jsonMember
+
+type jsonMember struct {
+	key string
+	val any
+}
+
+// set returns o with key set to val, replacing an existing member in place.
+func (o jsonObject) set(key string, val any) jsonObject {
+	for i := range o {
+		if o[i].key == key {
+			o[i].val = val
+			return o
+		}
+	}
+	return append(o, jsonMember{key, val})
+}
+
+// MarshalJSON writes the members in order.
+func (o jsonObject) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	buf.WriteByte('{')
+	for i, m := range o {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		k, err := marshalNoEscape(m.key)
+		if err != nil {
+			return nil, err
+		}
+		buf.Write(k)
+		buf.WriteByte(':')
+		v, err := marshalNoEscape(m.val)
+		if err != nil {
+			return nil, err
+		}
+		buf.Write(v)
+	}
+	buf.WriteByte('}')
+	return buf.Bytes(), nil
+}
+
+// marshalNoEscape is json.Marshal without HTML escaping.
+func marshalNoEscape(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}

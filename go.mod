@@ -1,0 +1,3 @@
+module github.com/openmax/openmax
+
+go 1.26.8
