@@ -1,0 +1,249 @@
+// Command openmax is the agent harness: it serves a session over the
+// openmax-stdio/6 wire (--stdio), prints that contract (--spec stdio) and
+// validates streams of it (--check --stdio). This file only wires flags to
+// the packages that do the work.
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"github.com/openmax/openmax/core"
+	"github.com/openmax/openmax/core/stdio"
+	"github.com/openmax/openmax/core/tool"
+	"github.com/openmax/openmax/core/wire"
+	"github.com/openmax/openmax/provider"
+	"github.com/openmax/openmax/provider/clock"
+	"github.com/openmax/openmax/provider/echo"
+	"github.com/openmax/openmax/provider/script"
+)
+
+// Version is the openmax build reported by hello.
+const Version = "0.1.0"
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr, env{clock: clock.Real{}})
+	stop()
+	os.Exit(code)
+}
+
+// env carries what tests substitute: the clock and extra tools.
+type env struct {
+	clock clock.Clock
+	tools []tool.Tool
+}
+
+// errUsage marks a command-line mistake (exit code 2).
+var errUsage = errors.New("usage")
+
+type options struct {
+	stdio, check, json, version bool
+	spec                        string
+	provider, script, model     string
+	project, sessionID          string
+	maxIterations               int
+}
+
+func parse(args []string, stderr io.Writer) (*options, error) {
+	fs := flag.NewFlagSet("openmax", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	o := &options{}
+	fs.BoolVar(&o.stdio, "stdio", false, "serve a session over the openmax-stdio/6 wire on stdin/stdout (with --check: validate such a stream)")
+	fs.BoolVar(&o.check, "check", false, "with --stdio: read openmax stdout lines on stdin and report a verdict per line")
+	fs.StringVar(&o.spec, "spec", "", "print a contract from the binary; the only one is \"stdio\"")
+	fs.BoolVar(&o.json, "json", false, "with --spec stdio: print the JSON Schema instead of the text")
+	fs.BoolVar(&o.version, "version", false, "print the version")
+	fs.StringVar(&o.provider, "provider", "", "the model provider: echo (repeats each prompt) or script (plays --script)")
+	fs.StringVar(&o.script, "script", "", "with --provider script: the scenario file (YAML)")
+	fs.StringVar(&o.model, "model", "", "the model name sent to the provider")
+	fs.StringVar(&o.project, "project", "", "the project directory (default: the working directory)")
+	fs.StringVar(&o.sessionID, "session-id", "", "use this session id instead of a random one (for reproducible transcripts)")
+	fs.IntVar(&o.maxIterations, "max-iterations", core.DefaultMaxIterations, "model requests allowed per turn before it ends with max_iterations")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, `usage:
+  openmax --stdio --provider echo|script [--script FILE] [flags]   serve a session on stdin/stdout
+  openmax --spec stdio [--json]                                     print the wire contract
+  openmax --check --stdio < stream.jsonl                            validate openmax stdout
+flags:
+`)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
+	}
+	if o.maxIterations < 1 {
+		return nil, fmt.Errorf("%w: --max-iterations must be at least 1", errUsage)
+	}
+	return o, nil
+}
+
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, e env) int {
+	o, err := parse(args, stderr)
+	if err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintf(stderr, "openmax: %v\n", err)
+		}
+		return 2
+	}
+	switch {
+	case o.version:
+		fmt.Fprintln(stdout, "openmax", Version)
+		return 0
+	case o.spec != "":
+		return runSpec(o, stdout, stderr)
+	case o.check:
+		if !o.stdio {
+			fmt.Fprintln(stderr, "openmax: --check needs --stdio (the only contract it checks)")
+			return 2
+		}
+		return runCheck(stdin, stdout, stderr)
+	case o.stdio:
+		return runStdio(ctx, o, stdin, stdout, stderr, e)
+	}
+	fmt.Fprintln(stderr, "openmax: nothing to do; try --stdio, --spec stdio or --check --stdio (see -h)")
+	return 2
+}
+
+func runSpec(o *options, stdout, stderr io.Writer) int {
+	if o.spec != "stdio" {
+		fmt.Fprintf(stderr, "openmax: unknown contract %q for --spec; the only one is \"stdio\"\n", o.spec)
+		return 2
+	}
+	write := wire.WriteSpec
+	if o.json {
+		write = wire.WriteJSONSchema
+	}
+	if err := write(stdout); err != nil {
+		fmt.Fprintf(stderr, "openmax: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+func runCheck(stdin io.Reader, stdout, stderr io.Writer) int {
+	bw := newBufferedWriter(stdout)
+	bad, err := wire.CheckStream(stdin, func(v wire.Verdict) {
+		switch {
+		case v.Line == 0:
+			fmt.Fprintf(bw, "end: %v\n", v.Err)
+		case v.Err != nil:
+			fmt.Fprintf(bw, "%d: %v\n", v.Line, v.Err)
+		default:
+			fmt.Fprintf(bw, "%d: ok\n", v.Line)
+		}
+	})
+	if ferr := bw.Flush(); ferr != nil && err == nil {
+		err = ferr
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "openmax: check: %v\n", err)
+		return 1
+	}
+	if bad > 0 {
+		fmt.Fprintf(stderr, "openmax: check: %d violation(s)\n", bad)
+		return 1
+	}
+	return 0
+}
+
+func runStdio(ctx context.Context, o *options, stdin io.Reader, stdout, stderr io.Writer, e env) int {
+	prov, window, err := newProvider(o, e)
+	if err != nil {
+		fmt.Fprintf(stderr, "openmax: %v\n", err)
+		return 2
+	}
+	project, err := projectDir(o.project)
+	if err != nil {
+		fmt.Fprintf(stderr, "openmax: %v\n", err)
+		return 2
+	}
+	tools, err := tool.NewRegistry(e.tools...)
+	if err != nil {
+		fmt.Fprintf(stderr, "openmax: %v\n", err)
+		return 2
+	}
+	sid := o.sessionID
+	if sid == "" {
+		sid = newSessionID()
+	}
+	eng := &core.Engine{
+		Provider:      prov,
+		Tools:         tools,
+		Model:         o.model,
+		MaxIterations: o.maxIterations,
+		ContextTokens: window,
+		OnPanic: func(r any, stack []byte) {
+			fmt.Fprintf(stderr, "openmax: recovered from a crash inside a turn: %v\n%s", r, stack)
+		},
+	}
+	code, err := stdio.Serve(ctx, stdin, stdout, stdio.Options{
+		Engine: eng, SessionID: sid, Version: Version, Project: project, Log: stderr,
+	})
+	if err != nil {
+		fmt.Fprintf(stderr, "openmax: %v\n", err)
+		return 1
+	}
+	return code
+}
+
+func newProvider(o *options, e env) (provider.Provider, int, error) {
+	switch o.provider {
+	case "echo":
+		if o.script != "" {
+			return nil, 0, fmt.Errorf("--script is only for --provider script")
+		}
+		return echo.Provider{}, 0, nil
+	case "script":
+		if o.script == "" {
+			return nil, 0, fmt.Errorf("--provider script needs --script FILE")
+		}
+		sc, err := script.Load(o.script)
+		if err != nil {
+			return nil, 0, err
+		}
+		return script.New(sc, e.clock), sc.ContextTokens, nil
+	case "":
+		return nil, 0, fmt.Errorf("--stdio needs --provider (echo or script)")
+	}
+	return nil, 0, fmt.Errorf("unknown --provider %q (known: echo, script)", o.provider)
+}
+
+func projectDir(dir string) (string, error) {
+	if dir == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return "", fmt.Errorf("project directory: %w", err)
+		}
+		return wd, nil
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", fmt.Errorf("project directory: %w", err)
+	}
+	if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
+		return "", fmt.Errorf("project directory %s is not a directory", abs)
+	}
+	return abs, nil
+}
+
+func newSessionID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return "s-" + hex.EncodeToString(b[:])
+}
+
+func newBufferedWriter(w io.Writer) *bufio.Writer { return bufio.NewWriterSize(w, 64<<10) }
