@@ -1,0 +1,249 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sebdah/goldie/v2"
+
+	"github.com/openmax/openmax/core/tool"
+	"github.com/openmax/openmax/core/wire"
+	"github.com/openmax/openmax/provider"
+	"github.com/openmax/openmax/provider/clock"
+)
+
+// A session fixture is a directory under testdata/sessions holding
+// script.yaml (the scripted provider's scenario), optionally args (extra
+// command-line flags, one per line), and steps: the client's side of the
+// conversation, one step per line:
+//
+//	> {json}        write the line to stdin
+//	> @raw HEX      write raw bytes (hex) to stdin, for invalid UTF-8
+//	> @big N JSON   write JSON padded with an ignored field to exactly N bytes
+//	< TYPE          wait until the next unread stdout line of that type
+//	advance DUR     wait until something sleeps on the clock, then advance it
+//	eof             close stdin
+//
+// The transcript (every stdout line, then the exit code) is compared with
+// golden/sessions/NAME.golden; go test ./cmd/openmax -update rewrites them.
+// Every transcript must also pass the stream checker.
+
+const stepTimeout = 10 * time.Second
+
+func TestSessions(t *testing.T) {
+	dirs, err := filepath.Glob("testdata/sessions/*")
+	if err != nil || len(dirs) == 0 {
+		t.Fatalf("no session fixtures: %v", err)
+	}
+	g := goldie.New(t, goldie.WithFixtureDir("../../golden/sessions"), goldie.WithNameSuffix(".golden"))
+	for _, dir := range dirs {
+		name := filepath.Base(dir)
+		t.Run(name, func(t *testing.T) {
+			transcript := runSession(t, dir)
+			checkTranscript(t, transcript)
+			g.Assert(t, name, transcript)
+		})
+	}
+}
+
+// blockTool waits on the session clock for an hour (the test advances it)
+// or until the turn is cancelled.
+func blockTool(c clock.Clock) tool.Tool {
+	return tool.Func{
+		ToolSpec: provider.ToolSpec{Name: "block", Description: "waits an hour", Schema: json.RawMessage(`{"type":"object"}`)},
+		Fn: func(ctx context.Context, _ json.RawMessage) tool.Result {
+			if err := clock.Sleep(ctx, c, time.Hour); err != nil {
+				return tool.Failed("interrupted: %v", err)
+			}
+			return tool.Result{OK: true, Output: "waited an hour"}
+		},
+	}
+}
+
+// echoArgsTool returns its arguments.
+func echoArgsTool() tool.Tool {
+	return tool.Func{
+		ToolSpec: provider.ToolSpec{Name: "echo_args", Description: "returns its arguments", Schema: json.RawMessage(`{"type":"object"}`)},
+		Fn: func(_ context.Context, args json.RawMessage) tool.Result {
+			return tool.Result{OK: true, Output: string(args)}
+		},
+	}
+}
+
+// panicTool crashes.
+func panicTool() tool.Tool {
+	return tool.Func{
+		ToolSpec: provider.ToolSpec{Name: "crash", Description: "panics", Schema: json.RawMessage(`{"type":"object"}`)},
+		Fn:       func(context.Context, json.RawMessage) tool.Result { panic("tool bug") },
+	}
+}
+
+type session struct {
+	t      *testing.T
+	stdin  *io.PipeWriter
+	lines  chan string
+	got    []string
+	clock  *clock.Fake
+	result chan int
+}
+
+func runSession(t *testing.T, dir string) []byte {
+	t.Helper()
+	steps, err := os.ReadFile(filepath.Join(dir, "steps"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"--stdio", "--provider", "script", "--script", filepath.Join(dir, "script.yaml"),
+		"--session-id", "s1", "--project", "/"}
+	if extra, err := os.ReadFile(filepath.Join(dir, "args")); err == nil {
+		args = append(args, strings.Fields(string(extra))...)
+	}
+	fake := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	s := &session{t: t, stdin: inW, lines: make(chan string, 1024), clock: fake, result: make(chan int, 1)}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var stderr bytes.Buffer
+	go func() {
+		code := run(ctx, args, inR, outW, &stderr, env{clock: fake, tools: []tool.Tool{blockTool(fake), echoArgsTool(), panicTool()}})
+		outW.Close()
+		s.result <- code
+	}()
+	go func() {
+		sc := bufio.NewScanner(outR)
+		sc.Buffer(nil, 64<<20)
+		for sc.Scan() {
+			s.lines <- sc.Text()
+		}
+		close(s.lines)
+	}()
+	for i, step := range strings.Split(strings.TrimSpace(string(steps)), "\n") {
+		if err := s.step(ctx, strings.TrimRight(step, "\r")); err != nil {
+			t.Fatalf("step %d %q: %v\nstdout so far:\n%s\nstderr:\n%s", i+1, step, err, strings.Join(s.got, "\n"), stderr.String())
+		}
+	}
+	inW.Close()
+	var code int
+	select {
+	case code = <-s.result:
+	case <-ctx.Done():
+		t.Fatalf("openmax did not exit after stdin closed\nstdout:\n%s", strings.Join(s.got, "\n"))
+	}
+	for line := range s.lines {
+		s.got = append(s.got, line)
+	}
+	var out bytes.Buffer
+	for _, l := range s.got {
+		out.WriteString(l)
+		out.WriteByte('\n')
+	}
+	fmt.Fprintf(&out, "exit: %d\n", code)
+	return out.Bytes()
+}
+
+func (s *session) step(ctx context.Context, step string) error {
+	verb, arg, _ := strings.Cut(step, " ")
+	switch verb {
+	case "", "#":
+		return nil
+	case ">":
+		return s.send(arg)
+	case "<":
+		return s.waitFor(ctx, strings.TrimSpace(arg))
+	case "advance":
+		d, err := time.ParseDuration(strings.TrimSpace(arg))
+		if err != nil {
+			return err
+		}
+		if err := s.clock.BlockUntil(ctx, 1); err != nil {
+			return fmt.Errorf("nothing waited on the clock: %w", err)
+		}
+		s.clock.Advance(d)
+		return nil
+	case "eof":
+		return s.stdin.Close()
+	}
+	return fmt.Errorf("unknown step verb %q", verb)
+}
+
+func (s *session) send(arg string) error {
+	var data []byte
+	switch {
+	case strings.HasPrefix(arg, "@raw "):
+		if _, err := fmt.Sscanf(strings.TrimPrefix(arg, "@raw "), "%x", &data); err != nil {
+			return err
+		}
+	case strings.HasPrefix(arg, "@big "):
+		var n int
+		rest := strings.TrimPrefix(arg, "@big ")
+		if _, err := fmt.Sscanf(rest, "%d", &n); err != nil {
+			return err
+		}
+		js := strings.TrimSpace(rest[strings.IndexByte(rest, ' '):])
+		data = padJSON(js, n)
+	default:
+		data = []byte(arg)
+	}
+	_, err := s.stdin.Write(append(data, '\n'))
+	return err
+}
+
+// padJSON returns the object js with an extra "pad" field making it exactly
+// n bytes long.
+func padJSON(js string, n int) []byte {
+	prefix := strings.TrimSuffix(js, "}") + `,"pad":"`
+	const suffix = `"}`
+	fill := n - len(prefix) - len(suffix)
+	if fill < 0 {
+		fill = 0
+	}
+	return []byte(prefix + strings.Repeat("x", fill) + suffix)
+}
+
+func (s *session) waitFor(ctx context.Context, typ string) error {
+	timer := time.NewTimer(stepTimeout)
+	defer timer.Stop()
+	for {
+		select {
+		case line, ok := <-s.lines:
+			if !ok {
+				return fmt.Errorf("stdout closed before a %s line", typ)
+			}
+			s.got = append(s.got, line)
+			var head struct{ Type string }
+			if err := json.Unmarshal([]byte(line), &head); err != nil {
+				return fmt.Errorf("stdout line is not JSON: %q", line)
+			}
+			if head.Type == typ {
+				return nil
+			}
+		case <-timer.C:
+			return fmt.Errorf("no %s line within %v", typ, stepTimeout)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+func checkTranscript(t *testing.T, transcript []byte) {
+	t.Helper()
+	body := transcript[:bytes.LastIndex(transcript, []byte("exit:"))]
+	_, err := wire.CheckStream(bytes.NewReader(body), func(v wire.Verdict) {
+		if v.Err != nil {
+			t.Errorf("checker: line %d: %v", v.Line, v.Err)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
