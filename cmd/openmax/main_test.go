@@ -1,0 +1,250 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/openmax/openmax/core/wire"
+	"github.com/openmax/openmax/provider/clock"
+)
+
+func runCLI(t *testing.T, stdin string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	code = run(ctx, args, strings.NewReader(stdin), &out, &errb, env{clock: clock.Real{}})
+	return out.String(), errb.String(), code
+}
+
+func TestSpecCommand(t *testing.T) {
+	text, _, code := runCLI(t, "", "--spec", "stdio")
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	for _, d := range append(append(append([]*wire.Def{}, wire.Events...), wire.Lines...), wire.Commands...) {
+		if !strings.Contains(text, d.Name) {
+			t.Errorf("--spec stdio does not mention %s", d.Name)
+		}
+		for _, f := range d.Fields {
+			if !strings.Contains(text, f.Name) {
+				t.Errorf("--spec stdio does not mention %s.%s", d.Name, f.Name)
+			}
+		}
+	}
+	schema, _, code := runCLI(t, "", "--spec", "stdio", "--json")
+	var doc map[string]any
+	if code != 0 || json.Unmarshal([]byte(schema), &doc) != nil || doc["$defs"] == nil {
+		t.Errorf("--spec stdio --json: exit %d, not a JSON Schema:\n%.200s", code, schema)
+	}
+	if _, stderr, code := runCLI(t, "", "--spec", "grpc"); code != 2 || !strings.Contains(stderr, `unknown contract "grpc"`) {
+		t.Errorf("--spec grpc: exit %d, stderr %q", code, stderr)
+	}
+}
+
+func TestCheckCommand(t *testing.T) {
+	good, err := os.ReadFile("../../golden/sessions/tool_loop.golden")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream := string(good[:bytes.LastIndex(good, []byte("exit:"))])
+	out, _, code := runCLI(t, stream, "--check", "--stdio")
+	if code != 0 {
+		t.Fatalf("exit %d on a golden transcript:\n%s", code, out)
+	}
+	if n := strings.Count(out, ": ok\n"); n != strings.Count(stream, "\n") {
+		t.Errorf("%d ok verdicts for %d lines", n, strings.Count(stream, "\n"))
+	}
+	lines := strings.Split(strings.TrimSpace(stream), "\n")
+	dup := strings.Join(append(lines, lines[len(lines)-1]), "\n") + "\n" // a duplicated done
+	out, stderr, code := runCLI(t, dup, "--check", "--stdio")
+	last := len(lines) + 1
+	if code != 1 || !strings.Contains(out, strings.Join([]string{itoa(last), ": done: done with no turn open"}, "")) || !strings.Contains(stderr, "1 violation") {
+		t.Errorf("duplicated done: exit %d\n%s\n%s", code, out, stderr)
+	}
+	out, _, code = runCLI(t, "", "--check", "--stdio")
+	if code != 1 || !strings.Contains(out, "end: no hello") {
+		t.Errorf("empty stream: exit %d: %s", code, out)
+	}
+	if _, stderr, code := runCLI(t, "", "--check"); code != 2 || !strings.Contains(stderr, "--check needs --stdio") {
+		t.Errorf("--check alone: exit %d: %s", code, stderr)
+	}
+}
+
+func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
+
+func TestUsageErrorsStayOffStdout(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	if err := os.WriteFile(bad, []byte("replies:\n  - chunks:\n      - text: a\n        finish: stop\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		args   []string
+		stderr string
+	}{
+		{[]string{"--stdio"}, "--stdio needs --provider"},
+		{[]string{"--stdio", "--provider", "gpt"}, `unknown --provider "gpt"`},
+		{[]string{"--stdio", "--provider", "script"}, "needs --script FILE"},
+		{[]string{"--stdio", "--provider", "script", "--script", "/nonexistent.yaml"}, "no such file"},
+		{[]string{"--stdio", "--provider", "script", "--script", bad}, "set exactly one of"},
+		{[]string{"--stdio", "--provider", "echo", "--project", "/nonexistent"}, "is not a directory"},
+		{[]string{"--stdio", "--provider", "echo", "--max-iterations", "0"}, "at least 1"},
+		{[]string{"--bogus"}, "flag provided but not defined"},
+		{[]string{"stray"}, `unexpected argument "stray"`},
+		{nil, "nothing to do"},
+	}
+	for _, tt := range tests {
+		stdout, stderr, code := runCLI(t, `{"cmd":"user","text":"hi"}`+"\n", tt.args...)
+		if code != 2 || stdout != "" || !strings.Contains(stderr, tt.stderr) {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q (want it to contain %q)", tt.args, code, stdout, stderr, tt.stderr)
+		}
+	}
+}
+
+// buildBinary builds openmax once per test run.
+func buildBinary(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "openmax")
+	cmd := exec.Command("go", "build", "-o", bin, ".")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// TestProcessSignalCancelsTurn runs the real binary: SIGTERM during a turn
+// is a shutdown, so the turn ends cancelled, the process exits 0 and stdout
+// holds only protocol lines that pass the checker.
+func TestProcessSignalCancelsTurn(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary; skipped in -short mode")
+	}
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	sc := filepath.Join(dir, "s.yaml")
+	if err := os.WriteFile(sc, []byte("replies:\n  - chunks:\n      - text: working\n      - stall: true\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "--stdio", "--provider", "script", "--script", sc, "--project", dir)
+	stdin, _ := cmd.StdinPipe()
+	stdoutPipe, _ := cmd.StdoutPipe()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stdin.Write([]byte(`{"cmd":"user","text":"go"}` + "\n")); err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	sc2 := bufio.NewScanner(stdoutPipe)
+	for sc2.Scan() {
+		lines = append(lines, sc2.Text())
+		if strings.Contains(sc2.Text(), `"type":"token"`) {
+			if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	err := cmd.Wait()
+	if err != nil {
+		t.Fatalf("exit: %v\nstderr: %s", err, stderr.String())
+	}
+	if last := lines[len(lines)-1]; !strings.Contains(last, `"stop_reason":"cancelled"`) {
+		t.Errorf("last line %s, want done cancelled", last)
+	}
+	var hello wire.Hello
+	if err := json.Unmarshal([]byte(lines[0]), &hello); err != nil || hello.Project != dir || !strings.HasPrefix(hello.SessionID, "s-") {
+		t.Errorf("hello %s", lines[0])
+	}
+	_, cerr := wire.CheckStream(strings.NewReader(strings.Join(lines, "\n")), func(v wire.Verdict) {
+		if v.Err != nil {
+			t.Errorf("line %d: %v", v.Line, v.Err)
+		}
+	})
+	if cerr != nil {
+		t.Fatal(cerr)
+	}
+}
+
+// TestExitCodes: the exit code follows the last turn (1 after error, else
+// 0, truncated included), and EOF behaves like quit.
+func TestExitCodes(t *testing.T) {
+	tests := []struct {
+		yaml  string
+		turns int
+		code  int
+	}{
+		{"replies:\n  - chunks: [{error: boom}]\n", 1, 1},
+		{"replies:\n  - chunks: [{error: boom}]\n  - text: fine\n", 2, 0},
+		{"replies:\n  - text: fine\n  - chunks: [{error: boom}]\n", 2, 1},
+		{"replies:\n  - chunks: [{text: a}, {died: reset}]\n", 1, 0},
+	}
+	for _, tt := range tests {
+		sc := filepath.Join(t.TempDir(), "s.yaml")
+		if err := os.WriteFile(sc, []byte(tt.yaml), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out, code := runTurns(t, tt.turns, "--stdio", "--provider", "script", "--script", sc, "--project", "/")
+		if code != tt.code {
+			t.Errorf("%q: exit %d, want %d\n%s", tt.yaml, code, tt.code, out)
+		}
+	}
+}
+
+// runTurns sends n user commands, each after the previous done, then EOF.
+func runTurns(t *testing.T, n int, args ...string) (string, int) {
+	t.Helper()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	codec := make(chan int, 1)
+	go func() {
+		codec <- run(ctx, args, inR, outW, io.Discard, env{clock: clock.Real{}})
+		outW.Close()
+	}()
+	lines := make(chan string, 64)
+	go func() {
+		sc := bufio.NewScanner(outR)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	var out strings.Builder
+	for i := 0; i < n; i++ {
+		if _, err := inW.Write([]byte(`{"cmd":"user","text":"go"}` + "\n")); err != nil {
+			t.Fatal(err)
+		}
+		for line := range lines {
+			out.WriteString(line + "\n")
+			if strings.Contains(line, `"type":"done"`) {
+				break
+			}
+		}
+	}
+	inW.Close()
+	for line := range lines {
+		out.WriteString(line + "\n")
+	}
+	select {
+	case code := <-codec:
+		return out.String(), code
+	case <-ctx.Done():
+		t.Fatal("openmax did not exit")
+		return "", 0
+	}
+}

@@ -1,0 +1,366 @@
+package core_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"iter"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/openmax/openmax/core"
+	"github.com/openmax/openmax/core/tool"
+	"github.com/openmax/openmax/core/wire"
+	"github.com/openmax/openmax/provider"
+	"github.com/openmax/openmax/provider/script"
+)
+
+// recorder collects a turn's events.
+type recorder struct{ events []wire.Event }
+
+func (r *recorder) emit(e wire.Event) { r.events = append(r.events, e) }
+
+func (r *recorder) types() string {
+	var out []string
+	for _, e := range r.events {
+		out = append(out, e.EventType())
+	}
+	return strings.Join(out, " ")
+}
+
+func mustScript(t *testing.T, yaml string) *script.Provider {
+	t.Helper()
+	sc, err := script.Parse([]byte(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return script.New(sc, nil)
+}
+
+func echoTool() tool.Tool {
+	return tool.Func{
+		ToolSpec: provider.ToolSpec{Name: "echo_args", Schema: json.RawMessage(`{"type":"object"}`)},
+		Fn: func(_ context.Context, args json.RawMessage) tool.Result {
+			return tool.Result{OK: true, Output: string(args)}
+		},
+	}
+}
+
+func newEngine(t *testing.T, p provider.Provider, tools ...tool.Tool) *core.Engine {
+	t.Helper()
+	reg, err := tool.NewRegistry(tools...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &core.Engine{Provider: p, Tools: reg, Model: "m"}
+}
+
+func TestToolLoopFeedsResultsBack(t *testing.T) {
+	p := mustScript(t, `
+replies:
+  - chunks:
+      - thinking: "plan"
+      - signature: "sig1"
+      - text: "Looking."
+      - tool_call: {id: c1, name: echo_args, args: {a: 1}}
+      - tool_call: {id: c2, name: missing, args: {}}
+      - finish: tool_calls
+  - text: "Done."
+`)
+	e := newEngine(t, p, echoTool())
+	s := core.NewSession("s")
+	var rec recorder
+	stop := e.RunTurn(context.Background(), s, "go", rec.emit)
+	if stop != "stop" {
+		t.Fatalf("stop %q", stop)
+	}
+	if got, want := rec.types(), "budget thinking token message_done tool_start tool_end tool_start tool_end token message_done"; got != want {
+		t.Errorf("events\n got %s\nwant %s", got, want)
+	}
+	reqs := p.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d requests", len(reqs))
+	}
+	want := []provider.Message{
+		{Role: provider.RoleUser, Text: "go"},
+		{Role: provider.RoleAssistant, Text: "Looking.", Thinking: []provider.Thinking{{Text: "plan", Signature: "sig1"}},
+			ToolCalls: []provider.ToolCall{{ID: "c1", Name: "echo_args", Args: json.RawMessage(`{"a":1}`)}, {ID: "c2", Name: "missing", Args: json.RawMessage(`{}`)}}},
+		{Role: provider.RoleTool, CallID: "c1", Text: `{"a":1}`},
+		{Role: provider.RoleTool, CallID: "c2", Text: `unknown tool "missing"`, IsError: true},
+	}
+	if !reflect.DeepEqual(reqs[1].Messages, want) {
+		t.Errorf("second request messages\n got %+v\nwant %+v", reqs[1].Messages, want)
+	}
+	if len(reqs[0].Tools) != 1 || reqs[0].Tools[0].Name != "echo_args" || reqs[0].Model != "m" {
+		t.Errorf("request tools/model: %+v", reqs[0])
+	}
+	if n := len(s.Messages()); n != 5 {
+		t.Errorf("session has %d messages, want 5", n)
+	}
+}
+
+func TestTruncationKeepsPartialTextAndRefusesTools(t *testing.T) {
+	p := mustScript(t, `
+replies:
+  - chunks:
+      - text: "partial"
+      - tool_call: {id: c1, name: echo_args, args: {}}
+      - died: "connection reset by peer"
+`)
+	ran := false
+	tl := tool.Func{ToolSpec: provider.ToolSpec{Name: "echo_args"}, Fn: func(context.Context, json.RawMessage) tool.Result {
+		ran = true
+		return tool.Result{OK: true}
+	}}
+	e := newEngine(t, p, tl)
+	s := core.NewSession("s")
+	var rec recorder
+	if stop := e.RunTurn(context.Background(), s, "go", rec.emit); stop != wire.StopTruncated {
+		t.Fatalf("stop %q", stop)
+	}
+	if ran {
+		t.Error("a tool call from a truncated stream was dispatched")
+	}
+	if got := rec.types(); got != "budget token message_done error" {
+		t.Errorf("events %s", got)
+	}
+	msg := rec.events[len(rec.events)-1].(wire.Error).Message
+	if !strings.Contains(msg, "connection reset by peer") || !strings.Contains(msg, "1 tool call(s) not run") {
+		t.Errorf("error message %q", msg)
+	}
+	msgs := s.Messages()
+	if last := msgs[len(msgs)-1]; last.Role != provider.RoleAssistant || last.Text != "partial" || len(last.ToolCalls) != 0 {
+		t.Errorf("partial text not kept as the last message: %+v", last)
+	}
+}
+
+func TestStreamErrorDropsPartialText(t *testing.T) {
+	p := mustScript(t, `
+replies:
+  - chunks:
+      - text: "partial"
+      - error: "overloaded"
+`)
+	e := newEngine(t, p)
+	s := core.NewSession("s")
+	var rec recorder
+	if stop := e.RunTurn(context.Background(), s, "go", rec.emit); stop != wire.StopError {
+		t.Fatalf("stop %q", stop)
+	}
+	if got := rec.types(); got != "budget token error" {
+		t.Errorf("events %s", got)
+	}
+	if msgs := s.Messages(); len(msgs) != 1 || msgs[0].Role != provider.RoleUser {
+		t.Errorf("partial text of a failed stream was kept: %+v", msgs)
+	}
+}
+
+func TestCancelMidStreamEndsPromptly(t *testing.T) {
+	p := mustScript(t, `
+replies:
+  - chunks:
+      - text: "so far"
+      - stall: true
+`)
+	e := newEngine(t, p)
+	s := core.NewSession("s")
+	ctx, cancel := context.WithCancel(context.Background())
+	var rec recorder
+	stop := e.RunTurn(ctx, s, "go", func(ev wire.Event) {
+		rec.emit(ev)
+		if _, ok := ev.(wire.Token); ok {
+			cancel()
+		}
+	})
+	if stop != wire.StopCancelled {
+		t.Fatalf("stop %q", stop)
+	}
+	if got := rec.types(); got != "budget token message_done" {
+		t.Errorf("events %s", got)
+	}
+}
+
+func TestCancelMidToolGivesEveryCallAResult(t *testing.T) {
+	p := mustScript(t, `
+replies:
+  - tool_calls: [{id: c1, name: wait}, {id: c2, name: echo_args}]
+`)
+	wait := tool.Func{ToolSpec: provider.ToolSpec{Name: "wait"}, Fn: func(ctx context.Context, _ json.RawMessage) tool.Result {
+		<-ctx.Done()
+		return tool.Result{}
+	}}
+	e := newEngine(t, p, wait, echoTool())
+	s := core.NewSession("s")
+	ctx, cancel := context.WithCancel(context.Background())
+	var rec recorder
+	stop := e.RunTurn(ctx, s, "go", func(ev wire.Event) {
+		rec.emit(ev)
+		if _, ok := ev.(wire.ToolStart); ok {
+			cancel()
+		}
+	})
+	if stop != wire.StopCancelled {
+		t.Fatalf("stop %q", stop)
+	}
+	if got := rec.types(); got != "budget tool_start tool_end" {
+		t.Errorf("events %s", got)
+	}
+	if end := rec.events[2].(wire.ToolEnd); end.OK || end.Output != "cancelled" {
+		t.Errorf("tool_end %+v", end)
+	}
+	msgs := s.Messages()
+	var results []string
+	for _, m := range msgs {
+		if m.Role == provider.RoleTool {
+			results = append(results, m.CallID)
+		}
+	}
+	if !reflect.DeepEqual(results, []string{"c1", "c2"}) {
+		t.Errorf("tool results for %v, want c1 and c2", results)
+	}
+}
+
+func TestPanickingProviderBecomesError(t *testing.T) {
+	var stack []byte
+	p := provider.Func(func(context.Context, provider.Request) iter.Seq[provider.Part] {
+		return func(yield func(provider.Part) bool) {
+			yield(provider.TextDelta{Text: "x"})
+			panic("provider bug")
+		}
+	})
+	e := newEngine(t, p)
+	e.OnPanic = func(r any, st []byte) { stack = st }
+	var rec recorder
+	if stop := e.RunTurn(context.Background(), core.NewSession("s"), "go", rec.emit); stop != wire.StopError {
+		t.Fatalf("stop %q", stop)
+	}
+	if got := rec.types(); got != "budget token error" {
+		t.Errorf("events %s", got)
+	}
+	if !strings.Contains(rec.events[2].(wire.Error).Message, "provider bug") || len(stack) == 0 {
+		t.Errorf("error %+v, stack %d bytes", rec.events[2], len(stack))
+	}
+}
+
+func TestRetryRules(t *testing.T) {
+	tests := []struct {
+		name  string
+		parts []provider.Part
+		stop  string
+		types string
+	}{
+		{"retry before text voids thinking",
+			[]provider.Part{provider.ThinkingDelta{Text: "a"}, provider.Retry{Attempt: 2, MaxAttempts: 3, Reason: "r"}, provider.TextDelta{Text: "b"}, provider.Finish{Reason: "stop"}},
+			"stop", "budget thinking retry token message_done"},
+		{"retry after text is a provider bug",
+			[]provider.Part{provider.TextDelta{Text: "a"}, provider.Retry{Attempt: 2, MaxAttempts: 3, Reason: "r"}, provider.TextDelta{Text: "b"}, provider.Finish{Reason: "stop"}},
+			"error", "budget token error"},
+		{"empty finish reason is stop",
+			[]provider.Part{provider.TextDelta{Text: "a"}, provider.Finish{}},
+			"stop", "budget token message_done"},
+		{"finish passes through verbatim",
+			[]provider.Part{provider.TextDelta{Text: "a"}, provider.Finish{Reason: "length"}},
+			"length", "budget token message_done"},
+		{"nil error still fails",
+			[]provider.Part{provider.Error{}},
+			"error", "budget error"},
+		{"no completion and no text",
+			[]provider.Part{provider.ThinkingDelta{Text: "a"}},
+			"truncated", "budget thinking error"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []provider.Message
+			p := provider.Func(func(_ context.Context, req provider.Request) iter.Seq[provider.Part] {
+				return func(yield func(provider.Part) bool) {
+					for _, part := range tt.parts {
+						if !yield(part) {
+							return
+						}
+					}
+				}
+			})
+			s := core.NewSession("s")
+			var rec recorder
+			if stop := newEngine(t, p).RunTurn(context.Background(), s, "go", rec.emit); stop != tt.stop {
+				t.Errorf("stop %q, want %q", stop, tt.stop)
+			}
+			if rec.types() != tt.types {
+				t.Errorf("events %s, want %s", rec.types(), tt.types)
+			}
+			got = s.Messages()
+			if tt.name == "retry before text voids thinking" && len(got[1].Thinking) != 0 {
+				t.Errorf("voided thinking kept: %+v", got[1].Thinking)
+			}
+		})
+	}
+}
+
+func TestMaxIterations(t *testing.T) {
+	calls := 0
+	p := provider.Func(func(context.Context, provider.Request) iter.Seq[provider.Part] {
+		calls++
+		n := calls
+		return func(yield func(provider.Part) bool) {
+			yield(provider.ToolCallPart{Call: provider.ToolCall{ID: fmt.Sprint("c", n), Name: "echo_args", Args: json.RawMessage(`{}`)}})
+			yield(provider.Finish{Reason: "tool_calls"})
+		}
+	})
+	e := newEngine(t, p, echoTool())
+	e.MaxIterations = 3
+	var rec recorder
+	if stop := e.RunTurn(context.Background(), core.NewSession("s"), "go", rec.emit); stop != wire.StopMaxIterations {
+		t.Fatalf("stop %q", stop)
+	}
+	if calls != 3 {
+		t.Errorf("%d requests, want 3", calls)
+	}
+}
+
+func TestBudgetFirstAndGrowing(t *testing.T) {
+	p := mustScript(t, "replies:\n  - text: "+strings.Repeat("x", 400)+"\n  - text: y\n")
+	e := newEngine(t, p)
+	e.ContextTokens = 1000
+	s := core.NewSession("s")
+	var first, second recorder
+	e.RunTurn(context.Background(), s, "hello", first.emit)
+	e.RunTurn(context.Background(), s, "again", second.emit)
+	b1, ok1 := first.events[0].(wire.Budget)
+	b2, ok2 := second.events[0].(wire.Budget)
+	if !ok1 || !ok2 {
+		t.Fatalf("budget is not first: %s / %s", first.types(), second.types())
+	}
+	if b1.ContextTokens != 1000 || b2.UsedTokens <= b1.UsedTokens+90 {
+		t.Errorf("budgets %+v then %+v: the 400-byte reply should add about 100 tokens", b1, b2)
+	}
+}
+
+func TestInvalidToolArgs(t *testing.T) {
+	for _, args := range []string{`[1]`, `null`, `{"a":`, `"s"`} {
+		p := provider.Func(func(context.Context, provider.Request) iter.Seq[provider.Part] {
+			return func(yield func(provider.Part) bool) {
+				yield(provider.ToolCallPart{Call: provider.ToolCall{ID: "c", Name: "echo_args", Args: json.RawMessage(args)}})
+				yield(provider.Finish{Reason: "tool_calls"})
+			}
+		})
+		e := newEngine(t, p, echoTool())
+		e.MaxIterations = 1
+		var rec recorder
+		e.RunTurn(context.Background(), core.NewSession("s"), "go", rec.emit)
+		start := rec.events[1].(wire.ToolStart)
+		end := rec.events[2].(wire.ToolEnd)
+		if string(start.Args) != "{}" || end.OK || !strings.HasPrefix(end.Output, "invalid arguments") {
+			t.Errorf("args %s: start %+v end %+v", args, start, end)
+		}
+	}
+}
+
+func TestToolRegistryRejectsDuplicates(t *testing.T) {
+	if _, err := tool.NewRegistry(echoTool(), echoTool()); err == nil {
+		t.Error("duplicate tool accepted")
+	}
+	if _, err := tool.NewRegistry(tool.Func{}); err == nil {
+		t.Error("nameless tool accepted")
+	}
+}
