@@ -49,7 +49,7 @@ var errUsage = errors.New("usage")
 
 type options struct {
 	stdio, check, json, version bool
-	spec                        string
+	spec, input                 string
 	provider, script, model     string
 	project, sessionID          string
 	maxIterations               int
@@ -62,6 +62,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.BoolVar(&o.stdio, "stdio", false, "serve a session over the openmax-stdio/6 wire on stdin/stdout (with --check: validate such a stream)")
 	fs.BoolVar(&o.check, "check", false, "with --stdio: read openmax stdout lines on stdin and report a verdict per line")
 	fs.StringVar(&o.spec, "spec", "", "print a contract from the binary; the only one is \"stdio\"")
+	fs.StringVar(&o.input, "input", "", "with --check --stdio: the stdin the client sent, to also account every user command's done")
 	fs.BoolVar(&o.json, "json", false, "with --spec stdio: print the JSON Schema instead of the text")
 	fs.BoolVar(&o.version, "version", false, "print the version")
 	fs.StringVar(&o.provider, "provider", "", "the model provider: echo (repeats each prompt) or script (plays --script)")
@@ -74,7 +75,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 		fmt.Fprint(stderr, `usage:
   openmax --stdio --provider echo|script [--script FILE] [flags]   serve a session on stdin/stdout
   openmax --spec stdio [--json]                                     print the wire contract
-  openmax --check --stdio < stream.jsonl                            validate openmax stdout
+  openmax --check --stdio [--input STDIN.jsonl] < stream.jsonl     validate openmax stdout
 flags:
 `)
 		fs.PrintDefaults()
@@ -110,7 +111,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			fmt.Fprintln(stderr, "openmax: --check needs --stdio (the only contract it checks)")
 			return 2
 		}
-		return runCheck(stdin, stdout, stderr)
+		return runCheck(o.input, stdin, stdout, stderr)
 	case o.stdio:
 		return runStdio(ctx, o, stdin, stdout, stderr, e)
 	}
@@ -134,9 +135,18 @@ func runSpec(o *options, stdout, stderr io.Writer) int {
 	return 0
 }
 
-func runCheck(stdin io.Reader, stdout, stderr io.Writer) int {
+func runCheck(input string, stdin io.Reader, stdout, stderr io.Writer) int {
+	c := wire.NewChecker()
+	if input != "" {
+		data, err := os.ReadFile(input)
+		if err != nil {
+			fmt.Fprintf(stderr, "openmax: check: %v\n", err)
+			return 2
+		}
+		c.SetInput(data)
+	}
 	bw := newBufferedWriter(stdout)
-	bad, err := wire.CheckStream(stdin, func(v wire.Verdict) {
+	bad, err := c.Stream(stdin, func(v wire.Verdict) {
 		switch {
 		case v.Line == 0:
 			fmt.Fprintf(bw, "end: %v\n", v.Err)

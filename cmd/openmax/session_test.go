@@ -48,8 +48,8 @@ func TestSessions(t *testing.T) {
 	for _, dir := range dirs {
 		name := filepath.Base(dir)
 		t.Run(name, func(t *testing.T) {
-			transcript := runSession(t, dir)
-			checkTranscript(t, transcript)
+			transcript, stdin := runSession(t, dir)
+			checkTranscript(t, transcript, stdin)
 			g.Assert(t, name, transcript)
 		})
 	}
@@ -90,13 +90,14 @@ func panicTool() tool.Tool {
 type session struct {
 	t      *testing.T
 	stdin  *io.PipeWriter
+	sent   bytes.Buffer // everything written to stdin
 	lines  chan string
 	got    []string
 	clock  *clock.Fake
 	result chan int
 }
 
-func runSession(t *testing.T, dir string) []byte {
+func runSession(t *testing.T, dir string) (transcript, stdin []byte) {
 	t.Helper()
 	steps, err := os.ReadFile(filepath.Join(dir, "steps"))
 	if err != nil {
@@ -148,7 +149,7 @@ func runSession(t *testing.T, dir string) []byte {
 		out.WriteByte('\n')
 	}
 	fmt.Fprintf(&out, "exit: %d\n", code)
-	return out.Bytes()
+	return out.Bytes(), s.sent.Bytes()
 }
 
 func (s *session) step(ctx context.Context, step string) error {
@@ -194,7 +195,9 @@ func (s *session) send(arg string) error {
 	default:
 		data = []byte(arg)
 	}
-	_, err := s.stdin.Write(append(data, '\n'))
+	data = append(data, '\n')
+	s.sent.Write(data)
+	_, err := s.stdin.Write(data)
 	return err
 }
 
@@ -235,10 +238,14 @@ func (s *session) waitFor(ctx context.Context, typ string) error {
 	}
 }
 
-func checkTranscript(t *testing.T, transcript []byte) {
+// checkTranscript runs the stream checker over a transcript, with the
+// client's stdin for the done accounting.
+func checkTranscript(t *testing.T, transcript, stdin []byte) {
 	t.Helper()
 	body := transcript[:bytes.LastIndex(transcript, []byte("exit:"))]
-	_, err := wire.CheckStream(bytes.NewReader(body), func(v wire.Verdict) {
+	c := wire.NewChecker()
+	c.SetInput(stdin)
+	_, err := c.Stream(bytes.NewReader(body), func(v wire.Verdict) {
 		if v.Err != nil {
 			t.Errorf("checker: line %d: %v", v.Line, v.Err)
 		}

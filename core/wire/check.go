@@ -39,6 +39,8 @@ type Checker struct {
 	afterErr  bool // the error line was the last turn line
 	tools     map[string]int
 	approvals map[string]bool
+
+	input *clientInput // set by SetInput
 }
 
 // NewChecker returns a Checker at the start of a stream.
@@ -50,44 +52,47 @@ func NewChecker() *Checker {
 // or nil when the line is legal here.
 func (c *Checker) Line(line []byte) error {
 	c.n++
-	typ, err := c.line(line)
+	typ, m, err := c.line(line)
 	c.prev = typ
+	if err == nil && c.input != nil {
+		c.observeInput(typ, str(m, "message"), str(m, "stop_reason"))
+	}
 	return err
 }
 
-func (c *Checker) line(line []byte) (string, error) {
+func (c *Checker) line(line []byte) (string, map[string]json.RawMessage, error) {
 	if !utf8.Valid(line) {
-		return "", fmt.Errorf("not valid UTF-8")
+		return "", nil, fmt.Errorf("not valid UTF-8")
 	}
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(line, &m); err != nil {
-		return "", fmt.Errorf("not a JSON object: %s", describeJSONError(line, err))
+		return "", nil, fmt.Errorf("not a JSON object: %s", describeJSONError(line, err))
 	}
 	if m == nil {
-		return "", fmt.Errorf("not a JSON object: null")
+		return "", nil, fmt.Errorf("not a JSON object: null")
 	}
 	rawType, ok := m["type"]
 	if !ok {
-		return "", fmt.Errorf(`missing "type"`)
+		return "", nil, fmt.Errorf(`missing "type"`)
 	}
 	var typ string
 	if err := json.Unmarshal(rawType, &typ); err != nil {
-		return "", fmt.Errorf(`"type" must be a string, got %s`, jsonKind(rawType))
+		return "", nil, fmt.Errorf(`"type" must be a string, got %s`, jsonKind(rawType))
 	}
 	d, ok := EventDef(typ)
 	if !ok {
 		d, ok = LineDef(typ)
 	}
 	if !ok {
-		return typ, fmt.Errorf("unknown type %s", quoteShort(typ))
+		return typ, nil, fmt.Errorf("unknown type %s", quoteShort(typ))
 	}
 	if err := c.shape(d, m); err != nil {
-		return typ, fmt.Errorf("%s: %w", typ, err)
+		return typ, nil, fmt.Errorf("%s: %w", typ, err)
 	}
 	if err := c.sequence(d, m); err != nil {
-		return typ, fmt.Errorf("%s: %w", typ, err)
+		return typ, nil, fmt.Errorf("%s: %w", typ, err)
 	}
-	return typ, nil
+	return typ, m, nil
 }
 
 func (c *Checker) shape(d *Def, m map[string]json.RawMessage) error {
@@ -323,7 +328,7 @@ func (c *Checker) End() error {
 	case c.turn:
 		return fmt.Errorf("the stream ended inside a turn: its done never came")
 	}
-	return nil
+	return c.endInput()
 }
 
 // Verdict is the result for one input line; Line 0 is the end of the stream.
@@ -336,7 +341,11 @@ type Verdict struct {
 // order (including the end-of-stream verdict when it fails). Lines of any
 // length are accepted. It returns the number of violations.
 func CheckStream(r io.Reader, report func(Verdict)) (int, error) {
-	c := NewChecker()
+	return NewChecker().Stream(r, report)
+}
+
+// Stream validates every line of r with c, like CheckStream.
+func (c *Checker) Stream(r io.Reader, report func(Verdict)) (int, error) {
 	br := bufio.NewReaderSize(r, 1<<16)
 	bad := 0
 	var long []byte

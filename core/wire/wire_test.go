@@ -321,3 +321,50 @@ func TestWriterWholeLinesAndFailure(t *testing.T) {
 type failWriter struct{}
 
 func (failWriter) Write([]byte) (int, error) { return 0, errors.New("broken pipe") }
+
+func TestCheckerInputAccounting(t *testing.T) {
+	const (
+		user  = `{"cmd":"user","text":"hi"}`
+		empty = `{"cmd":"user","text":""}`
+		quit  = `{"cmd":"quit"}`
+		bogus = `{"cmd":"bogus"}`
+	)
+	pe := func(n int) string { return `{"type":"protocol_error","message":"line ` + itoaTest(n) + `: x"}` }
+	tests := []struct {
+		name   string
+		stdin  []string
+		out    []string
+		errHas string // "" means accepted
+	}{
+		{"one turn", []string{user}, []string{hello, budget, done("stop")}, ""},
+		{"in-flight refusal has no done", []string{user, user}, []string{hello, budget, pe(2), done("stop")}, ""},
+		{"refused empty text", []string{empty, user}, []string{hello, pe(1), done("refused"), budget, done("stop")}, ""},
+		{"a done missing", []string{user, user}, []string{hello, budget, done("stop")}, "2 user commands were admitted"},
+		{"an extra turn", []string{user}, []string{hello, budget, done("stop"), budget, done("stop")}, "but 2 turns ended with done"},
+		{"unread after quit", []string{user, quit, user}, []string{hello, budget, done("stop")}, ""},
+		{"answer after the final done of a quit", []string{user, quit, bogus}, []string{hello, budget, done("stop"), pe(3)}, "comes after the final done"},
+		{"answer during the drain", []string{user, quit, bogus}, []string{hello, budget, pe(3), done("stop")}, ""},
+		{"malformed user is a user", []string{`{"cmd":"user","text":1}`}, []string{hello, pe(1), done("refused")}, ""},
+	}
+	for _, tt := range tests {
+		c := NewChecker()
+		c.SetInput([]byte(strings.Join(tt.stdin, "\n") + "\n"))
+		var errs []error
+		_, err := c.Stream(strings.NewReader(strings.Join(tt.out, "\n")), func(v Verdict) {
+			if v.Err != nil {
+				errs = append(errs, v.Err)
+			}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case tt.errHas == "" && len(errs) > 0:
+			t.Errorf("%s: rejected: %v", tt.name, errs)
+		case tt.errHas != "" && (len(errs) == 0 || !strings.Contains(errs[0].Error(), tt.errHas)):
+			t.Errorf("%s: got %v, want an error containing %q", tt.name, errs, tt.errHas)
+		}
+	}
+}
+
+func itoaTest(n int) string { b, _ := json.Marshal(n); return string(b) }

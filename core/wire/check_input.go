@@ -1,0 +1,107 @@
+package wire
+
+import (
+	"bytes"
+	"fmt"
+	"regexp"
+	"strconv"
+)
+
+// clientInput is what the checker knows of the commands the client sent,
+// when it is given them: which stdin lines were user commands and where the
+// first quit was. openmax prefixes each protocol_error with the stdin line it
+// answers ("line N: ..."), which is how answers are matched to commands.
+type clientInput struct {
+	users map[int]bool
+	quit  int // line of the first quit; 0 when the input ends without one
+
+	refusals    map[int]bool // user lines answered by a protocol_error
+	refusedDone map[int]bool // ... followed by done refused
+	lastPE      int          // stdin line of the previous protocol_error, if it was the previous line
+	afterQuit   []int        // output lines answering stdin lines after the quit
+	lastDone    int          // output line of the last done
+	dones       int          // dones of admitted turns
+}
+
+var lineRef = regexp.MustCompile(`^line (\d+): `)
+
+// SetInput gives the checker the client's stdin (the commands it sent), so
+// it can also check that every user command got exactly one done, or a
+// protocol_error alone when it was sent while a turn was in flight, and that
+// nothing answering a line after quit follows the final done. Lines are
+// numbered the way openmax reads them: one per newline.
+func (c *Checker) SetInput(stdin []byte) {
+	in := &clientInput{users: map[int]bool{}, refusals: map[int]bool{}, refusedDone: map[int]bool{}}
+	lines := bytes.Split(stdin, []byte("\n"))
+	if len(lines) > 0 && len(lines[len(lines)-1]) == 0 {
+		lines = lines[:len(lines)-1]
+	}
+	for i, l := range lines {
+		n := i + 1
+		cmd, err := DecodeCommand(bytes.TrimSuffix(l, []byte("\r")))
+		switch {
+		case err == nil && cmd.CommandName() == "user":
+			in.users[n] = true
+		case err == nil && cmd.CommandName() == "quit" && in.quit == 0:
+			in.quit = n
+		case err != nil:
+			if ce, ok := err.(*CommandError); ok && ce.Name == "user" {
+				in.users[n] = true
+			}
+		}
+	}
+	c.input = in
+}
+
+// observeInput records what the input accounting needs from one legal line.
+func (c *Checker) observeInput(typ string, message, stop string) {
+	in := c.input
+	if in == nil {
+		return
+	}
+	pe := 0
+	switch typ {
+	case "protocol_error":
+		if sub := lineRef.FindStringSubmatch(message); sub != nil {
+			pe, _ = strconv.Atoi(sub[1])
+			if in.users[pe] {
+				in.refusals[pe] = true
+			}
+			if in.quit > 0 && pe > in.quit {
+				in.afterQuit = append(in.afterQuit, c.n)
+			}
+		}
+	case "done":
+		in.lastDone = c.n
+		if stop == StopRefused {
+			if in.lastPE > 0 {
+				in.refusedDone[in.lastPE] = true
+			}
+		} else {
+			in.dones++
+		}
+	}
+	in.lastPE = pe
+}
+
+func (c *Checker) endInput() error {
+	in := c.input
+	if in == nil {
+		return nil
+	}
+	admitted := 0
+	for n := range in.users {
+		if !in.refusals[n] && (in.quit == 0 || n < in.quit) {
+			admitted++
+		}
+	}
+	if admitted != in.dones {
+		return fmt.Errorf("%d user commands were admitted (no protocol_error names their line) but %d turns ended with done", admitted, in.dones)
+	}
+	for _, l := range in.afterQuit {
+		if l > in.lastDone {
+			return fmt.Errorf("line %d answers a command sent after quit but comes after the final done", l)
+		}
+	}
+	return nil
+}
