@@ -2,7 +2,7 @@ package wire
 
 import (
 	"bufio"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -55,30 +55,30 @@ func (c *Checker) Line(line []byte) error {
 	typ, m, err := c.line(line)
 	c.prev = typ
 	if err == nil && c.input != nil {
-		c.observeInput(typ, str(m, "message"), str(m, "stop_reason"))
+		c.observeInput(typ, m.str("message"), m.str("stop_reason"))
 	}
 	return err
 }
 
-func (c *Checker) line(line []byte) (string, map[string]json.RawMessage, error) {
+func (c *Checker) line(line []byte) (string, object, error) {
 	if !utf8.Valid(line) {
 		return "", nil, fmt.Errorf("not valid UTF-8")
 	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(line, &m); err != nil {
+	m, err := parseObject(line)
+	if err != nil {
+		if errors.Is(err, errNotObject) {
+			return "", nil, fmt.Errorf("not a JSON object: %s", jsonKind(line))
+		}
 		return "", nil, fmt.Errorf("not a JSON object: %s", describeJSONError(line, err))
 	}
-	if m == nil {
-		return "", nil, fmt.Errorf("not a JSON object: null")
-	}
-	rawType, ok := m["type"]
+	rawType, ok := m.get("type")
 	if !ok {
 		return "", nil, fmt.Errorf(`missing "type"`)
 	}
-	var typ string
-	if err := json.Unmarshal(rawType, &typ); err != nil {
+	if jsonKind(rawType) != "string" {
 		return "", nil, fmt.Errorf(`"type" must be a string, got %s`, jsonKind(rawType))
 	}
+	typ := unquote(rawType)
 	d, ok := EventDef(typ)
 	if !ok {
 		d, ok = LineDef(typ)
@@ -95,10 +95,10 @@ func (c *Checker) line(line []byte) (string, map[string]json.RawMessage, error) 
 	return typ, m, nil
 }
 
-func (c *Checker) shape(d *Def, m map[string]json.RawMessage) error {
+func (c *Checker) shape(d *Def, m object) error {
 	extra := []string{"type"}
 	if d.SessionID && d.Role == RoleEvent {
-		raw, ok := m["session_id"]
+		raw, ok := m.get("session_id")
 		if !ok {
 			return fmt.Errorf(`missing "session_id"`)
 		}
@@ -108,23 +108,11 @@ func (c *Checker) shape(d *Def, m map[string]json.RawMessage) error {
 		}
 		extra = append(extra, "session_id")
 	} else if !d.SessionID {
-		if _, ok := m["session_id"]; ok {
+		if _, ok := m.get("session_id"); ok {
 			return fmt.Errorf("must not carry session_id")
 		}
 	}
 	return checkFields(d.Fields, m, extra...)
-}
-
-func str(m map[string]json.RawMessage, k string) string {
-	var s string
-	_ = json.Unmarshal(m[k], &s)
-	return s
-}
-
-func num(m map[string]json.RawMessage, k string) int {
-	var n int
-	_ = json.Unmarshal(m[k], &n)
-	return n
 }
 
 // outsideTurn lists the event types that may appear outside a turn.
@@ -132,17 +120,16 @@ var outsideTurn = map[string]bool{
 	"refrozen": true, "hook_failed": true, "schemas_over_budget": true,
 }
 
-func (c *Checker) sequence(d *Def, m map[string]json.RawMessage) error {
+func (c *Checker) sequence(d *Def, m object) error {
 	typ := d.Name
 	if !c.helloSeen {
 		if typ != "hello" {
 			return fmt.Errorf("the first line must be hello")
 		}
 		c.helloSeen = true
-		c.sessionID = str(m, "session_id")
-		var cont bool
-		_ = json.Unmarshal(m["continued"], &cont)
-		c.wantTx = cont
+		c.sessionID = m.str("session_id")
+		cont, _ := m.get("continued")
+		c.wantTx = string(cont) == "true"
 		return nil
 	}
 	if c.wantTx {
@@ -157,7 +144,7 @@ func (c *Checker) sequence(d *Def, m map[string]json.RawMessage) error {
 		return fmt.Errorf("hello only as the first line")
 	}
 	if d.SessionID {
-		if sid := str(m, "session_id"); sid != c.sessionID {
+		if sid := m.str("session_id"); sid != c.sessionID {
 			return fmt.Errorf("session_id %s differs from hello's %s", quoteShort(sid), quoteShort(c.sessionID))
 		}
 	}
@@ -171,7 +158,7 @@ func (c *Checker) sequence(d *Def, m map[string]json.RawMessage) error {
 		return nil
 	}
 
-	if typ == "done" && str(m, "stop_reason") == StopRefused {
+	if typ == "done" && m.str("stop_reason") == StopRefused {
 		if c.turn {
 			return fmt.Errorf("done refused while a turn is in flight: a user sent in flight gets a protocol_error alone")
 		}
@@ -208,7 +195,7 @@ func (c *Checker) sequence(d *Def, m map[string]json.RawMessage) error {
 	}
 	switch typ {
 	case "harness_note":
-		if id := str(m, "call_id"); id != "" {
+		if id := m.str("call_id"); id != "" {
 			if _, ok := c.tools[id]; !ok {
 				return fmt.Errorf("call_id %s names no tool call of this turn", quoteShort(id))
 			}
@@ -218,9 +205,9 @@ func (c *Checker) sequence(d *Def, m map[string]json.RawMessage) error {
 			c.run, c.runFrom = true, c.n
 			c.runText.Reset()
 		}
-		c.runText.WriteString(str(m, "text"))
+		c.runText.WriteString(m.str("text"))
 	case "message_done":
-		if c.run && str(m, "text") != c.runText.String() {
+		if c.run && m.str("text") != c.runText.String() {
 			return fmt.Errorf("text differs from the run of tokens it closes (line %d on)", c.runFrom)
 		}
 		c.run, c.closed = false, true
@@ -232,42 +219,42 @@ func (c *Checker) sequence(d *Def, m map[string]json.RawMessage) error {
 		if c.run {
 			return fmt.Errorf("a stream that already sent tokens (line %d on) must not be retried", c.runFrom)
 		}
-		if a, max := num(m, "attempt"), num(m, "max_attempts"); a < 2 || a > max {
+		if a, max := m.num("attempt"), m.num("max_attempts"); a < 2 || a > max {
 			return fmt.Errorf("attempt %d outside 2..max_attempts (%d)", a, max)
 		}
 	case "tool_start":
 		if c.run {
 			return fmt.Errorf("tool call during an open run of tokens (line %d on): tools run only after the reply completed", c.runFrom)
 		}
-		id := str(m, "call_id")
+		id := m.str("call_id")
 		if c.tools[id] == 1 {
 			return fmt.Errorf("call_id %s already running", quoteShort(id))
 		}
 		c.tools[id] = 1
 	case "tool_end":
-		id := str(m, "call_id")
+		id := m.str("call_id")
 		if c.tools[id] != 1 {
 			return fmt.Errorf("call_id %s has no running tool_start", quoteShort(id))
 		}
 		c.tools[id] = 2
 	case "diff":
-		if id := str(m, "call_id"); c.tools[id] != 1 {
+		if id := m.str("call_id"); c.tools[id] != 1 {
 			return fmt.Errorf("call_id %s names no running tool call", quoteShort(id))
 		}
 	case "approval_request":
-		id := str(m, "approval_id")
+		id := m.str("approval_id")
 		if _, seen := c.approvals[id]; seen {
 			return fmt.Errorf("approval_id %s reused", quoteShort(id))
 		}
 		c.approvals[id] = true
 	case "approval_settled":
-		id := str(m, "approval_id")
+		id := m.str("approval_id")
 		if !c.approvals[id] {
 			return fmt.Errorf("approval_id %s is not pending", quoteShort(id))
 		}
 		c.approvals[id] = false
 	case "done":
-		return c.closeTurn(str(m, "stop_reason"))
+		return c.closeTurn(m.str("stop_reason"))
 	}
 	return nil
 }

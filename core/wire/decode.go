@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"sort"
 	"strings"
 )
 
@@ -23,14 +22,14 @@ func (e *CommandError) Error() string { return e.Msg }
 // Fields beyond the command's definition are ignored. Any other problem is a
 // *CommandError whose message names it.
 func DecodeCommand(line []byte) (Command, error) {
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(line, &m); err != nil {
+	m, err := parseObject(line)
+	if err != nil {
+		if errors.Is(err, errNotObject) {
+			return nil, &CommandError{Msg: "expected a JSON object, " + strings.TrimPrefix(err.Error(), errNotObject.Error()+": ")}
+		}
 		return nil, &CommandError{Msg: "malformed JSON: " + describeJSONError(line, err)}
 	}
-	if m == nil {
-		return nil, &CommandError{Msg: "expected a JSON object, got null"}
-	}
-	rawCmd, ok := m["cmd"]
+	rawCmd, ok := m.get("cmd")
 	if !ok {
 		return nil, &CommandError{Msg: `missing "cmd"`}
 	}
@@ -45,7 +44,7 @@ func DecodeCommand(line []byte) (Command, error) {
 	v := reflect.New(reflect.TypeOf(d.Proto)).Elem()
 	for i := range d.Fields {
 		f := &d.Fields[i]
-		raw, present := m[f.Name]
+		raw, present := m.get(f.Name)
 		if !present {
 			if f.Optional {
 				continue
@@ -82,14 +81,4 @@ func describeJSONError(line []byte, err error) string {
 		return fmt.Sprintf("expected a JSON object, got %s", typ.Value)
 	}
 	return err.Error()
-}
-
-// sortedKeys returns m's keys in order, for deterministic messages.
-func sortedKeys(m map[string]json.RawMessage) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

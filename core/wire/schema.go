@@ -121,10 +121,7 @@ func checkValue(f *Field, raw json.RawMessage) error {
 			return fmt.Errorf("%q must be a string, got %s", f.Name, got)
 		}
 		if f.NonEmpty || f.Enum != nil {
-			var s string
-			if err := json.Unmarshal(raw, &s); err != nil {
-				return fmt.Errorf("%q: %w", f.Name, err)
-			}
+			s := unquote(raw)
 			if f.NonEmpty && s == "" {
 				return fmt.Errorf("%q must not be empty", f.Name)
 			}
@@ -136,8 +133,8 @@ func checkValue(f *Field, raw json.RawMessage) error {
 		if got != "number" {
 			return fmt.Errorf("%q must be an integer, got %s", f.Name, got)
 		}
-		var n int64
-		if err := json.Unmarshal(raw, &n); err != nil {
+		n, ok := parseInt(raw)
+		if !ok {
 			return fmt.Errorf("%q must be an integer, got %s", f.Name, bytes.TrimSpace(raw))
 		}
 		if n < 0 {
@@ -152,11 +149,11 @@ func checkValue(f *Field, raw json.RawMessage) error {
 			return fmt.Errorf("%q must be an object, got %s", f.Name, got)
 		}
 		if f.Object != nil {
-			var m map[string]json.RawMessage
-			if err := json.Unmarshal(raw, &m); err != nil {
+			o, err := parseObject(raw)
+			if err != nil {
 				return fmt.Errorf("%q: %w", f.Name, err)
 			}
-			if err := checkFields(f.Object, m); err != nil {
+			if err := checkFields(f.Object, o); err != nil {
 				return fmt.Errorf("%q: %w", f.Name, err)
 			}
 		}
@@ -164,10 +161,7 @@ func checkValue(f *Field, raw json.RawMessage) error {
 		if got != "array" {
 			return fmt.Errorf("%q must be an array, got %s", f.Name, got)
 		}
-		var items []json.RawMessage
-		if err := json.Unmarshal(raw, &items); err != nil {
-			return fmt.Errorf("%q: %w", f.Name, err)
-		}
+		items := splitArray(raw)
 		if f.Optional && len(items) == 0 {
 			return fmt.Errorf("%q must be omitted rather than empty", f.Name)
 		}
@@ -188,10 +182,10 @@ func checkValue(f *Field, raw json.RawMessage) error {
 // checkFields checks an object's members against fields: each required field
 // present, each present field legal, and no member outside the definition.
 // extra names members allowed beyond fields (session_id, type).
-func checkFields(fields []Field, m map[string]json.RawMessage, extra ...string) error {
+func checkFields(fields []Field, o object, extra ...string) error {
 	for i := range fields {
 		f := &fields[i]
-		raw, ok := m[f.Name]
+		raw, ok := o.get(f.Name)
 		if !ok {
 			if f.Optional {
 				continue
@@ -202,8 +196,8 @@ func checkFields(fields []Field, m map[string]json.RawMessage, extra ...string) 
 			return err
 		}
 	}
-	for _, k := range sortedKeys(m) {
-		if !hasField(fields, k) && !contains(extra, k) {
+	for _, m := range o {
+		if k := string(m.key); !hasField(fields, k) && !contains(extra, k) {
 			return fmt.Errorf("unexpected field %s", quoteShort(k))
 		}
 	}

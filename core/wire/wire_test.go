@@ -40,13 +40,13 @@ func TestAppendEventKeyOrder(t *testing.T) {
 	}
 }
 
-func decode(t *testing.T, line []byte) map[string]json.RawMessage {
+func decode(t *testing.T, line []byte) object {
 	t.Helper()
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(line, &m); err != nil {
+	o, err := parseObject(bytes.TrimSuffix(line, []byte("\n")))
+	if err != nil {
 		t.Fatal(err)
 	}
-	return m
+	return o
 }
 
 func TestAppendLineKeyOrder(t *testing.T) {
