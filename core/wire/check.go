@@ -17,9 +17,9 @@ import (
 // error, the order of message_done, error and done in a turn, exactly one
 // done per admitted turn, tool and approval bookkeeping.
 //
-// Turn boundaries: openmax opens every admitted turn with a budget line, so a
-// turn is the span from a budget (outside a turn) to its done. That is what
-// lets the checker tell a duplicated or dropped done from two turns.
+// Turn boundaries: openmax opens every admitted turn with exactly one budget
+// line, so a turn is the span from a budget to its done. That is what lets
+// the checker tell a duplicated or dropped done from two turns.
 //
 // A Checker is not safe for concurrent use.
 type Checker struct {
@@ -176,6 +176,9 @@ func (c *Checker) sequence(d *Def, m object) error {
 			return fmt.Errorf("done with no turn open (a duplicated done, or a turn that never opened with budget)")
 		}
 		return fmt.Errorf("%s outside a turn (every admitted turn opens with budget; was a done dropped or moved?)", typ)
+	}
+	if typ == "budget" {
+		return fmt.Errorf("budget inside a turn: openmax sends it once, as the first line of a turn (was the previous turn's done dropped?)")
 	}
 	if c.afterErr && typ != "done" {
 		return fmt.Errorf("after an error line the turn must end with done, got %s", typ)

@@ -43,7 +43,7 @@ var (
 		{Name: "token", Proto: Token{}, Doc: "A piece of reply text. A run of tokens ends in message_done, or in error when the stream failed."},
 		{Name: "thinking", Proto: Thinking{}, Doc: "A piece of model reasoning. Void if a retry follows: the reply starts over."},
 		{Name: "message_done", Proto: MessageDone{}, Doc: "Closes a run of tokens with its whole text."},
-		{Name: "budget", Proto: Budget{}, Doc: "How full the context window is. openmax sends one as the first line of every admitted turn."},
+		{Name: "budget", Proto: Budget{}, Doc: "How full the context window is. openmax sends exactly one, as the first line of every admitted turn."},
 		{Name: "usage", Proto: Usage{}, Doc: "Token accounting of one provider response."},
 		{Name: "tool_start", Proto: ToolStart{}, Doc: "A tool call of a completed reply is about to run."},
 		{Name: "tool_end", Proto: ToolEnd{}, Doc: "The result of a tool call; every tool_start gets one before done."},

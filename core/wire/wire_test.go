@@ -230,6 +230,7 @@ func TestCheckerRejectsViolations(t *testing.T) {
 		{"duplicated done", []string{hello, budget, done("stop"), done("stop")}, "done with no turn open"},
 		{"token outside turn", []string{hello, tok("x")}, "outside a turn"},
 		{"dropped done", []string{hello, budget, tok("x"), msgDone("x"), tok("y"), msgDone("y"), done("stop")}, "was a done dropped"},
+		{"dropped done before the next turn", []string{hello, budget, tok("x"), msgDone("x"), budget, done("stop")}, "budget inside a turn"},
 		{"dropped done at end", []string{hello, budget, tok("x"), msgDone("x")}, "ended inside a turn"},
 		{"done before message_done", []string{hello, budget, tok("x"), done("stop"), msgDone("x")}, "never closed"},
 		{"message_done text mismatch", []string{hello, budget, tok("x"), msgDone("y"), done("stop")}, "differs from the run"},
