@@ -1,0 +1,113 @@
+package stdio_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"iter"
+	"strings"
+	"testing"
+
+	"github.com/openmax/openmax/core"
+	"github.com/openmax/openmax/core/stdio"
+	"github.com/openmax/openmax/core/tool"
+	"github.com/openmax/openmax/provider"
+)
+
+// Benchmarks only (go test -run '^$' -bench . ./core/stdio); plain go test
+// runs none of this. bench/run.sh measures the same paths end to end
+// through the binary.
+
+// benchDeltaProvider streams n small text deltas, then finishes with stop.
+type benchDeltaProvider struct{ n int }
+
+func (p benchDeltaProvider) Stream(ctx context.Context, _ provider.Request) iter.Seq[provider.Part] {
+	words := [...]string{"The ", "engine ", "streams ", "a ", "reply ", "from ", "the ", "provider, "}
+	return func(yield func(provider.Part) bool) {
+		for i := range p.n {
+			if ctx.Err() != nil || !yield(provider.TextDelta{Text: words[i%len(words)]}) {
+				return
+			}
+		}
+		yield(provider.Finish{Reason: "stop"})
+	}
+}
+
+// benchTokenCounter is the stdout of the served session: wire.Writer hands it one
+// whole line per Write, so counting token lines is a prefix check.
+type benchTokenCounter struct {
+	tokens, bytes int
+	done          bool
+}
+
+var benchTokenPrefix = []byte(`{"session_id":"s-bench","type":"token"`)
+
+func (c *benchTokenCounter) Write(p []byte) (int, error) {
+	c.bytes += len(p)
+	if bytes.HasPrefix(p, benchTokenPrefix) {
+		c.tokens++
+	} else if bytes.Contains(p, []byte(`"type":"done"`)) {
+		c.done = true
+	}
+	return len(p), nil
+}
+
+// BenchmarkServeTokens runs whole sessions in process (hello, one user
+// command answered by n token lines, message_done and done, then quit) and
+// reports how many token lines per second reach stdout.
+func BenchmarkServeTokens(b *testing.B) {
+	for _, n := range []int{1_000, 200_000} {
+		b.Run(fmt.Sprintf("deltas=%d", n), func(b *testing.B) {
+			tools, err := tool.NewRegistry()
+			if err != nil {
+				b.Fatal(err)
+			}
+			eng := &core.Engine{Provider: benchDeltaProvider{n: n}, Tools: tools}
+			const in = `{"cmd":"user","text":"go"}` + "\n" + `{"cmd":"quit"}` + "\n"
+			var outBytes int
+			b.ReportAllocs()
+			for b.Loop() {
+				out := &benchTokenCounter{}
+				code, err := stdio.Serve(context.Background(), strings.NewReader(in), out,
+					stdio.Options{Engine: eng, SessionID: "s-bench", Version: "bench", Project: "/tmp"})
+				if err != nil || code != 0 || out.tokens != n || !out.done {
+					b.Fatalf("Serve: code %d, err %v, %d of %d tokens, done %v", code, err, out.tokens, n, out.done)
+				}
+				outBytes = out.bytes
+			}
+			b.SetBytes(int64(outBytes))
+			b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "tokens/s")
+		})
+	}
+}
+
+// BenchmarkLineReaderLongLine measures how fast stdin framing consumes and
+// drops a line far over MaxLine (the path of a 1 GiB stdin line).
+func BenchmarkLineReaderLongLine(b *testing.B) {
+	const size = 64 << 20
+	b.SetBytes(size + 1)
+	b.ReportAllocs()
+	for b.Loop() {
+		lr := stdio.NewLineReader(io.MultiReader(&benchRepeatReader{left: size}, strings.NewReader("\n")), stdio.MaxLine)
+		_, err := lr.Next()
+		if _, ok := err.(*stdio.LineTooLongError); !ok {
+			b.Fatalf("Next: %v, want *LineTooLongError", err)
+		}
+	}
+}
+
+// benchRepeatReader yields left bytes of 'a' without holding them.
+type benchRepeatReader struct{ left int }
+
+var benchA = bytes.Repeat([]byte("a"), 64<<10)
+
+func (r *benchRepeatReader) Read(p []byte) (int, error) {
+	if r.left == 0 {
+		return 0, io.EOF
+	}
+	n := min(len(p), r.left, len(benchA))
+	copy(p, benchA[:n])
+	r.left -= n
+	return n, nil
+}
