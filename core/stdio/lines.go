@@ -50,6 +50,7 @@ func (lr *LineReader) Next() ([]byte, error) {
 			if size > int64(lr.max) {
 				tooLong, line = true, nil
 			} else {
+				line = grow(line, len(chunk), lr.max)
 				line = append(line, chunk...)
 			}
 		}
@@ -73,4 +74,24 @@ func (lr *LineReader) Next() ([]byte, error) {
 		}
 		return line, nil
 	}
+}
+
+// grow makes room for n more bytes, doubling the capacity but never past
+// max, so reading a line allocates at most about twice the cap in total
+// (append's gentler growth for large slices would allocate several times it).
+func grow(b []byte, n, max int) []byte {
+	need := len(b) + n
+	if need <= cap(b) {
+		return b
+	}
+	c := 2 * cap(b)
+	if c < need {
+		c = need
+	}
+	if c > max {
+		c = max
+	}
+	nb := make([]byte, len(b), c)
+	copy(nb, b)
+	return nb
 }
