@@ -5,6 +5,7 @@
 package stdio
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -208,7 +209,7 @@ func (s *server) handle(in input) {
 	case in.err != nil:
 		fmt.Fprintf(s.opts.Log, "openmax: %v\n", in.err)
 		return
-	case len(strings.TrimSpace(string(in.line))) == 0:
+	case len(bytes.TrimSpace(in.line)) == 0:
 		return // blank lines are skipped
 	case !utf8.Valid(in.line):
 		s.protocolError(in.n, "not valid UTF-8; skipped")
