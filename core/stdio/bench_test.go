@@ -12,6 +12,7 @@ import (
 	"github.com/openmax/openmax/core"
 	"github.com/openmax/openmax/core/stdio"
 	"github.com/openmax/openmax/core/tool"
+	"github.com/openmax/openmax/core/wire"
 	"github.com/openmax/openmax/provider"
 )
 
@@ -89,9 +90,9 @@ func BenchmarkLineReaderLongLine(b *testing.B) {
 	b.SetBytes(size + 1)
 	b.ReportAllocs()
 	for b.Loop() {
-		lr := stdio.NewLineReader(io.MultiReader(&benchRepeatReader{left: size}, strings.NewReader("\n")), stdio.MaxLine)
+		lr := wire.NewLineReader(io.MultiReader(&benchRepeatReader{left: size}, strings.NewReader("\n")), wire.MaxLine)
 		_, err := lr.Next()
-		if _, ok := err.(*stdio.LineTooLongError); !ok {
+		if _, ok := err.(*wire.LineTooLongError); !ok {
 			b.Fatalf("Next: %v, want *LineTooLongError", err)
 		}
 	}

@@ -163,11 +163,11 @@ func (s *server) exitCode() int {
 // EOF, a read failure, or stop.
 func readLines(in io.Reader, out chan<- input, stop <-chan struct{}) {
 	defer close(out)
-	lr := NewLineReader(in, MaxLine)
+	lr := wire.NewLineReader(in, wire.MaxLine)
 	for n := 1; ; n++ {
 		line, err := lr.Next()
 		if err != nil {
-			var tooLong *LineTooLongError
+			var tooLong *wire.LineTooLongError
 			if !errors.As(err, &tooLong) {
 				if !errors.Is(err, io.EOF) {
 					select {
@@ -201,7 +201,7 @@ func (s *server) emitLine(l wire.Line) { _ = s.w.Line(l) }
 func (s *server) emitEvent(e wire.Event) { _ = s.w.Event(e) }
 
 func (s *server) handle(in input) {
-	var tooLong *LineTooLongError
+	var tooLong *wire.LineTooLongError
 	switch {
 	case errors.As(in.err, &tooLong):
 		s.protocolError(in.n, "%v", tooLong)

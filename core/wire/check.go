@@ -1,7 +1,6 @@
 package wire
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -327,50 +326,45 @@ type Verdict struct {
 	Err  error
 }
 
+// MaxCheckedLine is the longest stdout line the checker reads whole; a
+// longer one is a violation and is skipped without being held in memory.
+const MaxCheckedLine = 64 << 20
+
 // CheckStream validates every line of r, calling report for each verdict in
-// order (including the end-of-stream verdict when it fails). Lines of any
-// length are accepted. It returns the number of violations.
+// order (including the end-of-stream verdict when it fails). It returns the
+// number of violations.
 func CheckStream(r io.Reader, report func(Verdict)) (int, error) {
 	return NewChecker().Stream(r, report)
 }
 
 // Stream validates every line of r with c, like CheckStream.
 func (c *Checker) Stream(r io.Reader, report func(Verdict)) (int, error) {
-	br := bufio.NewReaderSize(r, 1<<16)
+	lr := NewLineReader(r, MaxCheckedLine)
 	bad := 0
-	var long []byte
 	for {
-		chunk, err := br.ReadSlice('\n')
-		if err == bufio.ErrBufferFull {
-			long = append(long, chunk...)
-			continue
-		}
-		if len(long) > 0 {
-			chunk = append(long, chunk...)
-			long = long[:0]
-		}
-		if len(chunk) > 0 {
-			line := chunk
-			if line[len(line)-1] == '\n' {
-				line = line[:len(line)-1]
-			}
-			v := Verdict{Err: c.Line(line)}
-			v.Line = c.n
-			if v.Err != nil {
+		line, err := lr.Next()
+		var tooLong *LineTooLongError
+		switch {
+		case errors.Is(err, io.EOF):
+			if err := c.End(); err != nil {
 				bad++
+				report(Verdict{Line: 0, Err: err})
 			}
-			report(v)
-		}
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
+			return bad, nil
+		case errors.As(err, &tooLong):
+			c.n++
+			c.prev = ""
+			bad++
+			report(Verdict{Line: c.n, Err: fmt.Errorf("%d bytes: longer than the checker reads (%d MiB)", tooLong.Size, MaxCheckedLine>>20)})
+			continue
+		case err != nil:
 			return bad, fmt.Errorf("read: %w", err)
 		}
+		v := Verdict{Err: c.Line(line)}
+		v.Line = c.n
+		if v.Err != nil {
+			bad++
+		}
+		report(v)
 	}
-	if err := c.End(); err != nil {
-		bad++
-		report(Verdict{Line: 0, Err: err})
-	}
-	return bad, nil
 }

@@ -1,4 +1,4 @@
-package stdio
+package wire
 
 import (
 	"errors"
@@ -110,5 +110,26 @@ func TestLineReaderMemoryIsBoundedByTheCap(t *testing.T) {
 	t.Logf("allocated %d MiB to skip a %d MiB line", (after.TotalAlloc-before.TotalAlloc)>>20, size>>20)
 	if line, err := lr.Next(); err != nil || string(line) != `{"cmd":"quit"}` {
 		t.Errorf("after the long line: %q, %v", line, err)
+	}
+}
+
+// TestCheckStreamSkipsOverlongLines: a stdout line past the checker's cap is
+// one violation, read without being held, and checking goes on after it.
+func TestCheckStreamSkipsOverlongLines(t *testing.T) {
+	in := io.MultiReader(strings.NewReader(hello+"\n"), &endless{n: MaxCheckedLine + 1, tail: "\n" + budget + "\n" + done("stop") + "\n"})
+	var verdicts []string
+	bad, err := CheckStream(in, func(v Verdict) {
+		s := "ok"
+		if v.Err != nil {
+			s = v.Err.Error()
+		}
+		verdicts = append(verdicts, itoa(int64(v.Line))+": "+s)
+	})
+	if err != nil || bad != 1 {
+		t.Fatalf("bad=%d err=%v %q", bad, err, verdicts)
+	}
+	want := []string{"1: ok", "2: 67108865 bytes: longer than the checker reads (64 MiB)", "3: ok", "4: ok"}
+	if strings.Join(verdicts, "|") != strings.Join(want, "|") {
+		t.Errorf("verdicts %q", verdicts)
 	}
 }

@@ -1,0 +1,46 @@
+package tool
+
+import (
+	"context"
+	"encoding/json"
+	"reflect"
+	"testing"
+
+	"github.com/openmax/openmax/provider"
+)
+
+func named(n string) Tool {
+	return Func{ToolSpec: provider.ToolSpec{Name: n}, Fn: func(context.Context, json.RawMessage) Result { return Result{OK: true, Output: n} }}
+}
+
+func TestRegistryKeepsOrderAndRejectsClashes(t *testing.T) {
+	r, err := NewRegistry(named("b"), named("a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := r.Names(); !reflect.DeepEqual(got, []string{"b", "a"}) {
+		t.Errorf("names %v", got)
+	}
+	if specs := r.Specs(); len(specs) != 2 || specs[0].Name != "b" {
+		t.Errorf("specs %+v", specs)
+	}
+	if tl, ok := r.Lookup("a"); !ok || tl.Run(context.Background(), nil).Output != "a" {
+		t.Error("lookup a")
+	}
+	if _, ok := r.Lookup("c"); ok {
+		t.Error("found an unregistered tool")
+	}
+	if err := r.Register(named("a")); err == nil {
+		t.Error("a second tool named a was accepted")
+	}
+	if err := r.Register(named("")); err == nil {
+		t.Error("a nameless tool was accepted")
+	}
+	var nilReg *Registry
+	if _, ok := nilReg.Lookup("a"); ok || nilReg.Specs() != nil || nilReg.Names() != nil {
+		t.Error("a nil registry is not empty")
+	}
+	if f := Failed("bad %d", 7); f.OK || f.Output != "bad 7" {
+		t.Errorf("Failed: %+v", f)
+	}
+}
