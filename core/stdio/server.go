@@ -1,7 +1,8 @@
 // Package stdio serves a session over the openmax-stdio/6 wire: commands as
 // JSON lines on an input stream, protocol lines on an output stream. It owns
-// framing, command decoding and the turn lifecycle (admission, cancel, quit,
-// exactly one done per user command); the turn itself is core.Engine's.
+// the turn lifecycle (admission, cancel, quit, exactly one done per user
+// command) and the answers to bad input; framing, decoding and encoding are
+// core/wire's, and the turn itself is core.Engine's.
 package stdio
 
 import (
