@@ -122,9 +122,10 @@ func (e *Engine) budget(s *Session) wire.Budget {
 }
 
 type turn struct {
-	e    *Engine
-	s    *Session
-	emit Emit
+	e        *Engine
+	s        *Session
+	emit     Emit
+	requests int // model requests made so far
 }
 
 func (t *turn) run(ctx context.Context) string {
@@ -166,6 +167,7 @@ type reply struct {
 // transcript entry, applying the turn guarantees for truncation, stream
 // failures and cancellation.
 func (t *turn) stream(ctx context.Context) reply {
+	t.requests++
 	req := provider.Request{
 		Model:    t.e.Model,
 		System:   t.e.System,
@@ -197,7 +199,12 @@ func (t *turn) stream(ctx context.Context) reply {
 				t.emit(wire.Thinking{Text: p.Text})
 			}
 		case provider.ToolCallPart:
-			calls = append(calls, p.Call)
+			c := p.Call
+			if c.ID == "" {
+				// Some servers send no id; the wire and the transcript need one.
+				c.ID = fmt.Sprintf("call_%d_%d", t.requests, len(calls)+1)
+			}
+			calls = append(calls, c)
 		case provider.Usage:
 			t.emit(wire.Usage{PromptTokens: p.PromptTokens, CompletionTokens: p.CompletionTokens, CachedTokens: p.CachedTokens})
 		case provider.Finish:

@@ -364,3 +364,33 @@ func TestToolRegistryRejectsDuplicates(t *testing.T) {
 		t.Error("nameless tool accepted")
 	}
 }
+
+func TestMissingToolCallIDsAreFilledIn(t *testing.T) {
+	p := provider.Func(func(_ context.Context, req provider.Request) iter.Seq[provider.Part] {
+		return func(yield func(provider.Part) bool) {
+			if len(req.Messages) > 1 {
+				yield(provider.Finish{Reason: "stop"})
+				return
+			}
+			yield(provider.ToolCallPart{Call: provider.ToolCall{Name: "echo_args"}})
+			yield(provider.ToolCallPart{Call: provider.ToolCall{Name: "echo_args"}})
+			yield(provider.Finish{Reason: "tool_calls"})
+		}
+	})
+	s := core.NewSession("s")
+	var rec recorder
+	newEngine(t, p, echoTool()).RunTurn(context.Background(), s, "go", rec.emit)
+	var ids []string
+	for _, e := range rec.events {
+		if st, ok := e.(wire.ToolStart); ok {
+			ids = append(ids, st.CallID)
+		}
+	}
+	if !reflect.DeepEqual(ids, []string{"call_1_1", "call_1_2"}) {
+		t.Errorf("tool_start ids %v", ids)
+	}
+	msgs := s.Messages()
+	if msgs[1].ToolCalls[1].ID != "call_1_2" || msgs[3].CallID != "call_1_2" {
+		t.Errorf("transcript ids: %+v", msgs)
+	}
+}
