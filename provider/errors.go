@@ -1,0 +1,123 @@
+package provider
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The failures a vendor client reports, as the Err of an Error part. The
+// retry policy (provider/retry) decides from these types alone, so every
+// vendor classifies its failures into them.
+
+// HTTPError is a response with a non-2xx status.
+type HTTPError struct {
+	Status int
+	// Code is the vendor's machine-readable error code or type, when the
+	// body carried one (insufficient_quota, rate_limit_error, overloaded_error).
+	Code string
+	// Message is the vendor's human-readable message, or a cut of the body.
+	Message string
+	// RetryAfter is the server's requested wait, when it gave one.
+	RetryAfter    time.Duration
+	HasRetryAfter bool
+}
+
+func (e *HTTPError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "HTTP %d", e.Status)
+	if t := http.StatusText(e.Status); t != "" {
+		b.WriteString(" " + t)
+	} else if e.Status == 529 {
+		b.WriteString(" Overloaded")
+	}
+	if e.Code != "" {
+		b.WriteString(": " + e.Code)
+	}
+	if e.Message != "" {
+		b.WriteString(": " + e.Message)
+	}
+	if e.HasRetryAfter {
+		fmt.Fprintf(&b, " (server asked to wait %s)", e.RetryAfter)
+	}
+	return b.String()
+}
+
+// StreamError is a failure the provider reported inside a successful
+// response: an SSE error event or an error frame of an OpenAI-compatible
+// server.
+type StreamError struct {
+	// Type is the vendor's error type or code (overloaded_error, api_error,
+	// rate_limit_error, server_error, ...).
+	Type    string
+	Message string
+}
+
+func (e *StreamError) Error() string {
+	switch {
+	case e.Type != "" && e.Message != "":
+		return e.Type + ": " + e.Message
+	case e.Type != "":
+		return e.Type
+	}
+	return e.Message
+}
+
+// TransportError is a failure to exchange the request and response at all.
+// Unreachable says the request never reached the endpoint (connection
+// refused, DNS failure), which matters for giving up early.
+type TransportError struct {
+	Err         error
+	Unreachable bool
+}
+
+func (e *TransportError) Error() string { return "transport: " + e.Err.Error() }
+func (e *TransportError) Unwrap() error { return e.Err }
+
+// ParseRetryAfter reads the wait a response asks for: retry-after-ms
+// (milliseconds), else Retry-After as seconds or as an HTTP-date. A date is
+// taken relative to the response's own Date header when it has one (so a
+// recorded response never goes stale), else relative to now.
+func ParseRetryAfter(h http.Header, now time.Time) (time.Duration, bool) {
+	if v := strings.TrimSpace(h.Get("retry-after-ms")); v != "" {
+		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms >= 0 {
+			return time.Duration(ms * float64(time.Millisecond)), true
+		}
+	}
+	v := strings.TrimSpace(h.Get("Retry-After"))
+	if v == "" {
+		return 0, false
+	}
+	if secs, err := strconv.ParseFloat(v, 64); err == nil && secs >= 0 {
+		return time.Duration(secs * float64(time.Second)), true
+	}
+	at, err := http.ParseTime(v)
+	if err != nil {
+		return 0, false
+	}
+	if d, err := http.ParseTime(h.Get("Date")); err == nil {
+		now = d
+	}
+	wait := at.Sub(now)
+	if wait < 0 {
+		wait = 0
+	}
+	return wait, true
+}
+
+// IsQuota reports whether a vendor error code means an exhausted quota or
+// billing limit, which waiting does not cure.
+func IsQuota(code string) bool {
+	switch strings.ToLower(code) {
+	case "insufficient_quota", "quota_exceeded", "billing_hard_limit_reached", "billing_not_active",
+		"exceeded_current_quota", "insufficient_balance", "credit_balance_too_low":
+		return true
+	}
+	return false
+}
+
+// ErrMissingKey is returned by a vendor constructor without an API key.
+var ErrMissingKey = errors.New("missing API key")

@@ -1,0 +1,119 @@
+// Package sse reads Server-Sent Events streams by the WHATWG rules: fields
+// data, event and id; comments; LF, CRLF or CR line ends; data lines joined
+// with newlines; and an event only when a blank line ends it, so an
+// unterminated last event at EOF is not an event.
+package sse
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// Event is one dispatched event.
+type Event struct {
+	Type string // "message" when the stream named none
+	Data string
+	ID   string
+}
+
+// MaxLine caps one line of the stream.
+const MaxLine = 16 << 20
+
+// Reader parses events from a stream. It is not safe for concurrent use.
+type Reader struct {
+	br      *bufio.Reader
+	typ     string
+	data    bytes.Buffer
+	hasData bool
+	lastID  string
+	pending [][]byte // lines split off a chunk at lone CRs
+}
+
+// NewReader reads events from r.
+func NewReader(r io.Reader) *Reader { return &Reader{br: bufio.NewReaderSize(r, 32<<10)} }
+
+// ErrLineTooLong reports a line over MaxLine.
+var ErrLineTooLong = errors.New("sse: line too long")
+
+// Next returns the next event. At the end of the stream it returns io.EOF,
+// discarding an event that no blank line ended; a read failure is returned
+// as is (wrapped), so a reset stream surfaces here.
+func (r *Reader) Next() (Event, error) {
+	for {
+		line, err := r.line()
+		if err != nil {
+			return Event{}, err
+		}
+		if len(line) == 0 {
+			if !r.hasData {
+				r.typ = ""
+				continue
+			}
+			ev := Event{Type: r.typ, Data: string(bytes.TrimSuffix(r.data.Bytes(), []byte("\n"))), ID: r.lastID}
+			if ev.Type == "" {
+				ev.Type = "message"
+			}
+			r.typ, r.hasData = "", false
+			r.data.Reset()
+			return ev, nil
+		}
+		if line[0] == ':' {
+			continue // comment
+		}
+		field, value := line, []byte(nil)
+		if i := bytes.IndexByte(line, ':'); i >= 0 {
+			field, value = line[:i], line[i+1:]
+			value = bytes.TrimPrefix(value, []byte(" "))
+		}
+		switch string(field) {
+		case "data":
+			r.data.Write(value)
+			r.data.WriteByte('\n')
+			r.hasData = true
+		case "event":
+			r.typ = string(value)
+		case "id":
+			if bytes.IndexByte(value, 0) < 0 {
+				r.lastID = string(value)
+			}
+		}
+	}
+}
+
+// line returns the next line without its terminator.
+func (r *Reader) line() ([]byte, error) {
+	if len(r.pending) > 0 {
+		l := r.pending[0]
+		r.pending = r.pending[1:]
+		return l, nil
+	}
+	var buf []byte
+	for {
+		chunk, err := r.br.ReadSlice('\n')
+		buf = append(buf, chunk...)
+		if len(buf) > MaxLine {
+			return nil, ErrLineTooLong
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				// An unterminated line at EOF cannot end an event.
+				return nil, io.EOF
+			}
+			return nil, fmt.Errorf("sse: read: %w", err)
+		}
+		break
+	}
+	buf = bytes.TrimSuffix(buf[:len(buf)-1], []byte("\r"))
+	if bytes.IndexByte(buf, '\r') < 0 {
+		return buf, nil
+	}
+	parts := bytes.Split(buf, []byte("\r"))
+	r.pending = append(r.pending, parts[1:]...)
+	return parts[0], nil
+}
