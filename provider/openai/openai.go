@@ -1,0 +1,252 @@
+// Package openai is the OpenAI Chat Completions streaming client, and so the
+// client of every server that speaks that wire (vLLM, llama.cpp, Ollama,
+// DeepSeek, OpenRouter, LiteLLM, ...). One Stream call is one attempt:
+// retries belong to provider/retry, which decides from the failure types in
+// package provider alone, so every failure is classified here as an
+// HTTPError, TransportError, StreamError or an ErrIncomplete stream.
+package openai
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"net/http"
+	"strings"
+
+	"github.com/openmax/openmax/provider"
+	"github.com/openmax/openmax/provider/httpx"
+)
+
+// DefaultBaseURL is the OpenAI API root.
+const DefaultBaseURL = "https://api.openai.com/v1"
+
+// Config configures a Client.
+type Config struct {
+	// APIKey is sent as a bearer token. Required.
+	APIKey string
+	// BaseURL is the API root; requests go to BaseURL + "/chat/completions".
+	// Empty means DefaultBaseURL.
+	BaseURL string
+	// Model is the model name sent when the request names none. Required.
+	Model string
+	// HTTP sends the requests; nil means a zero httpx.Client.
+	HTTP *httpx.Client
+}
+
+// Client streams Chat Completions replies.
+type Client struct {
+	key   string
+	url   string
+	model string
+	http  *httpx.Client
+}
+
+// New checks cfg and returns a client. A missing key is an error wrapping
+// provider.ErrMissingKey.
+func New(cfg Config) (*Client, error) {
+	key := strings.TrimSpace(cfg.APIKey)
+	if key == "" {
+		return nil, fmt.Errorf("openai: %w", provider.ErrMissingKey)
+	}
+	model := strings.TrimSpace(cfg.Model)
+	if model == "" {
+		return nil, errors.New("openai: no model given")
+	}
+	base := strings.TrimSpace(cfg.BaseURL)
+	if base == "" {
+		base = DefaultBaseURL
+	}
+	hc := cfg.HTTP
+	if hc == nil {
+		hc = &httpx.Client{}
+	}
+	return &Client{
+		key:   key,
+		url:   strings.TrimRight(base, "/") + "/chat/completions",
+		model: model,
+		http:  hc,
+	}, nil
+}
+
+// Stream sends req and yields the reply as it arrives: ThinkingDelta and
+// TextDelta as they stream, then, once the reply completed, the tool calls
+// in index order, Usage and Finish. A failure ends the sequence with one
+// Error part; a cancelled ctx ends it with nothing more.
+func (c *Client) Stream(ctx context.Context, req provider.Request) iter.Seq[provider.Part] {
+	return func(yield func(provider.Part) bool) {
+		fail := func(err error) { yield(provider.Error{Err: c.scrub(err)}) }
+		body, err := c.requestBody(req)
+		if err != nil {
+			fail(err)
+			return
+		}
+		header := http.Header{"Authorization": {"Bearer " + c.key}}
+		resp, err := c.http.Post(ctx, c.url, header, body)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			fail(err)
+			return
+		}
+		defer resp.Body.Close()
+		read(ctx, resp, func(p provider.Part) bool {
+			if e, ok := p.(provider.Error); ok {
+				p = provider.Error{Err: c.scrub(e.Err)}
+			}
+			return yield(p)
+		})
+	}
+}
+
+// Wire shapes of the request.
+
+type chatRequest struct {
+	Model         string        `json:"model"`
+	Messages      []chatMessage `json:"messages"`
+	Tools         []chatTool    `json:"tools,omitempty"`
+	Stream        bool          `json:"stream"`
+	StreamOptions streamOptions `json:"stream_options"`
+}
+
+type streamOptions struct {
+	IncludeUsage bool `json:"include_usage"`
+}
+
+type chatMessage struct {
+	Role string `json:"role"`
+	// Content is null only for an assistant message with tool calls and
+	// no text.
+	Content    *string        `json:"content"`
+	ToolCalls  []chatToolCall `json:"tool_calls,omitempty"`
+	ToolCallID string         `json:"tool_call_id,omitempty"`
+}
+
+type chatToolCall struct {
+	ID       string       `json:"id"`
+	Type     string       `json:"type"`
+	Function chatFunction `json:"function"`
+}
+
+type chatFunction struct {
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+type chatTool struct {
+	Type     string       `json:"type"`
+	Function chatToolSpec `json:"function"`
+}
+
+type chatToolSpec struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Parameters  json.RawMessage `json:"parameters"`
+}
+
+// emptySchema stands in for a tool without a schema: OpenAI wants an
+// object schema.
+var emptySchema = json.RawMessage(`{"type":"object","properties":{}}`)
+
+// requestBody renders req as a streaming Chat Completions request.
+func (c *Client) requestBody(req provider.Request) ([]byte, error) {
+	model := strings.TrimSpace(req.Model)
+	if model == "" {
+		model = c.model
+	}
+	out := chatRequest{
+		Model:         model,
+		Messages:      make([]chatMessage, 0, len(req.Messages)+1),
+		Stream:        true,
+		StreamOptions: streamOptions{IncludeUsage: true},
+	}
+	if req.System != "" {
+		out.Messages = append(out.Messages, chatMessage{Role: "system", Content: ptr(req.System)})
+	}
+	for i, m := range req.Messages {
+		switch m.Role {
+		case provider.RoleUser:
+			out.Messages = append(out.Messages, chatMessage{Role: "user", Content: ptr(m.Text)})
+		case provider.RoleAssistant:
+			am := chatMessage{Role: "assistant"}
+			for _, tc := range m.ToolCalls {
+				args := string(tc.Args)
+				if strings.TrimSpace(args) == "" {
+					args = "{}"
+				}
+				am.ToolCalls = append(am.ToolCalls, chatToolCall{
+					ID: tc.ID, Type: "function",
+					Function: chatFunction{Name: tc.Name, Arguments: args},
+				})
+			}
+			// null content is only valid beside tool calls; a bare empty
+			// assistant turn goes as "".
+			if m.Text != "" || len(am.ToolCalls) == 0 {
+				am.Content = ptr(m.Text)
+			}
+			out.Messages = append(out.Messages, am)
+		case provider.RoleTool:
+			out.Messages = append(out.Messages, chatMessage{Role: "tool", ToolCallID: m.CallID, Content: ptr(m.Text)})
+		default:
+			return nil, fmt.Errorf("openai: message %d has unknown role %q", i, m.Role)
+		}
+	}
+	for _, t := range req.Tools {
+		params := t.Schema
+		if len(bytes.TrimSpace(params)) == 0 || bytes.Equal(bytes.TrimSpace(params), []byte("null")) {
+			params = emptySchema
+		}
+		out.Tools = append(out.Tools, chatTool{
+			Type:     "function",
+			Function: chatToolSpec{Name: t.Name, Description: t.Description, Parameters: params},
+		})
+	}
+	body, err := json.Marshal(out)
+	if err != nil {
+		return nil, fmt.Errorf("openai: encoding request: %w", err)
+	}
+	return body, nil
+}
+
+func ptr(s string) *string { return &s }
+
+// minRedact is the shortest key that is scrubbed from error text; a
+// shorter one would mangle unrelated words.
+const minRedact = 4
+
+// scrub removes the API key from an error's text, keeping its type so the
+// retry policy still classifies it. A compatible server may echo the key in
+// an error body; OpenAI itself masks it, but only partly.
+func (c *Client) scrub(err error) error {
+	if err == nil || len(c.key) < minRedact || !strings.Contains(err.Error(), c.key) {
+		return err
+	}
+	red := func(s string) string { return strings.ReplaceAll(s, c.key, "[redacted]") }
+	var he *provider.HTTPError
+	var se *provider.StreamError
+	var te *provider.TransportError
+	switch {
+	case errors.As(err, &he) && err == error(he):
+		cp := *he
+		cp.Code, cp.Message = red(cp.Code), red(cp.Message)
+		return &cp
+	case errors.As(err, &se) && err == error(se):
+		return &provider.StreamError{Type: red(se.Type), Message: red(se.Message)}
+	case errors.As(err, &te) && err == error(te):
+		return &provider.TransportError{Err: &redacted{err: te.Err, msg: red(te.Err.Error())}, Unreachable: te.Unreachable}
+	}
+	return &redacted{err: err, msg: red(err.Error())}
+}
+
+// redacted is an error whose text had the key removed; it still unwraps
+// to the original so errors.Is and errors.As see through it.
+type redacted struct {
+	err error
+	msg string
+}
+
+func (r *redacted) Error() string { return r.msg }
+func (r *redacted) Unwrap() error { return r.err }

@@ -1,0 +1,481 @@
+package openai
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"sort"
+	"strings"
+
+	"github.com/openmax/openmax/provider"
+	"github.com/openmax/openmax/provider/sse"
+)
+
+// Wire shapes of the response: one type serves a streamed chunk and a
+// whole (non-streamed) completion.
+
+type chunk struct {
+	Choices []choice        `json:"choices"`
+	Usage   *usage          `json:"usage"`
+	Error   json.RawMessage `json:"error"`
+}
+
+type choice struct {
+	Index        int     `json:"index"`
+	Delta        *delta  `json:"delta"`   // streamed
+	Message      *delta  `json:"message"` // non-streamed
+	FinishReason *string `json:"finish_reason"`
+}
+
+type delta struct {
+	Content json.RawMessage `json:"content"`
+	// Reasoning and ReasoningContent are the non-standard reasoning fields
+	// of vLLM, DeepSeek, llama.cpp, OpenRouter and others.
+	Reasoning        *string         `json:"reasoning"`
+	ReasoningContent *string         `json:"reasoning_content"`
+	Refusal          *string         `json:"refusal"`
+	ToolCalls        []toolCallDelta `json:"tool_calls"`
+}
+
+type toolCallDelta struct {
+	Index    *int   `json:"index"`
+	ID       string `json:"id"`
+	Function struct {
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+	} `json:"function"`
+}
+
+type usage struct {
+	PromptTokens        int `json:"prompt_tokens"`
+	CompletionTokens    int `json:"completion_tokens"`
+	PromptTokensDetails *struct {
+		CachedTokens *int `json:"cached_tokens"`
+	} `json:"prompt_tokens_details"`
+	// PromptCacheHitTokens is DeepSeek's name for cached prompt tokens.
+	PromptCacheHitTokens *int `json:"prompt_cache_hit_tokens"`
+}
+
+func (u *usage) part() provider.Usage {
+	p := provider.Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens}
+	switch {
+	case u.PromptTokensDetails != nil && u.PromptTokensDetails.CachedTokens != nil:
+		n := *u.PromptTokensDetails.CachedTokens
+		p.CachedTokens = &n
+	case u.PromptCacheHitTokens != nil:
+		n := *u.PromptCacheHitTokens
+		p.CachedTokens = &n
+	}
+	return p
+}
+
+// read turns a 2xx response into parts.
+func read(ctx context.Context, resp *http.Response, yield func(provider.Part) bool) {
+	body := io.Reader(resp.Body)
+	// The transport undoes gzip itself unless the caller asked for an
+	// encoding (or disabled compression); then it is ours to undo.
+	if !resp.Uncompressed && strings.EqualFold(strings.TrimSpace(resp.Header.Get("Content-Encoding")), "gzip") {
+		zr, err := gzip.NewReader(resp.Body)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			yield(provider.Error{Err: readFailure(err, "reading the gzip header")})
+			return
+		}
+		body = zr
+	}
+	ct := resp.Header.Get("Content-Type")
+	if mt, _, err := mime.ParseMediaType(ct); err == nil && (mt == "application/json" || strings.HasSuffix(mt, "+json")) {
+		readWhole(ctx, body, yield)
+		return
+	}
+	readStream(ctx, body, ct, yield)
+}
+
+// reply accumulates one reply.
+type reply struct {
+	finish string
+	usage  *usage
+	calls  toolCalls
+}
+
+// complete yields the tool calls, usage and Finish of a completed reply.
+func (r *reply) complete(yield func(provider.Part) bool) {
+	for _, c := range r.calls.done() {
+		if !yield(provider.ToolCallPart{Call: c}) {
+			return
+		}
+	}
+	if r.usage != nil {
+		if !yield(r.usage.part()) {
+			return
+		}
+	}
+	yield(provider.Finish{Reason: r.finish})
+}
+
+// apply folds a chunk (or a whole completion) into r, yielding the text
+// and reasoning it carries. It reports false once yield did.
+func (r *reply) apply(ch *chunk, yield func(provider.Part) bool) (bool, error) {
+	if ch.Usage != nil {
+		r.usage = ch.Usage
+	}
+	for i := range ch.Choices {
+		c := &ch.Choices[i]
+		if c.Index != 0 {
+			continue // we never ask for n > 1
+		}
+		d := c.Delta
+		if d == nil {
+			d = c.Message
+		}
+		if d != nil {
+			// Some servers send the same text in both reasoning fields.
+			thinking := ""
+			if d.ReasoningContent != nil && *d.ReasoningContent != "" {
+				thinking = *d.ReasoningContent
+			} else if d.Reasoning != nil {
+				thinking = *d.Reasoning
+			}
+			text, moreThinking, err := content(d.Content)
+			if err != nil {
+				return true, err
+			}
+			thinking += moreThinking
+			if thinking != "" && !yield(provider.ThinkingDelta{Text: thinking}) {
+				return false, nil
+			}
+			if text != "" && !yield(provider.TextDelta{Text: text}) {
+				return false, nil
+			}
+			if d.Refusal != nil && *d.Refusal != "" && !yield(provider.TextDelta{Text: *d.Refusal}) {
+				return false, nil
+			}
+			for j, tc := range d.ToolCalls {
+				if c.Delta == nil {
+					// A whole message lists each call once, in order.
+					tc.Index = &j
+				}
+				if err := r.calls.add(tc); err != nil {
+					return true, err
+				}
+			}
+		}
+		if c.FinishReason != nil && *c.FinishReason != "" {
+			r.finish = *c.FinishReason
+		}
+	}
+	return true, nil
+}
+
+// content reads a message content: a string, null, or (Mistral and some
+// proxies) an array of parts, whose text parts are reply text and whose
+// thinking parts are reasoning.
+func content(raw json.RawMessage) (text, thinking string, err error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return "", "", nil
+	}
+	if raw[0] == '"' {
+		err = json.Unmarshal(raw, &text)
+		return text, "", err
+	}
+	var parts []struct {
+		Type     string          `json:"type"`
+		Text     string          `json:"text"`
+		Thinking json.RawMessage `json:"thinking"`
+	}
+	if err := json.Unmarshal(raw, &parts); err != nil {
+		return "", "", fmt.Errorf("content is neither a string nor a list of parts: %w", err)
+	}
+	var tb, kb strings.Builder
+	for _, p := range parts {
+		switch p.Type {
+		case "text", "":
+			tb.WriteString(p.Text)
+		case "thinking":
+			t, k, err := content(p.Thinking)
+			if err != nil {
+				return "", "", err
+			}
+			kb.WriteString(t + k)
+		}
+	}
+	return tb.String(), kb.String(), nil
+}
+
+// readStream parses an SSE body.
+func readStream(ctx context.Context, body io.Reader, contentType string, yield func(provider.Part) bool) {
+	var r reply
+	events := sse.NewReader(body)
+	seen := 0
+	for {
+		if ctx.Err() != nil {
+			return
+		}
+		ev, err := events.Next()
+		if err != nil {
+			switch {
+			case ctx.Err() != nil:
+				return
+			case r.finish != "":
+				// The model finished; only the tail (usage, [DONE]) is lost.
+				r.complete(yield)
+			case errors.Is(err, io.EOF):
+				what := "stream ended before finish_reason"
+				if seen == 0 {
+					what = fmt.Sprintf("response ended with no data events (Content-Type %q)", contentType)
+				}
+				yield(provider.Error{Err: fmt.Errorf("%w: %s", provider.ErrIncomplete, what)})
+			default:
+				yield(provider.Error{Err: readFailure(err, "stream broke before finish_reason")})
+			}
+			return
+		}
+		if ev.Type != "message" {
+			continue
+		}
+		data := strings.TrimSpace(ev.Data)
+		if data == "" {
+			continue
+		}
+		seen++
+		if data == "[DONE]" {
+			if r.finish != "" {
+				r.complete(yield)
+			} else {
+				yield(provider.Error{Err: fmt.Errorf("%w: [DONE] arrived before any finish_reason", provider.ErrIncomplete)})
+			}
+			return
+		}
+		var ch chunk
+		if err := json.Unmarshal([]byte(data), &ch); err != nil {
+			yield(provider.Error{Err: fmt.Errorf("openai: bad chunk: %w", err)})
+			return
+		}
+		if se := errorFrame(ch.Error); se != nil {
+			yield(provider.Error{Err: se})
+			return
+		}
+		ok, err := r.apply(&ch, yield)
+		if !ok {
+			return
+		}
+		if err != nil {
+			yield(provider.Error{Err: fmt.Errorf("openai: bad chunk: %w", err)})
+			return
+		}
+	}
+}
+
+// maxWhole caps a non-streamed completion.
+const maxWhole = 64 << 20
+
+// readWhole parses a non-streamed completion, which servers that ignore
+// stream:true send.
+func readWhole(ctx context.Context, body io.Reader, yield func(provider.Part) bool) {
+	data, err := io.ReadAll(io.LimitReader(body, maxWhole))
+	if err != nil {
+		if ctx.Err() == nil {
+			yield(provider.Error{Err: readFailure(err, "response body broke")})
+		}
+		return
+	}
+	var ch chunk
+	if err := json.Unmarshal(data, &ch); err != nil {
+		if ctx.Err() != nil {
+			return
+		}
+		yield(provider.Error{Err: fmt.Errorf("openai: bad response: %w", err)})
+		return
+	}
+	if se := errorFrame(ch.Error); se != nil {
+		yield(provider.Error{Err: se})
+		return
+	}
+	var r reply
+	ok, err := r.apply(&ch, yield)
+	if !ok {
+		return
+	}
+	if err != nil {
+		yield(provider.Error{Err: fmt.Errorf("openai: bad response: %w", err)})
+		return
+	}
+	if r.finish == "" {
+		yield(provider.Error{Err: fmt.Errorf("%w: the completion has no finish_reason", provider.ErrIncomplete)})
+		return
+	}
+	r.complete(yield)
+}
+
+// readFailure classifies a body read that failed before completion as an
+// incomplete stream, keeping the cause. The idle watchdog's error already
+// is one.
+func readFailure(err error, what string) error {
+	if errors.Is(err, provider.ErrIncomplete) {
+		return err
+	}
+	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+		return fmt.Errorf("%w: %s: connection closed mid-response (%w)", provider.ErrIncomplete, what, err)
+	}
+	return fmt.Errorf("%w: %s: %w", provider.ErrIncomplete, what, err)
+}
+
+// errorFrame reads the top-level "error" of an in-stream error frame: an
+// object {message, type, code} (code a string or a number) or a bare
+// string. It returns nil when there is none.
+func errorFrame(raw json.RawMessage) *provider.StreamError {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return nil
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return &provider.StreamError{Message: s}
+	}
+	var e struct {
+		Message string          `json:"message"`
+		Type    string          `json:"type"`
+		Code    json.RawMessage `json:"code"`
+	}
+	if json.Unmarshal(raw, &e) != nil {
+		return &provider.StreamError{Message: cut(string(raw))}
+	}
+	se := &provider.StreamError{Type: e.Type, Message: e.Message}
+	if se.Type == "" {
+		se.Type = codeString(e.Code)
+	}
+	if se.Type == "" && se.Message == "" {
+		se.Message = cut(string(raw))
+	}
+	return se
+}
+
+// codeString renders an error code given as a string or a number.
+func codeString(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var n json.Number
+	if json.Unmarshal(raw, &n) == nil {
+		return n.String()
+	}
+	return ""
+}
+
+func cut(s string) string {
+	s = strings.TrimSpace(s)
+	if len(s) > 200 {
+		return s[:200] + "…"
+	}
+	return s
+}
+
+// toolCalls accumulates streamed tool calls by their index.
+type toolCalls struct {
+	list    []*callAcc
+	byIndex map[int]*callAcc
+	last    *callAcc
+}
+
+type callAcc struct {
+	order int // emission order: the wire index, or after all of them
+	id    string
+	name  string
+	args  strings.Builder
+}
+
+func (t *toolCalls) newCall(order int) *callAcc {
+	a := &callAcc{order: order}
+	t.list = append(t.list, a)
+	return a
+}
+
+func (t *toolCalls) nextOrder() int {
+	n := 0
+	for _, a := range t.list {
+		if a.order >= n {
+			n = a.order + 1
+		}
+	}
+	return n
+}
+
+// add folds one tool_calls delta in.
+func (t *toolCalls) add(d toolCallDelta) error {
+	if t.byIndex == nil {
+		t.byIndex = map[int]*callAcc{}
+	}
+	var a *callAcc
+	switch {
+	case d.Index != nil:
+		a = t.byIndex[*d.Index]
+		switch {
+		case a == nil:
+			order := *d.Index
+			for _, x := range t.list {
+				if x.order == order {
+					order = t.nextOrder()
+					break
+				}
+			}
+			a = t.newCall(order)
+		case d.ID != "" && a.id != "" && d.ID != a.id:
+			// A new call reusing the index (servers that number every
+			// call 0): it follows all the others.
+			a = t.newCall(t.nextOrder())
+		}
+		t.byIndex[*d.Index] = a
+	case t.last == nil || (d.ID != "" && d.ID != t.last.id):
+		// No index: a new id starts a call, anything else continues the
+		// last one.
+		a = t.newCall(t.nextOrder())
+	default:
+		a = t.last
+	}
+	t.last = a
+	if a.id == "" {
+		a.id = d.ID
+	}
+	if a.name == "" {
+		a.name = d.Function.Name
+	}
+	args := bytes.TrimSpace(d.Function.Arguments)
+	switch {
+	case len(args) == 0 || bytes.Equal(args, []byte("null")):
+	case args[0] == '"':
+		var s string
+		if err := json.Unmarshal(args, &s); err != nil {
+			return fmt.Errorf("tool call arguments: %w", err)
+		}
+		a.args.WriteString(s)
+	default:
+		// Some servers send the arguments as a JSON object.
+		a.args.Write(args)
+	}
+	return nil
+}
+
+// done returns the calls in index order; empty arguments become {}.
+func (t *toolCalls) done() []provider.ToolCall {
+	list := append([]*callAcc(nil), t.list...)
+	sort.SliceStable(list, func(i, j int) bool { return list[i].order < list[j].order })
+	out := make([]provider.ToolCall, 0, len(list))
+	for _, a := range list {
+		args := a.args.String()
+		if strings.TrimSpace(args) == "" {
+			args = "{}"
+		}
+		out = append(out, provider.ToolCall{ID: a.id, Name: a.name, Args: json.RawMessage(args)})
+	}
+	return out
+}
