@@ -1,0 +1,317 @@
+package anthropic
+
+import (
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"maps"
+	"mime"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/openmax/openmax/provider"
+	"github.com/openmax/openmax/provider/sse"
+)
+
+// Wire shapes of the stream.
+
+type wireUsage struct {
+	InputTokens          *int `json:"input_tokens"`
+	OutputTokens         *int `json:"output_tokens"`
+	CacheReadInputTokens *int `json:"cache_read_input_tokens"`
+}
+
+type wireEvent struct {
+	Type    string `json:"type"`
+	Index   int    `json:"index"`
+	Message *struct {
+		Usage wireUsage `json:"usage"`
+	} `json:"message"`
+	ContentBlock *struct {
+		Type  string          `json:"type"`
+		ID    string          `json:"id"`
+		Name  string          `json:"name"`
+		Input json.RawMessage `json:"input"`
+		Data  string          `json:"data"`
+	} `json:"content_block"`
+	Delta *struct {
+		Type        string  `json:"type"`
+		Text        string  `json:"text"`
+		Thinking    string  `json:"thinking"`
+		Signature   string  `json:"signature"`
+		PartialJSON string  `json:"partial_json"`
+		StopReason  *string `json:"stop_reason"`
+	} `json:"delta"`
+	Usage *wireUsage `json:"usage"`
+	Error *struct {
+		Type    string `json:"type"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// knownEvents are the SSE event names whose data is parsed; any other
+// named event (ping, or one the API adds later) is skipped unread.
+var knownEvents = map[string]bool{
+	"message_start": true, "content_block_start": true, "content_block_delta": true,
+	"content_block_stop": true, "message_delta": true, "message_stop": true,
+	"error": true, "message": true, // "message": an event with no name
+}
+
+// block is one content block of the reply, by index.
+type block struct {
+	typ       string
+	id, name  string
+	input     strings.Builder
+	startJSON json.RawMessage // content_block.input as the start event gave it
+}
+
+// state accumulates what message_stop reports.
+type state struct {
+	blocks   map[int]*block
+	input    int
+	output   int
+	cached   *int
+	stop     string
+	nEvents  int
+	lastType string
+}
+
+// parse reads the event stream of a 2xx response.
+func parse(ctx context.Context, resp *http.Response) iter.Seq[provider.Part] {
+	return func(yield func(provider.Part) bool) {
+		body, err := decodedBody(resp)
+		if err != nil {
+			yield(provider.Error{Err: err})
+			return
+		}
+		if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt == "application/json" {
+			yield(provider.Error{Err: jsonReply(body)})
+			return
+		}
+		st := &state{blocks: map[int]*block{}}
+		r := sse.NewReader(body)
+		for {
+			if ctx.Err() != nil {
+				return
+			}
+			ev, err := r.Next()
+			if err != nil {
+				if ctx.Err() != nil {
+					return
+				}
+				yield(provider.Error{Err: st.readFailure(err)})
+				return
+			}
+			if !knownEvents[ev.Type] {
+				continue
+			}
+			var e wireEvent
+			if err := json.Unmarshal([]byte(ev.Data), &e); err != nil {
+				yield(provider.Error{Err: fmt.Errorf("anthropic: malformed %s event: %v", ev.Type, err)})
+				return
+			}
+			typ := e.Type
+			if typ == "" {
+				typ = ev.Type
+			}
+			st.nEvents++
+			st.lastType = typ
+			parts, done, err := st.apply(typ, &e)
+			for _, p := range parts {
+				if !yield(p) {
+					return
+				}
+			}
+			if err != nil {
+				yield(provider.Error{Err: err})
+				return
+			}
+			if done {
+				return
+			}
+		}
+	}
+}
+
+// apply folds one event into the state. It returns the parts to yield,
+// whether the reply is complete, or the failure that ends it.
+func (st *state) apply(typ string, e *wireEvent) ([]provider.Part, bool, error) {
+	switch typ {
+	case "message_start":
+		if e.Message != nil {
+			u := e.Message.Usage
+			if u.InputTokens != nil {
+				st.input = *u.InputTokens
+			}
+			if u.OutputTokens != nil {
+				st.output = *u.OutputTokens
+			}
+			if u.CacheReadInputTokens != nil {
+				v := *u.CacheReadInputTokens
+				st.cached = &v
+			}
+		}
+	case "content_block_start":
+		b := st.block(e.Index)
+		if cb := e.ContentBlock; cb != nil {
+			b.typ, b.id, b.name, b.startJSON = cb.Type, cb.ID, cb.Name, cb.Input
+			if cb.Type == "redacted_thinking" && cb.Data != "" {
+				// Keep it so it can be sent back; it has no readable text.
+				return []provider.Part{provider.ThinkingDelta{Signature: redactedPrefix + cb.Data}}, false, nil
+			}
+		}
+	case "content_block_delta":
+		d := e.Delta
+		if d == nil {
+			return nil, false, nil
+		}
+		switch d.Type {
+		case "text_delta":
+			if d.Text != "" {
+				return []provider.Part{provider.TextDelta{Text: d.Text}}, false, nil
+			}
+		case "thinking_delta":
+			if d.Thinking != "" {
+				return []provider.Part{provider.ThinkingDelta{Text: d.Thinking}}, false, nil
+			}
+		case "signature_delta":
+			if d.Signature != "" {
+				return []provider.Part{provider.ThinkingDelta{Signature: d.Signature}}, false, nil
+			}
+		case "input_json_delta":
+			st.block(e.Index).input.WriteString(d.PartialJSON)
+		}
+	case "message_delta":
+		if e.Delta != nil && e.Delta.StopReason != nil {
+			st.stop = *e.Delta.StopReason
+		}
+		if u := e.Usage; u != nil {
+			if u.OutputTokens != nil {
+				st.output = *u.OutputTokens
+			}
+			// Newer servers repeat the (cumulative) input counts here.
+			if u.InputTokens != nil && *u.InputTokens > st.input {
+				st.input = *u.InputTokens
+			}
+			if u.CacheReadInputTokens != nil && (st.cached == nil || *u.CacheReadInputTokens > *st.cached) {
+				v := *u.CacheReadInputTokens
+				st.cached = &v
+			}
+		}
+	case "message_stop":
+		return st.finish(), true, nil
+	case "error":
+		se := &provider.StreamError{Type: "error"}
+		if e.Error != nil {
+			se.Type, se.Message = e.Error.Type, e.Error.Message
+		}
+		return nil, false, se
+	}
+	return nil, false, nil
+}
+
+func (st *state) block(i int) *block {
+	b := st.blocks[i]
+	if b == nil {
+		b = &block{}
+		st.blocks[i] = b
+	}
+	return b
+}
+
+// finish is the completed reply's tail: tool calls in block order, usage,
+// and the stop reason.
+func (st *state) finish() []provider.Part {
+	var parts []provider.Part
+	for _, i := range slices.Sorted(maps.Keys(st.blocks)) {
+		b := st.blocks[i]
+		if b.typ != "tool_use" {
+			continue
+		}
+		args := json.RawMessage(b.input.String())
+		if strings.TrimSpace(b.input.String()) == "" {
+			args = json.RawMessage(`{}`)
+			if s := strings.TrimSpace(string(b.startJSON)); s != "" && s != "null" && s != "{}" {
+				// No input was streamed, but the start event carried one.
+				args = json.RawMessage(s)
+			}
+		}
+		parts = append(parts, provider.ToolCallPart{Call: provider.ToolCall{ID: b.id, Name: b.name, Args: args}})
+	}
+	parts = append(parts,
+		provider.Usage{PromptTokens: st.input, CompletionTokens: st.output, CachedTokens: st.cached},
+		provider.Finish{Reason: st.stop})
+	return parts
+}
+
+// readFailure is the error of a stream that ended or broke before
+// message_stop.
+func (st *state) readFailure(err error) error {
+	where := "before any event"
+	if st.nEvents > 0 {
+		where = fmt.Sprintf("after %d events (last %s)", st.nEvents, st.lastType)
+	}
+	switch {
+	case errors.Is(err, io.EOF):
+		return fmt.Errorf("%w: the response ended without message_stop, %s", provider.ErrIncomplete, where)
+	case errors.Is(err, sse.ErrLineTooLong):
+		return fmt.Errorf("anthropic: %w", err)
+	case errors.Is(err, provider.ErrIncomplete):
+		return fmt.Errorf("%w, %s", err, where)
+	}
+	return fmt.Errorf("%w: reading the response failed %s: %w", provider.ErrIncomplete, where, err)
+}
+
+// decodedBody is the response body with its Content-Encoding undone. Go's
+// transport only decompresses by itself when it asked for gzip on its own;
+// a caller-set Accept-Encoding, DisableCompression, or a recording
+// transport leaves the encoded bytes to us.
+func decodedBody(resp *http.Response) (io.Reader, error) {
+	switch enc := strings.ToLower(strings.TrimSpace(resp.Header.Get("Content-Encoding"))); enc {
+	case "", "identity":
+		return resp.Body, nil
+	case "gzip", "x-gzip":
+		return &lazyGzip{r: resp.Body}, nil
+	default:
+		return nil, fmt.Errorf("anthropic: the response has an unsupported Content-Encoding %q", enc)
+	}
+}
+
+// lazyGzip reads the gzip header on the first Read, so a read failure
+// surfaces in the stream loop like any other.
+type lazyGzip struct {
+	r io.Reader
+	z *gzip.Reader
+}
+
+func (l *lazyGzip) Read(p []byte) (int, error) {
+	if l.z == nil {
+		z, err := gzip.NewReader(l.r)
+		if err != nil {
+			return 0, err
+		}
+		l.z = z
+	}
+	return l.z.Read(p)
+}
+
+// jsonReply is the failure of a 2xx response that came back as one JSON
+// document instead of an event stream: the API's error object when it is
+// one, else a plain error.
+func jsonReply(body io.Reader) error {
+	data, _ := io.ReadAll(io.LimitReader(body, 64<<10))
+	var e wireEvent
+	if json.Unmarshal(data, &e) == nil && e.Type == "error" && e.Error != nil {
+		return &provider.StreamError{Type: e.Error.Type, Message: e.Error.Message}
+	}
+	cut := strings.TrimSpace(string(data))
+	if len(cut) > 200 {
+		cut = cut[:200] + "…"
+	}
+	return fmt.Errorf("anthropic: expected an event stream, got application/json: %s", cut)
+}
