@@ -17,15 +17,13 @@ import (
 	"os/signal"
 	"path/filepath"
 	"syscall"
+	"time"
 
 	"github.com/openmax/openmax/core"
 	"github.com/openmax/openmax/core/stdio"
 	"github.com/openmax/openmax/core/tool"
 	"github.com/openmax/openmax/core/wire"
-	"github.com/openmax/openmax/provider"
 	"github.com/openmax/openmax/provider/clock"
-	"github.com/openmax/openmax/provider/echo"
-	"github.com/openmax/openmax/provider/script"
 )
 
 // Version is the openmax build reported by hello.
@@ -38,10 +36,19 @@ func main() {
 	os.Exit(code)
 }
 
-// env carries what tests substitute: the clock and extra tools.
+// env carries what tests substitute: the clock, extra tools and the
+// environment variables.
 type env struct {
-	clock clock.Clock
-	tools []tool.Tool
+	clock  clock.Clock
+	tools  []tool.Tool
+	getenv func(string) string // nil means os.Getenv
+}
+
+func (e env) env(key string) string {
+	if e.getenv == nil {
+		return os.Getenv(key)
+	}
+	return e.getenv(key)
 }
 
 // errUsage marks a command-line mistake (exit code 2).
@@ -51,8 +58,10 @@ type options struct {
 	stdio, check, json, version bool
 	spec, input                 string
 	provider, script, model     string
+	baseURL                     string
 	project, sessionID          string
-	maxIterations               int
+	maxIterations, maxAttempts  int
+	idleTimeout                 time.Duration
 }
 
 func parse(args []string, stderr io.Writer) (*options, error) {
@@ -65,15 +74,19 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.input, "input", "", "with --check --stdio: the stdin the client sent, to also account every user command's done")
 	fs.BoolVar(&o.json, "json", false, "with --spec stdio: print the JSON Schema instead of the text")
 	fs.BoolVar(&o.version, "version", false, "print the version")
-	fs.StringVar(&o.provider, "provider", "", "the model provider: echo (repeats each prompt) or script (plays --script)")
+	fs.StringVar(&o.provider, "provider", "", "the model provider: openai, anthropic, echo (repeats each prompt) or script (plays --script)")
 	fs.StringVar(&o.script, "script", "", "with --provider script: the scenario file (YAML)")
-	fs.StringVar(&o.model, "model", "", "the model name sent to the provider")
+	fs.StringVar(&o.model, "model", "", "the model name sent to the provider (openai default "+defaultOpenAIModel+", anthropic default "+defaultAnthropicModel+")")
+	fs.StringVar(&o.baseURL, "base-url", "", "the provider's base URL (default: $OPENAI_BASE_URL or $ANTHROPIC_BASE_URL, else the vendor's)")
+	fs.IntVar(&o.maxAttempts, "max-attempts", 4, "attempts per model request, the first included, before a retryable failure ends the turn")
+	fs.DurationVar(&o.idleTimeout, "idle-timeout", 60*time.Second, "a provider stream that sends no byte for this long counts as died")
 	fs.StringVar(&o.project, "project", "", "the project directory (default: the working directory)")
 	fs.StringVar(&o.sessionID, "session-id", "", "use this session id instead of a random one (for reproducible transcripts)")
 	fs.IntVar(&o.maxIterations, "max-iterations", core.DefaultMaxIterations, "model requests allowed per turn before it ends with max_iterations")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, `usage:
-  openmax --stdio --provider echo|script [--script FILE] [flags]   serve a session on stdin/stdout
+  openmax --stdio --provider openai|anthropic|echo|script [flags]  serve a session on stdin/stdout
+  openmax fake-provider --scenario FILE [--addr 127.0.0.1:0]       serve a scenario as a fake OpenAI/Anthropic API
   openmax --spec stdio [--json]                                     print the wire contract
   openmax --check --stdio [--input STDIN.jsonl] < stream.jsonl     validate openmax stdout
 flags:
@@ -89,10 +102,16 @@ flags:
 	if o.maxIterations < 1 {
 		return nil, fmt.Errorf("%w: --max-iterations must be at least 1", errUsage)
 	}
+	if o.maxAttempts < 1 {
+		return nil, fmt.Errorf("%w: --max-attempts must be at least 1", errUsage)
+	}
 	return o, nil
 }
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, e env) int {
+	if len(args) > 0 && args[0] == "fake-provider" {
+		return runFakeProvider(ctx, args[1:], stdout, stderr, e)
+	}
 	o, err := parse(args, stderr)
 	if err != nil {
 		if !errors.Is(err, flag.ErrHelp) {
@@ -208,28 +227,6 @@ func runStdio(ctx context.Context, o *options, stdin io.Reader, stdout, stderr i
 		return 1
 	}
 	return code
-}
-
-func newProvider(o *options, e env) (provider.Provider, int, error) {
-	switch o.provider {
-	case "echo":
-		if o.script != "" {
-			return nil, 0, fmt.Errorf("--script is only for --provider script")
-		}
-		return echo.Provider{}, 0, nil
-	case "script":
-		if o.script == "" {
-			return nil, 0, fmt.Errorf("--provider script needs --script FILE")
-		}
-		sc, err := script.Load(o.script)
-		if err != nil {
-			return nil, 0, err
-		}
-		return script.New(sc, e.clock), sc.ContextTokens, nil
-	case "":
-		return nil, 0, fmt.Errorf("--stdio needs --provider (echo or script)")
-	}
-	return nil, 0, fmt.Errorf("unknown --provider %q (known: echo, script)", o.provider)
 }
 
 func projectDir(dir string) (string, error) {

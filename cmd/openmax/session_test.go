@@ -7,8 +7,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +21,8 @@ import (
 	"github.com/openmax/openmax/core/wire"
 	"github.com/openmax/openmax/provider"
 	"github.com/openmax/openmax/provider/clock"
+	fakeprovider "github.com/openmax/openmax/provider/fake"
+	"github.com/openmax/openmax/provider/script"
 )
 
 // A session fixture is a directory under testdata/sessions holding
@@ -103,12 +107,35 @@ func runSession(t *testing.T, dir string) (transcript, stdin []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	args := []string{"--stdio", "--provider", "script", "--script", filepath.Join(dir, "script.yaml"),
-		"--session-id", "s1", "--project", "/"}
-	if extra, err := os.ReadFile(filepath.Join(dir, "args")); err == nil {
-		args = append(args, strings.Fields(string(extra))...)
-	}
 	fake := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	args := []string{"--stdio", "--session-id", "s1", "--project", "/"}
+	var server *fakeprovider.Server
+	var base string
+	if _, err := os.Stat(filepath.Join(dir, "fake.yaml")); err == nil {
+		// The provider is the fake one, over real loopback HTTP.
+		sc, err := script.Load(filepath.Join(dir, "fake.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		server = fakeprovider.New(sc, fakeprovider.Options{Clock: fake})
+		base, err = server.Start("127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer server.Close()
+		args = append(args, "--provider", "openai", "--base-url", base+"/v1", "--idle-timeout", "0")
+	} else {
+		args = append(args, "--provider", "script", "--script", filepath.Join(dir, "script.yaml"))
+	}
+	if extra, err := os.ReadFile(filepath.Join(dir, "args")); err == nil {
+		for _, a := range strings.Fields(string(extra)) {
+			if server != nil {
+				a = strings.ReplaceAll(a, "{{BASE}}", base)
+			}
+			a = strings.ReplaceAll(a, "{{CLOSED}}", closedURL(t))
+			args = append(args, a)
+		}
+	}
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	s := &session{t: t, stdin: inW, lines: make(chan string, 1024), clock: fake, result: make(chan int, 1)}
@@ -116,7 +143,7 @@ func runSession(t *testing.T, dir string) (transcript, stdin []byte) {
 	defer cancel()
 	var stderr bytes.Buffer
 	go func() {
-		code := run(ctx, args, inR, outW, &stderr, env{clock: fake, tools: []tool.Tool{blockTool(fake), echoArgsTool(), panicTool()}})
+		code := run(ctx, args, inR, outW, &stderr, env{clock: fake, tools: []tool.Tool{blockTool(fake), echoArgsTool(), panicTool()}, getenv: testEnv})
 		outW.Close()
 		s.result <- code
 	}()
@@ -149,7 +176,53 @@ func runSession(t *testing.T, dir string) (transcript, stdin []byte) {
 		out.WriteByte('\n')
 	}
 	fmt.Fprintf(&out, "exit: %d\n", code)
+	if server != nil {
+		// What the fake provider received, so a golden shows whether an
+		// attempt went out (a cancel during a backoff wait must stop it).
+		for _, r := range server.Requests() {
+			fmt.Fprintf(&out, "request: %s %s\n", r.Method, r.Path)
+		}
+	}
+	// Loopback ports vary from run to run; nothing else is normalised.
+	normalised := loopbackPort.ReplaceAll(out.Bytes(), []byte("127.0.0.1:PORT"))
+	out.Reset()
+	out.Write(normalised)
+	for _, key := range []string{testOpenAIKey, testAnthropicKey} {
+		if bytes.Contains(out.Bytes(), []byte(key)) || strings.Contains(stderr.String(), key) {
+			t.Errorf("the API key leaked into the transcript or stderr")
+		}
+	}
 	return out.Bytes(), s.sent.Bytes()
+}
+
+const (
+	testOpenAIKey    = "sk-test-openai-secret-0123456789"
+	testAnthropicKey = "sk-ant-test-secret-0123456789"
+)
+
+var loopbackPort = regexp.MustCompile(`127\.0\.0\.1:\d+`)
+
+func testEnv(k string) string {
+	switch k {
+	case "OPENAI_API_KEY":
+		return testOpenAIKey
+	case "ANTHROPIC_API_KEY":
+		return testAnthropicKey
+	}
+	return ""
+}
+
+// closedURL returns a loopback URL nothing listens on, so connecting is
+// refused.
+func closedURL(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return "http://" + addr + "/v1"
 }
 
 func (s *session) step(ctx context.Context, step string) error {
@@ -242,7 +315,7 @@ func (s *session) waitFor(ctx context.Context, typ string) error {
 // client's stdin for the done accounting.
 func checkTranscript(t *testing.T, transcript, stdin []byte) {
 	t.Helper()
-	body := transcript[:bytes.LastIndex(transcript, []byte("exit:"))]
+	body := transcript[:bytes.LastIndex(transcript, []byte("\nexit:"))+1]
 	c := wire.NewChecker()
 	c.SetInput(stdin)
 	_, err := c.Stream(bytes.NewReader(body), func(v wire.Verdict) {

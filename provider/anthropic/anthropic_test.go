@@ -327,14 +327,14 @@ func TestStreamParse(t *testing.T) {
 				{ID: "toolu_A", Name: "get_weather", Args: json.RawMessage(`{"city": "Paris"}`)},
 				{ID: "toolu_B", Name: "now", Args: json.RawMessage(`{}`)},
 			},
-			wantUsage:  &provider.Usage{PromptTokens: 10, CompletionTokens: 42, CachedTokens: intp(7)},
+			wantUsage:  &provider.Usage{PromptTokens: 17, CompletionTokens: 42, CachedTokens: intp(7)},
 			wantFinish: "tool_use",
 			wantParts: []provider.Part{
 				provider.ThinkingDelta{Text: "Let me "}, provider.ThinkingDelta{Text: "think."}, provider.ThinkingDelta{Signature: "SIG=="},
 				provider.TextDelta{Text: "Hel"}, provider.TextDelta{Text: "lo"},
 				provider.ToolCallPart{Call: provider.ToolCall{ID: "toolu_A", Name: "get_weather", Args: json.RawMessage(`{"city": "Paris"}`)}},
 				provider.ToolCallPart{Call: provider.ToolCall{ID: "toolu_B", Name: "now", Args: json.RawMessage(`{}`)}},
-				provider.Usage{PromptTokens: 10, CompletionTokens: 42, CachedTokens: intp(7)},
+				provider.Usage{PromptTokens: 17, CompletionTokens: 42, CachedTokens: intp(7)},
 				provider.Finish{Reason: "tool_use"},
 			},
 		},
@@ -348,14 +348,14 @@ func TestStreamParse(t *testing.T) {
 		{
 			name:       "message_delta repeats larger cumulative input counts",
 			body:       startNoCache + sseEvent("message_delta", `{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"input_tokens":12,"cache_read_input_tokens":5,"output_tokens":9}}`) + stop,
-			wantUsage:  &provider.Usage{PromptTokens: 12, CompletionTokens: 9, CachedTokens: intp(5)},
+			wantUsage:  &provider.Usage{PromptTokens: 17, CompletionTokens: 9, CachedTokens: intp(5)},
 			wantFinish: "end_turn",
 		},
 		{
 			name:         "redacted thinking is kept for the round trip",
 			body:         start + blockStart(0, `{"type":"redacted_thinking","data":"OPAQUE"}`) + blockStop(0) + delta("end_turn", 1) + stop,
 			wantThinking: []provider.Thinking{{Signature: redactedPrefix + "OPAQUE"}},
-			wantUsage:    &provider.Usage{PromptTokens: 10, CompletionTokens: 1, CachedTokens: intp(7)},
+			wantUsage:    &provider.Usage{PromptTokens: 17, CompletionTokens: 1, CachedTokens: intp(7)},
 			wantFinish:   "end_turn",
 		},
 		{

@@ -24,6 +24,8 @@ type wireUsage struct {
 	InputTokens          *int `json:"input_tokens"`
 	OutputTokens         *int `json:"output_tokens"`
 	CacheReadInputTokens *int `json:"cache_read_input_tokens"`
+	// Cache writes are billed as prompt tokens too.
+	CacheCreationInputTokens *int `json:"cache_creation_input_tokens"`
 }
 
 type wireEvent struct {
@@ -76,6 +78,8 @@ type state struct {
 	input    int
 	output   int
 	cached   *int
+	created  int  // cache_creation_input_tokens
+	sawUsage bool // the stream reported usage at all
 	stop     string
 	nEvents  int
 	lastType string
@@ -145,6 +149,10 @@ func (st *state) apply(typ string, e *wireEvent) ([]provider.Part, bool, error) 
 	case "message_start":
 		if e.Message != nil {
 			u := e.Message.Usage
+			st.sawUsage = st.sawUsage || u.InputTokens != nil || u.OutputTokens != nil
+			if u.CacheCreationInputTokens != nil {
+				st.created = *u.CacheCreationInputTokens
+			}
 			if u.InputTokens != nil {
 				st.input = *u.InputTokens
 			}
@@ -191,6 +199,10 @@ func (st *state) apply(typ string, e *wireEvent) ([]provider.Part, bool, error) 
 			st.stop = *e.Delta.StopReason
 		}
 		if u := e.Usage; u != nil {
+			st.sawUsage = true
+			if u.CacheCreationInputTokens != nil && *u.CacheCreationInputTokens > st.created {
+				st.created = *u.CacheCreationInputTokens
+			}
 			if u.OutputTokens != nil {
 				st.output = *u.OutputTokens
 			}
@@ -243,10 +255,16 @@ func (st *state) finish() []provider.Part {
 		}
 		parts = append(parts, provider.ToolCallPart{Call: provider.ToolCall{ID: b.id, Name: b.name, Args: args}})
 	}
-	parts = append(parts,
-		provider.Usage{PromptTokens: st.input, CompletionTokens: st.output, CachedTokens: st.cached},
-		provider.Finish{Reason: st.stop})
-	return parts
+	if st.sawUsage {
+		// Anthropic's input_tokens leave out cache reads and writes; the
+		// wire's prompt_tokens counts the whole prompt, as OpenAI's does.
+		prompt := st.input + st.created
+		if st.cached != nil {
+			prompt += *st.cached
+		}
+		parts = append(parts, provider.Usage{PromptTokens: prompt, CompletionTokens: st.output, CachedTokens: st.cached})
+	}
+	return append(parts, provider.Finish{Reason: st.stop})
 }
 
 // readFailure is the error of a stream that ended or broke before

@@ -112,7 +112,7 @@ func (p *Provider) Stream(ctx context.Context, req provider.Request) iter.Seq[pr
 				yield(provider.Error{Err: failure})
 				return
 			case d.hasWait && d.wait > pol.MaxRetryAfter:
-				yield(provider.Error{Err: fmt.Errorf("%w; not retried: the server asked to wait %s, more than the %s limit", failure, d.wait, pol.MaxRetryAfter)})
+				yield(provider.Error{Err: fmt.Errorf("%w; not retried: that wait is over the %s limit", failure, pol.MaxRetryAfter)})
 				return
 			case unreachable >= unreachableLimit:
 				yield(provider.Error{Err: fmt.Errorf("%w; gave up after %d attempts in a row that never reached the endpoint", failure, unreachable)})

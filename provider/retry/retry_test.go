@@ -117,7 +117,7 @@ func TestRetryClasses(t *testing.T) {
 		{"quota", [][]provider.Part{fail(quota)}, "error", 1, "insufficient_quota"},
 		{"400", [][]provider.Part{fail(badRequest)}, "error", 1, "HTTP 400"},
 		{"other stream error", [][]provider.Part{fail(&provider.StreamError{Type: "invalid_request_error"})}, "error", 1, "invalid_request_error"},
-		{"retry-after over a minute", [][]provider.Part{fail(retryAfter2)}, "error", 1, "asked to wait 2m0s, more than the 1m0s limit"},
+		{"retry-after over a minute", [][]provider.Part{fail(retryAfter2)}, "error", 1, "(server asked to wait 2m0s); not retried: that wait is over the 1m0s limit"},
 		{"budget exhausted", [][]provider.Part{fail(http429), fail(http429), fail(http429), fail(http429)}, "retry2/4 retry3/4 retry4/4 error", 4, "after 4 attempts"},
 		{"three refusals give up early", [][]provider.Part{fail(refused), fail(refused), fail(refused), ok}, "retry2/4 retry3/4 error", 3, "3 attempts in a row that never reached the endpoint"},
 		{"refusals not in a row", [][]provider.Part{fail(refused), fail(refused), fail(http429), ok}, "retry2/4 retry3/4 retry4/4 text finish", 4, ""},

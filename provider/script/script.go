@@ -1,8 +1,13 @@
 // Package script is the scenario language of openmax and the offline
 // provider that plays it: a YAML file scripting, request by request, what
 // the model streams back (text, thinking, tool calls, usage, finish reasons,
-// failures, truncation, delays and stalls). Waits go through an injectable
+// failures, truncation, delays and stalls) and the HTTP-level faults a real
+// endpoint can produce (error statuses with their headers and bodies,
+// refused connections, resets mid-body). Waits go through an injectable
 // clock, so tests script a one-hour stall and pass it instantly.
+//
+// The same scenario is played in-process by Provider and over real HTTP, on
+// both vendor wires, by package provider/fake.
 package script
 
 import (
@@ -13,7 +18,9 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -37,6 +44,12 @@ type Scenario struct {
 // says otherwise), or list Chunks explicitly, in which case nothing is
 // implied: a reply whose chunks carry no finish ends with no completion
 // signal, which the engine reports as truncated.
+//
+// The HTTP-level fields script how the response itself fails: Status makes
+// it an HTTP error (with Headers, and Body verbatim or a vendor-shaped body
+// built from Code and Message), Refuse drops the connection before any
+// response, and ResetAfterBytes resets the connection once that many bytes
+// of the streamed body went out.
 type Reply struct {
 	Text      string     `yaml:"text"`
 	Thinking  string     `yaml:"thinking"`
@@ -44,21 +57,45 @@ type Reply struct {
 	Usage     *Usage     `yaml:"usage"`
 	Finish    string     `yaml:"finish"`
 	Chunks    []Chunk    `yaml:"chunks"`
+
+	// Status, when set, makes the reply an HTTP error response (100..599).
+	Status int `yaml:"status"`
+	// Headers are sent with the response (any reply but a refused one),
+	// names and values verbatim: Retry-After, retry-after-ms, ...
+	Headers map[string]string `yaml:"headers"`
+	// Body is the error response's body, verbatim. Without it the body is
+	// the wire's usual error JSON, carrying Code and Message.
+	Body    *string `yaml:"body"`
+	Code    string  `yaml:"code"`
+	Message string  `yaml:"message"`
+	// Refuse drops the connection without any response.
+	Refuse bool `yaml:"refuse"`
+	// ResetAfterBytes resets the connection after that many bytes of the
+	// response body.
+	ResetAfterBytes *int `yaml:"reset_after_bytes"`
 }
 
 // Chunk is one step of an explicit reply. Exactly one field is set.
 type Chunk struct {
-	Text      *string       `yaml:"text"`
-	Thinking  *string       `yaml:"thinking"`
-	Signature *string       `yaml:"signature"`
-	ToolCall  *ToolCall     `yaml:"tool_call"`
-	Usage     *Usage        `yaml:"usage"`
-	Finish    *string       `yaml:"finish"`
-	Error     *string       `yaml:"error"` // the provider reports a failure
-	Died      *string       `yaml:"died"`  // the stream dies with no completion signal
-	Retry     *Retry        `yaml:"retry"` // the request is being resent
-	Delay     time.Duration `yaml:"delay"` // wait this long (on the clock) before going on
-	Stall     bool          `yaml:"stall"` // wait until the turn is cancelled
+	Text        *string       `yaml:"text"`
+	Thinking    *string       `yaml:"thinking"`
+	Signature   *string       `yaml:"signature"`
+	ToolCall    *ToolCall     `yaml:"tool_call"`
+	Usage       *Usage        `yaml:"usage"`
+	Finish      *string       `yaml:"finish"`
+	Error       *string       `yaml:"error"`        // the provider reports a failure (no type)
+	StreamError *StreamError  `yaml:"stream_error"` // the provider reports a typed failure
+	Died        *string       `yaml:"died"`         // the stream dies with no completion signal
+	Retry       *Retry        `yaml:"retry"`        // the request is being resent
+	Delay       time.Duration `yaml:"delay"`        // wait this long (on the clock) before going on
+	Stall       bool          `yaml:"stall"`        // wait until the turn is cancelled
+}
+
+// StreamError scripts a failure the provider reports inside a successful
+// response, such as {type: overloaded_error, message: Overloaded}.
+type StreamError struct {
+	Type    string `yaml:"type"`
+	Message string `yaml:"message"`
 }
 
 // ToolCall scripts a tool call. Args is any YAML value, sent as JSON;
@@ -121,6 +158,35 @@ func (r Reply) validate() error {
 	if short && len(r.Chunks) > 0 {
 		return fmt.Errorf("use either chunks or the shorthand fields (text, thinking, tool_calls, usage, finish), not both")
 	}
+	switch {
+	case r.Refuse:
+		if short || len(r.Chunks) > 0 || r.Status != 0 || len(r.Headers) > 0 || r.Body != nil || r.Code != "" || r.Message != "" || r.ResetAfterBytes != nil {
+			return fmt.Errorf("refuse drops the connection before any response: it takes no other field")
+		}
+	case r.Status != 0:
+		if r.Status < 100 || r.Status > 599 {
+			return fmt.Errorf("status %d is not an HTTP status (100..599)", r.Status)
+		}
+		if short || len(r.Chunks) > 0 {
+			return fmt.Errorf("status %d is an error response: it takes no chunks or shorthand fields (text, thinking, tool_calls, usage, finish)", r.Status)
+		}
+		if r.ResetAfterBytes != nil {
+			return fmt.Errorf("status and reset_after_bytes do not combine")
+		}
+		if r.Body != nil && (r.Code != "" || r.Message != "") {
+			return fmt.Errorf("body is sent verbatim: set body or code/message, not both")
+		}
+	case r.Body != nil || r.Code != "" || r.Message != "":
+		return fmt.Errorf("body, code and message need a status")
+	}
+	if r.ResetAfterBytes != nil && *r.ResetAfterBytes < 0 {
+		return fmt.Errorf("negative reset_after_bytes")
+	}
+	for name := range r.Headers {
+		if name == "" || strings.ContainsAny(name, " :\r\n") {
+			return fmt.Errorf("headers: %q is not a header name", name)
+		}
+	}
 	for i, tc := range r.ToolCalls {
 		if err := tc.validate(); err != nil {
 			return fmt.Errorf("tool_calls[%d]: %w", i, err)
@@ -129,13 +195,16 @@ func (r Reply) validate() error {
 	for i, c := range r.Chunks {
 		n := 0
 		for _, set := range []bool{c.Text != nil, c.Thinking != nil, c.Signature != nil, c.ToolCall != nil, c.Usage != nil,
-			c.Finish != nil, c.Error != nil, c.Died != nil, c.Retry != nil, c.Delay != 0, c.Stall} {
+			c.Finish != nil, c.Error != nil, c.StreamError != nil, c.Died != nil, c.Retry != nil, c.Delay != 0, c.Stall} {
 			if set {
 				n++
 			}
 		}
 		if n != 1 {
-			return fmt.Errorf("chunk %d: set exactly one of text, thinking, signature, tool_call, usage, finish, error, died, retry, delay, stall (got %d)", i+1, n)
+			return fmt.Errorf("chunk %d: set exactly one of text, thinking, signature, tool_call, usage, finish, error, stream_error, died, retry, delay, stall (got %d)", i+1, n)
+		}
+		if c.StreamError != nil && c.StreamError.Type == "" && c.StreamError.Message == "" {
+			return fmt.Errorf("chunk %d: stream_error needs a type or a message", i+1)
 		}
 		if c.ToolCall != nil {
 			if err := c.ToolCall.validate(); err != nil {
@@ -174,62 +243,137 @@ func (tc ToolCall) rawArgs() (json.RawMessage, error) {
 	return b, nil
 }
 
-// steps expands a reply into the parts it streams and the waits between
-// them (a step with wait set pauses; one with stall waits for cancellation).
-func (r Reply) steps(index int) []step {
+// Step is one action of a reply as played: deliver Part, or wait Wait on
+// the clock, or (Stall) wait until the client goes away.
+type Step struct {
+	Part  provider.Part
+	Wait  time.Duration
+	Stall bool
+	// Died marks the end of the stream with no completion signal; Part is
+	// then the Error the in-process provider yields for it.
+	Died bool
+	// Implied marks a Finish the shorthand implied ("stop" or "tool_calls")
+	// rather than one the scenario named; a wire may render it in its own
+	// vocabulary.
+	Implied bool
+}
+
+// Steps expands the index-th reply (0-based; it numbers default tool call
+// ids) into the steps it plays. Provider-reported failures are Error parts
+// whose Err is a *provider.StreamError. HTTP-level fields (status, refuse,
+// reset_after_bytes, headers) are not steps; the player reads them off the
+// reply.
+func (r Reply) Steps(index int) []Step {
 	if len(r.Chunks) == 0 {
-		var out []step
+		if r.Status != 0 || r.Refuse {
+			return nil
+		}
+		var out []Step
 		if r.Thinking != "" {
-			out = append(out, step{part: provider.ThinkingDelta{Text: r.Thinking}})
+			out = append(out, Step{Part: provider.ThinkingDelta{Text: r.Thinking}})
 		}
 		if r.Text != "" {
-			out = append(out, step{part: provider.TextDelta{Text: r.Text}})
+			out = append(out, Step{Part: provider.TextDelta{Text: r.Text}})
 		}
 		for i, tc := range r.ToolCalls {
-			out = append(out, step{part: provider.ToolCallPart{Call: tc.call(index, i)}})
+			out = append(out, Step{Part: provider.ToolCallPart{Call: tc.call(index, i)}})
 		}
 		if r.Usage != nil {
-			out = append(out, step{part: r.Usage.part()})
+			out = append(out, Step{Part: r.Usage.part()})
 		}
-		finish := r.Finish
+		finish, implied := r.Finish, false
 		if finish == "" {
-			finish = "stop"
+			finish, implied = "stop", true
 			if len(r.ToolCalls) > 0 {
 				finish = "tool_calls"
 			}
 		}
-		return append(out, step{part: provider.Finish{Reason: finish}})
+		return append(out, Step{Part: provider.Finish{Reason: finish}, Implied: implied})
 	}
-	out := make([]step, 0, len(r.Chunks))
+	out := make([]Step, 0, len(r.Chunks))
 	for i, c := range r.Chunks {
-		var s step
+		var s Step
 		switch {
 		case c.Text != nil:
-			s.part = provider.TextDelta{Text: *c.Text}
+			s.Part = provider.TextDelta{Text: *c.Text}
 		case c.Thinking != nil:
-			s.part = provider.ThinkingDelta{Text: *c.Thinking}
+			s.Part = provider.ThinkingDelta{Text: *c.Thinking}
 		case c.Signature != nil:
-			s.part = provider.ThinkingDelta{Signature: *c.Signature}
+			s.Part = provider.ThinkingDelta{Signature: *c.Signature}
 		case c.ToolCall != nil:
-			s.part = provider.ToolCallPart{Call: c.ToolCall.call(index, i)}
+			s.Part = provider.ToolCallPart{Call: c.ToolCall.call(index, i)}
 		case c.Usage != nil:
-			s.part = c.Usage.part()
+			s.Part = c.Usage.part()
 		case c.Finish != nil:
-			s.part = provider.Finish{Reason: *c.Finish}
+			s.Part = provider.Finish{Reason: *c.Finish}
 		case c.Error != nil:
-			s.part = provider.Error{Err: errors.New(*c.Error)}
+			s.Part = provider.Error{Err: &provider.StreamError{Message: *c.Error}}
+		case c.StreamError != nil:
+			s.Part = provider.Error{Err: &provider.StreamError{Type: c.StreamError.Type, Message: c.StreamError.Message}}
 		case c.Died != nil:
-			s.part = provider.Error{Err: fmt.Errorf("%w: %s", provider.ErrIncomplete, *c.Died)}
+			s.Part = provider.Error{Err: fmt.Errorf("%w: %s", provider.ErrIncomplete, *c.Died)}
+			s.Died = true
 		case c.Retry != nil:
-			s.part = provider.Retry{Attempt: c.Retry.Attempt, MaxAttempts: c.Retry.MaxAttempts, Reason: c.Retry.Reason}
+			s.Part = provider.Retry{Attempt: c.Retry.Attempt, MaxAttempts: c.Retry.MaxAttempts, Reason: c.Retry.Reason}
 		case c.Delay > 0:
-			s.wait = c.Delay
+			s.Wait = c.Delay
 		case c.Stall:
-			s.stall = true
+			s.Stall = true
 		}
 		out = append(out, s)
 	}
 	return out
+}
+
+// HTTPError is the failure an HTTP error reply (Status set) stands for,
+// as a vendor client would classify it: the scripted code and message (or,
+// with a verbatim body, what that body carries) and the wait its headers
+// ask for, read against now.
+func (r Reply) HTTPError(now time.Time) *provider.HTTPError {
+	e := &provider.HTTPError{Status: r.Status, Code: r.Code, Message: r.Message}
+	if r.Body != nil {
+		e.Code, e.Message = vendorError([]byte(*r.Body))
+	}
+	e.RetryAfter, e.HasRetryAfter = provider.ParseRetryAfter(r.Header(), now)
+	return e
+}
+
+// Header returns the scripted headers as an http.Header (names
+// canonicalized, for lookups).
+func (r Reply) Header() http.Header {
+	h := make(http.Header, len(r.Headers))
+	for k, v := range r.Headers {
+		h.Add(k, v)
+	}
+	return h
+}
+
+// vendorError reads the code and message of an error body shaped like
+// OpenAI's {"error":{"message","type","code"}} or Anthropic's
+// {"type":"error","error":{"type","message"}}; any other body is the message.
+func vendorError(data []byte) (code, msg string) {
+	var body struct {
+		Error json.RawMessage `json:"error"`
+	}
+	if json.Unmarshal(data, &body) == nil && len(body.Error) > 0 {
+		var e struct {
+			Message string          `json:"message"`
+			Type    string          `json:"type"`
+			Code    json.RawMessage `json:"code"`
+		}
+		if json.Unmarshal(body.Error, &e) == nil {
+			var c string
+			if json.Unmarshal(e.Code, &c) != nil || c == "" {
+				c = e.Type
+			}
+			return c, e.Message
+		}
+		var s string
+		if json.Unmarshal(body.Error, &s) == nil {
+			return "", s
+		}
+	}
+	return "", strings.TrimSpace(string(data))
 }
 
 func (tc ToolCall) call(reply, i int) provider.ToolCall {
@@ -243,12 +387,6 @@ func (tc ToolCall) call(reply, i int) provider.ToolCall {
 
 func (u Usage) part() provider.Usage {
 	return provider.Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, CachedTokens: u.CachedTokens}
-}
-
-type step struct {
-	part  provider.Part
-	wait  time.Duration
-	stall bool
 }
 
 // Provider plays a scenario: the n-th request gets the n-th reply. It is
@@ -277,7 +415,11 @@ func (p *Provider) Requests() []provider.Request {
 	return append([]provider.Request(nil), p.requests...)
 }
 
-// Stream serves the next scripted reply.
+// Stream serves the next scripted reply. HTTP-level faults become the
+// failures a vendor client reports for them: a status an
+// *provider.HTTPError, a refused connection an unreachable
+// *provider.TransportError, and a reset an incomplete stream (approximated
+// as a reset after every chunk before the completion signal).
 func (p *Provider) Stream(ctx context.Context, req provider.Request) iter.Seq[provider.Part] {
 	p.mu.Lock()
 	index := p.next
@@ -289,23 +431,45 @@ func (p *Provider) Stream(ctx context.Context, req provider.Request) iter.Seq[pr
 			yield(provider.Error{Err: fmt.Errorf("script: no reply left for request %d (the scenario has %d)", index+1, len(p.scenario.Replies))})
 			return
 		}
-		for _, s := range p.scenario.Replies[index].steps(index) {
+		r := p.scenario.Replies[index]
+		switch {
+		case r.Refuse:
+			yield(provider.Error{Err: &provider.TransportError{Err: errors.New("connection refused (scripted)"), Unreachable: true}})
+			return
+		case r.Status != 0:
+			yield(provider.Error{Err: r.HTTPError(p.clock.Now())})
+			return
+		}
+		reset := r.ResetAfterBytes != nil
+		for _, s := range r.Steps(index) {
 			if ctx.Err() != nil {
 				return
 			}
 			switch {
-			case s.stall:
+			case s.Stall:
 				<-ctx.Done()
 				return
-			case s.wait > 0:
-				if clock.Sleep(ctx, p.clock, s.wait) != nil {
+			case s.Wait > 0:
+				if clock.Sleep(ctx, p.clock, s.Wait) != nil {
 					return
 				}
 			default:
-				if !yield(s.part) {
+				if _, ok := s.Part.(provider.Finish); ok && reset {
+					yield(provider.Error{Err: errReset})
 					return
+				}
+				if !yield(s.Part) {
+					return
+				}
+				if _, ok := s.Part.(provider.Error); ok {
+					return // a failed reply ends with its Error
 				}
 			}
 		}
+		if reset && ctx.Err() == nil {
+			yield(provider.Error{Err: errReset})
+		}
 	}
 }
+
+var errReset = fmt.Errorf("%w: connection reset (scripted)", provider.ErrIncomplete)

@@ -25,7 +25,22 @@ func TestParseErrorsNameTheProblem(t *testing.T) {
 		"replies:\n  - tool_calls: [{name: t, args: {a: 1}, args_json: '{}'}]\n": "not both",
 		"replies:\n  - chunks: [{delay: -1s}]\n":                                 "negative delay",
 		"replies:\n  - chunks: [{delay: soon}]\n":                                "soon",
-		"replies: 3\n": "cannot unmarshal",
+		"replies: 3\n":                                                 "cannot unmarshal",
+		"replies:\n  - {status: 42}\n":                                 "reply 1: status 42 is not an HTTP status",
+		"replies:\n  - {text: ok}\n  - {status: 600}\n":                "reply 2: status 600",
+		"replies:\n  - {status: 429, text: a}\n":                       "takes no chunks or shorthand",
+		"replies:\n  - {status: 429, chunks: [{text: a}]}\n":           "takes no chunks or shorthand",
+		"replies:\n  - {status: 429, body: x, code: c}\n":              "set body or code/message, not both",
+		"replies:\n  - {status: 429, reset_after_bytes: 3}\n":          "do not combine",
+		"replies:\n  - {code: insufficient_quota}\n":                   "need a status",
+		"replies:\n  - {body: x}\n":                                    "need a status",
+		"replies:\n  - {refuse: true, text: a}\n":                      "refuse drops the connection",
+		"replies:\n  - {refuse: true, status: 500}\n":                  "refuse drops the connection",
+		"replies:\n  - {reset_after_bytes: -1, text: a}\n":             "negative reset_after_bytes",
+		"replies:\n  - {status: 500, headers: {\"a b\": x}}\n":         "not a header name",
+		"replies:\n  - chunks: [{stream_error: {}}]\n":                 "needs a type or a message",
+		"replies:\n  - chunks: [{stream_error: {type: t}, text: a}]\n": "stream_error",
+		"replies:\n  - chunks: [{stream_error: {kind: t}}]\n":          "field kind not found",
 	}
 	for in, want := range tests {
 		_, err := Parse([]byte(in))
@@ -87,7 +102,8 @@ replies:
 		t.Errorf("died chunk: %v", e.Err)
 	}
 	got = collect(p, context.Background())
-	if e := got[0].(provider.Error); errors.Is(e.Err, provider.ErrIncomplete) || e.Err.Error() != "boom" {
+	var se *provider.StreamError
+	if e := got[0].(provider.Error); errors.Is(e.Err, provider.ErrIncomplete) || !errors.As(e.Err, &se) || *se != (provider.StreamError{Message: "boom"}) || e.Err.Error() != "boom" {
 		t.Errorf("error chunk: %v", e.Err)
 	}
 	got = collect(p, context.Background())
@@ -129,5 +145,126 @@ func TestDelayUsesTheClockAndStallWaitsForCancel(t *testing.T) {
 	cancel()
 	if got, ok := <-parts; ok {
 		t.Errorf("part %#v after cancelling a stall", got)
+	}
+}
+
+func TestHTTPFaultsInProcess(t *testing.T) {
+	sc, err := Parse([]byte(`
+replies:
+  - {status: 429, headers: {Retry-After: "2"}}
+  - {status: 429, headers: {Retry-After: "Thu, 01 Jan 2026 00:00:30 GMT"}, code: rate_limit_error, message: slow down}
+  - {status: 429, headers: {retry-after-ms: "1500", Retry-After: "9"}, code: insufficient_quota}
+  - {status: 529, body: '{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}'}
+  - {status: 502, body: "bad gateway\n"}
+  - {refuse: true}
+  - chunks: [{text: a}, {stream_error: {type: overloaded_error, message: Overloaded}}, {text: never}]
+  - {reset_after_bytes: 10, text: partial, usage: {prompt_tokens: 1, completion_tokens: 1}}
+  - {reset_after_bytes: 0, chunks: [{text: a}, {delay: 1s}, {text: b}]}
+  - {headers: {x-request-id: r1}, text: fine}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	p := New(sc, fake)
+	httpErrs := []provider.HTTPError{
+		{Status: 429, RetryAfter: 2 * time.Second, HasRetryAfter: true},
+		{Status: 429, Code: "rate_limit_error", Message: "slow down", RetryAfter: 30 * time.Second, HasRetryAfter: true},
+		{Status: 429, Code: "insufficient_quota", RetryAfter: 1500 * time.Millisecond, HasRetryAfter: true},
+		{Status: 529, Code: "overloaded_error", Message: "Overloaded"},
+		{Status: 502, Message: "bad gateway"},
+	}
+	for i, want := range httpErrs {
+		got := collect(p, context.Background())
+		var he *provider.HTTPError
+		if len(got) != 1 || !errors.As(got[0].(provider.Error).Err, &he) || *he != want {
+			t.Errorf("reply %d: %#v, want %#v", i+1, got, want)
+		}
+	}
+	got := collect(p, context.Background())
+	var te *provider.TransportError
+	if len(got) != 1 || !errors.As(got[0].(provider.Error).Err, &te) || !te.Unreachable || !strings.Contains(te.Error(), "connection refused (scripted)") {
+		t.Errorf("refuse: %#v", got)
+	}
+	got = collect(p, context.Background())
+	var se *provider.StreamError
+	if len(got) != 2 || got[0] != (provider.TextDelta{Text: "a"}) || !errors.As(got[1].(provider.Error).Err, &se) ||
+		*se != (provider.StreamError{Type: "overloaded_error", Message: "Overloaded"}) {
+		t.Errorf("stream_error: %#v", got)
+	}
+	// A reset plays the reply up to its completion signal, then fails as
+	// an incomplete stream.
+	got = collect(p, context.Background())
+	if len(got) != 3 || got[0] != (provider.TextDelta{Text: "partial"}) || !errors.Is(got[2].(provider.Error).Err, provider.ErrIncomplete) ||
+		!strings.Contains(got[2].(provider.Error).Err.Error(), "connection reset (scripted)") {
+		t.Errorf("reset_after_bytes: %#v", got)
+	}
+	done := make(chan []provider.Part)
+	go func() { done <- collect(p, context.Background()) }()
+	wait, stop := context.WithTimeout(context.Background(), 10*time.Second)
+	defer stop()
+	if err := fake.BlockUntil(wait, 1); err != nil {
+		t.Fatal(err)
+	}
+	fake.Advance(time.Second)
+	got = <-done
+	if len(got) != 3 || got[1] != (provider.TextDelta{Text: "b"}) || !errors.Is(got[2].(provider.Error).Err, provider.ErrIncomplete) {
+		t.Errorf("reset without a finish: %#v", got)
+	}
+	if got = collect(p, context.Background()); len(got) != 2 || got[1] != (provider.Finish{Reason: "stop"}) {
+		t.Errorf("headers on a plain reply: %#v", got)
+	}
+}
+
+func TestStepsMarkImpliedFinishes(t *testing.T) {
+	sc, err := Parse([]byte(`
+replies:
+  - text: a
+  - tool_calls: [{name: t}]
+  - {text: a, finish: stop}
+  - chunks: [{finish: stop}, {died: x}]
+  - {status: 500}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := func(i int) Step {
+		s := sc.Replies[i].Steps(i)
+		return s[len(s)-1]
+	}
+	if s := last(0); !s.Implied || s.Part != (provider.Finish{Reason: "stop"}) {
+		t.Errorf("shorthand text: %#v", s)
+	}
+	if s := last(1); !s.Implied || s.Part != (provider.Finish{Reason: "tool_calls"}) {
+		t.Errorf("shorthand tool call: %#v", s)
+	}
+	if s := last(2); s.Implied {
+		t.Errorf("named finish: %#v", s)
+	}
+	if s := sc.Replies[3].Steps(3); s[0].Implied || !s[1].Died {
+		t.Errorf("chunks: %#v", s)
+	}
+	if s := sc.Replies[4].Steps(4); len(s) != 0 {
+		t.Errorf("status reply steps: %#v", s)
+	}
+}
+
+// The example in docs/scripts.md is a valid scenario.
+func TestDocsExampleParses(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "scripts.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(doc), "```yaml\n")
+	example, _, ok2 := strings.Cut(rest, "```")
+	if !ok || !ok2 {
+		t.Fatal("no yaml example in docs/scripts.md")
+	}
+	sc, err := Parse([]byte(example))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sc.Replies) < 10 {
+		t.Errorf("%d replies", len(sc.Replies))
 	}
 }

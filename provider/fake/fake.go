@@ -1,0 +1,519 @@
+// Package fake serves a scenario (package provider/script) over real HTTP as
+// a fake model vendor speaking both wires: OpenAI Chat Completions and
+// Anthropic Messages. Each request, on either wire, consumes the next reply
+// of the scenario and gets it rendered the way the real API would send it:
+// an SSE stream when the request asks for one, a complete JSON response
+// otherwise, or the HTTP-level fault the reply scripts (an error status
+// with its headers and body, a refused connection, a reset mid-body).
+//
+// Everything that waits goes through the injected clock, and every id and
+// timestamp in a body is derived from the request number, so a transcript
+// of a session against the fake is byte-stable.
+package fake
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/openmax/openmax/provider"
+	"github.com/openmax/openmax/provider/clock"
+	"github.com/openmax/openmax/provider/script"
+)
+
+// Options configure a Server.
+type Options struct {
+	// Clock times scripted delays and stamps the Date header; nil means
+	// the wall clock.
+	Clock clock.Clock
+}
+
+// Wires a request can speak.
+const (
+	WireOpenAI    = "openai"
+	WireAnthropic = "anthropic"
+)
+
+// Created is the "created" timestamp of every OpenAI object the fake
+// renders (2026-01-01T00:00:00Z), fixed so bodies are byte-stable.
+const Created = 1767225600
+
+// defaultModel names the model in a response when the request named none.
+const defaultModel = "fake-model"
+
+// Request is one request the server received.
+type Request struct {
+	Method string
+	Path   string
+	Header http.Header
+	Body   []byte
+	// Wire is WireOpenAI or WireAnthropic, or empty for a request no route
+	// matched.
+	Wire string
+}
+
+// Server plays a scenario over HTTP. It is safe for concurrent use; the
+// replies are consumed in the order the requests arrive.
+type Server struct {
+	sc    *script.Scenario
+	clock clock.Clock
+
+	ctx    context.Context // cancelled by Close: ends every wait
+	cancel context.CancelFunc
+
+	mu       sync.Mutex
+	idle     *sync.Cond // signalled when active drops to 0
+	active   int        // handlers running
+	closed   bool
+	next     int // replies consumed
+	requests []Request
+	srv      *http.Server
+
+	afterHandle func() // test hook, called as each handler returns
+}
+
+// New returns a server playing sc.
+func New(sc *script.Scenario, opts Options) *Server {
+	c := opts.Clock
+	if c == nil {
+		c = clock.Real{}
+	}
+	if sc == nil {
+		sc = &script.Scenario{}
+	}
+	s := &Server{sc: sc, clock: c}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.idle = sync.NewCond(&s.mu)
+	return s
+}
+
+// Handler returns the server's HTTP handler, for mounting it elsewhere
+// (httptest, a mux). Close still ends its waits.
+func (s *Server) Handler() http.Handler { return http.HandlerFunc(s.serve) }
+
+// Start listens on addr (such as "127.0.0.1:0") and serves in the
+// background. It returns the base URL, "http://HOST:PORT" with no path: an
+// OpenAI client takes base+"/v1", an Anthropic client base.
+func (s *Server) Start(addr string) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return "", errors.New("fake provider: server closed")
+	}
+	if s.srv != nil {
+		return "", errors.New("fake provider: already started")
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", fmt.Errorf("fake provider: %w", err)
+	}
+	s.srv = &http.Server{Handler: s.Handler(), ErrorLog: log.New(io.Discard, "", 0)}
+	go s.srv.Serve(ln) //nolint:errcheck // returns ErrServerClosed on Close
+	return "http://" + ln.Addr().String(), nil
+}
+
+// Close stops the server: it ends every delay and stall, closes the
+// listener and the connections, and returns once every handler has.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	srv := s.srv
+	s.mu.Unlock()
+	var err error
+	if srv != nil {
+		err = srv.Close() // first, so a stalled stream is cut, not ended
+	}
+	s.cancel()
+	s.mu.Lock()
+	for s.active > 0 {
+		s.idle.Wait()
+	}
+	s.mu.Unlock()
+	return err
+}
+
+// Requests returns what the server received so far, in arrival order.
+func (s *Server) Requests() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Request, len(s.requests))
+	for i, r := range s.requests {
+		r.Header = r.Header.Clone()
+		r.Body = bytes.Clone(r.Body)
+		out[i] = r
+	}
+	return out
+}
+
+func route(r *http.Request) string {
+	if r.Method != http.MethodPost {
+		return ""
+	}
+	switch r.URL.Path {
+	case "/v1/chat/completions", "/chat/completions":
+		return WireOpenAI
+	case "/v1/messages":
+		return WireAnthropic
+	}
+	return ""
+}
+
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		w.WriteHeader(http.StatusServiceUnavailable)
+		return
+	}
+	s.active++
+	s.mu.Unlock()
+	defer func() {
+		if s.afterHandle != nil {
+			s.afterHandle()
+		}
+		s.mu.Lock()
+		s.active--
+		if s.active == 0 {
+			s.idle.Broadcast()
+		}
+		s.mu.Unlock()
+	}()
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	defer context.AfterFunc(s.ctx, cancel)()
+
+	body, _ := io.ReadAll(r.Body) // read to the end so a client going away cancels ctx
+	wire := route(r)
+	s.mu.Lock()
+	s.requests = append(s.requests, Request{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body, Wire: wire})
+	s.mu.Unlock()
+
+	w.Header().Set("Date", s.clock.Now().UTC().Format(http.TimeFormat))
+	if wire == "" {
+		writeJSON(w, http.StatusNotFound, marshal(anthropicError{Type: "error", Error: anthropicErrorDetail{
+			Type: "not_found_error", Message: fmt.Sprintf("fake provider: no route for %s %s (POST /v1/chat/completions, /chat/completions or /v1/messages)", r.Method, r.URL.Path)}}))
+		return
+	}
+	var in struct {
+		Model  string `json:"model"`
+		Stream bool   `json:"stream"`
+	}
+	if err := json.Unmarshal(body, &in); err != nil {
+		writeJSON(w, http.StatusBadRequest, errorBody(wire, http.StatusBadRequest, "invalid_request_error", "fake provider: the request body is not JSON: "+err.Error()))
+		return
+	}
+	if in.Model == "" {
+		in.Model = defaultModel
+	}
+
+	s.mu.Lock()
+	index := s.next
+	s.next++
+	s.mu.Unlock()
+	if index >= len(s.sc.Replies) {
+		writeJSON(w, http.StatusInternalServerError, errorBody(wire, http.StatusInternalServerError, "scenario_exhausted",
+			fmt.Sprintf("fake provider: no reply left for request %d (the scenario has %d)", index+1, len(s.sc.Replies))))
+		return
+	}
+	reply := s.sc.Replies[index]
+	p := &play{s: s, ctx: ctx, w: w, wire: wire, reply: reply, n: index + 1, model: in.Model, limit: -1}
+	if reply.ResetAfterBytes != nil {
+		p.limit = *reply.ResetAfterBytes
+	}
+	switch {
+	case reply.Refuse:
+		reset(w)
+	case reply.Status != 0:
+		p.httpError()
+	case in.Stream:
+		p.stream()
+	default:
+		p.complete()
+	}
+}
+
+// play renders one reply.
+type play struct {
+	s     *Server
+	ctx   context.Context
+	w     http.ResponseWriter
+	wire  string
+	reply script.Reply
+	n     int // the request number, 1-based
+	model string
+
+	limit   int // body bytes before a reset, -1 for none
+	written int
+}
+
+// errCut stops rendering once the connection was reset (or the client went
+// away).
+var errCut = errors.New("fake provider: connection cut")
+
+// header sets the reply's scripted headers over the defaults, names kept
+// verbatim.
+func (p *play) header(contentType string) {
+	h := p.w.Header()
+	h.Set("Content-Type", contentType)
+	for k, v := range p.reply.Headers {
+		h.Del(k)
+		h[k] = []string{v}
+	}
+}
+
+func (p *play) httpError() {
+	p.header("application/json")
+	var body []byte
+	if p.reply.Body != nil {
+		body = []byte(*p.reply.Body)
+	} else {
+		body = errorBody(p.wire, p.reply.Status, p.reply.Code, p.reply.Message)
+	}
+	p.w.WriteHeader(p.reply.Status)
+	p.w.Write(body) //nolint:errcheck // the client went away
+}
+
+// write sends body bytes and flushes them, resetting the connection once
+// the reply's reset_after_bytes went out.
+func (p *play) write(b []byte) error {
+	if p.limit >= 0 && p.written+len(b) >= p.limit {
+		b = b[:p.limit-p.written]
+		p.written += len(b)
+		if len(b) > 0 {
+			p.w.Write(b) //nolint:errcheck // reset next anyway
+		}
+		http.NewResponseController(p.w).Flush() //nolint:errcheck
+		reset(p.w)
+		p.limit = -1
+		return errCut
+	}
+	p.written += len(b)
+	if _, err := p.w.Write(b); err != nil {
+		return errCut
+	}
+	if err := http.NewResponseController(p.w).Flush(); err != nil {
+		return errCut
+	}
+	return nil
+}
+
+// finish ends the body: a reset the reply still owes happens now.
+func (p *play) finish() {
+	if p.limit >= 0 {
+		http.NewResponseController(p.w).Flush() //nolint:errcheck
+		reset(p.w)
+	}
+}
+
+// reset takes the connection over and closes it so the peer sees a reset
+// (SO_LINGER 0), after whatever was already flushed.
+func reset(w http.ResponseWriter) {
+	conn, _, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		return
+	}
+	if tc, ok := conn.(interface{ SetLinger(int) error }); ok {
+		tc.SetLinger(0) //nolint:errcheck
+	}
+	conn.Close()
+}
+
+// closeConn takes the connection over and closes it cleanly, with no
+// response: a server that died before answering.
+func closeConn(w http.ResponseWriter) {
+	conn, _, err := http.NewResponseController(w).Hijack()
+	if err == nil {
+		conn.Close()
+	}
+}
+
+// streamer renders the parts of one reply as the SSE events of a wire.
+type streamer interface {
+	// open is the event(s) that start the stream.
+	open() []byte
+	// part renders one part; end reports a part that ends the stream (an
+	// in-stream error).
+	part(s script.Step) (events []byte, end bool)
+	// close is what ends a stream whose steps ran out: the terminator when
+	// the reply finished, nothing otherwise (the stream just stops).
+	close() []byte
+}
+
+func (p *play) streamer(steps []script.Step) streamer {
+	if p.wire == WireAnthropic {
+		return newAnthropicStream(p.n, p.model, steps)
+	}
+	return newOpenAIStream(p.n, p.model)
+}
+
+func (p *play) stream() {
+	p.header("text/event-stream; charset=utf-8")
+	p.w.Header().Set("Cache-Control", "no-cache")
+	p.w.WriteHeader(http.StatusOK)
+	steps := p.reply.Steps(p.n - 1)
+	st := p.streamer(steps)
+	if p.write(st.open()) != nil {
+		return
+	}
+	for _, step := range steps {
+		switch {
+		case step.Stall:
+			<-p.ctx.Done()
+			return
+		case step.Wait > 0:
+			if clock.Sleep(p.ctx, p.s.clock, step.Wait) != nil {
+				return
+			}
+		case step.Died:
+			p.finish()
+			return
+		default:
+			ev, end := st.part(step)
+			if len(ev) > 0 && p.write(ev) != nil {
+				return
+			}
+			if end {
+				p.finish()
+				return
+			}
+		}
+	}
+	if ev := st.close(); len(ev) > 0 && p.write(ev) != nil {
+		return
+	}
+	p.finish()
+}
+
+// complete answers a request that did not ask for a stream: it plays the
+// waits, then sends the whole response. A reply that dies (or never
+// finishes) closes the connection without a response; one that fails
+// in-stream becomes an HTTP error of that type.
+func (p *play) complete() {
+	var parts []script.Step
+	for _, step := range p.reply.Steps(p.n - 1) {
+		switch {
+		case step.Stall:
+			<-p.ctx.Done()
+			return
+		case step.Wait > 0:
+			if clock.Sleep(p.ctx, p.s.clock, step.Wait) != nil {
+				return
+			}
+		case step.Died:
+			closeConn(p.w)
+			return
+		default:
+			if e, ok := step.Part.(provider.Error); ok {
+				se := streamError(e.Err)
+				status := http.StatusInternalServerError
+				switch {
+				case strings.Contains(se.Type, "overloaded"):
+					status = 529
+				case strings.Contains(se.Type, "rate_limit"):
+					status = http.StatusTooManyRequests
+				}
+				p.header("application/json")
+				p.w.WriteHeader(status)
+				p.w.Write(errorBody(p.wire, status, se.Type, se.Message)) //nolint:errcheck
+				return
+			}
+			parts = append(parts, step)
+		}
+	}
+	var body []byte
+	var ok bool
+	if p.wire == WireAnthropic {
+		body, ok = anthropicMessage(p.n, p.model, parts)
+	} else {
+		body, ok = openAICompletion(p.n, p.model, parts)
+	}
+	if !ok {
+		closeConn(p.w)
+		return
+	}
+	p.header("application/json")
+	if p.limit < 0 {
+		p.w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	}
+	p.w.WriteHeader(http.StatusOK)
+	if p.write(body) == nil {
+		p.finish()
+	}
+}
+
+// errorBody is a wire's usual error JSON. code is the vendor's error code
+// or type; empty takes the usual type for the status.
+func errorBody(wire string, status int, code, message string) []byte {
+	if message == "" {
+		message = statusText(status)
+	}
+	if wire == WireAnthropic {
+		typ := code
+		if typ == "" {
+			typ = anthropicErrorType(status)
+		}
+		return marshal(anthropicError{Type: "error", Error: anthropicErrorDetail{Type: typ, Message: message}})
+	}
+	e := openAIErrorDetail{Message: message, Type: code}
+	if code != "" {
+		e.Code = &code
+	} else {
+		e.Type = openAIErrorType(status)
+	}
+	return marshal(openAIError{Error: e})
+}
+
+func statusText(status int) string {
+	if status == 529 {
+		return "Overloaded"
+	}
+	if t := http.StatusText(status); t != "" {
+		return t
+	}
+	return fmt.Sprintf("HTTP %d", status)
+}
+
+func writeJSON(w http.ResponseWriter, status int, body []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(body) //nolint:errcheck // the client went away
+}
+
+// marshal encodes v as compact JSON without HTML escaping, as the vendors
+// send it.
+func marshal(v any) []byte {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		panic(err) // only our own types are encoded
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+}
+
+// rawArgs is a tool call's arguments as a JSON value, or as a JSON string
+// when the script made them malformed (a complete body must stay JSON).
+func rawArgs(args json.RawMessage) json.RawMessage {
+	if json.Valid(args) {
+		return args
+	}
+	return marshal(string(args))
+}
+
+// streamError is the provider-reported failure an Error part carries.
+func streamError(err error) *provider.StreamError {
+	var se *provider.StreamError
+	if errors.As(err, &se) {
+		return se
+	}
+	return &provider.StreamError{Message: err.Error()}
+}
