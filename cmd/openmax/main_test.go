@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,7 +24,7 @@ func runCLI(t *testing.T, stdin string, args ...string) (stdout, stderr string, 
 	var out, errb bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	code = run(ctx, args, strings.NewReader(stdin), &out, &errb, env{clock: clock.Real{}})
+	code = run(ctx, args, strings.NewReader(stdin), &out, &errb, env{clock: clock.Real{}, getenv: func(string) string { return "" }})
 	return out.String(), errb.String(), code
 }
 
@@ -99,6 +100,12 @@ func TestUsageErrorsStayOffStdout(t *testing.T) {
 		{[]string{"--stdio", "--provider", "script", "--script", bad}, "set exactly one of"},
 		{[]string{"--stdio", "--provider", "echo", "--project", "/nonexistent"}, "is not a directory"},
 		{[]string{"--stdio", "--provider", "echo", "--max-iterations", "0"}, "at least 1"},
+		{[]string{"--stdio", "--provider", "openai"}, "needs an API key: set OPENAI_API_KEY"},
+		{[]string{"--stdio", "--provider", "anthropic"}, "needs an API key: set ANTHROPIC_API_KEY"},
+		{[]string{"--stdio", "--provider", "echo", "--base-url", "http://127.0.0.1:1"}, "--base-url is only for"},
+		{[]string{"--stdio", "--provider", "echo", "--max-attempts", "0"}, "at least 1"},
+		{[]string{"fake-provider"}, "--scenario FILE is required"},
+		{[]string{"fake-provider", "--scenario", "/nonexistent.yaml"}, "no such file"},
 		{[]string{"--bogus"}, "flag provided but not defined"},
 		{[]string{"stray"}, `unexpected argument "stray"`},
 		{nil, "nothing to do"},
@@ -246,5 +253,40 @@ func runTurns(t *testing.T, n int, args ...string) (string, int) {
 	case <-ctx.Done():
 		t.Fatal("openmax did not exit")
 		return "", 0
+	}
+}
+
+// TestFakeProviderCommand: the subcommand prints its base URL first and
+// serves the scenario over loopback until it is stopped.
+func TestFakeProviderCommand(t *testing.T) {
+	sc := filepath.Join(t.TempDir(), "s.yaml")
+	if err := os.WriteFile(sc, []byte("replies:\n  - status: 503\n    headers: {Retry-After: \"4\"}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	srvCtx, stop := context.WithCancel(ctx)
+	outR, outW := io.Pipe()
+	codec := make(chan int, 1)
+	go func() {
+		codec <- run(srvCtx, []string{"fake-provider", "--scenario", sc, "--addr", "127.0.0.1:0"}, strings.NewReader(""), outW, io.Discard, env{clock: clock.Real{}})
+		outW.Close()
+	}()
+	first, err := bufio.NewReader(outR).ReadString('\n')
+	if err != nil || !strings.HasPrefix(first, "http://127.0.0.1:") {
+		t.Fatalf("first line %q, %v", first, err)
+	}
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimSpace(first)+"/v1/chat/completions", strings.NewReader(`{"model":"m","stream":true,"messages":[]}`))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 503 || resp.Header.Get("Retry-After") != "4" {
+		t.Errorf("got %d, Retry-After %q", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+	stop()
+	if code := <-codec; code != 0 {
+		t.Errorf("exit %d after stop", code)
 	}
 }
