@@ -79,7 +79,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.model, "model", "", "the model name sent to the provider (openai default "+defaultOpenAIModel+", anthropic default "+defaultAnthropicModel+")")
 	fs.StringVar(&o.baseURL, "base-url", "", "the provider's base URL (default: $OPENAI_BASE_URL or $ANTHROPIC_BASE_URL, else the vendor's)")
 	fs.IntVar(&o.maxAttempts, "max-attempts", 4, "attempts per model request, the first included, before a retryable failure ends the turn")
-	fs.DurationVar(&o.idleTimeout, "idle-timeout", 60*time.Second, "a provider stream that sends no byte for this long counts as died")
+	fs.DurationVar(&o.idleTimeout, "idle-timeout", 120*time.Second, "a provider stream that sends no byte for this long counts as died")
 	fs.StringVar(&o.project, "project", "", "the project directory (default: the working directory)")
 	fs.StringVar(&o.sessionID, "session-id", "", "use this session id instead of a random one (for reproducible transcripts)")
 	fs.IntVar(&o.maxIterations, "max-iterations", core.DefaultMaxIterations, "model requests allowed per turn before it ends with max_iterations")
