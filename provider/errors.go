@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -121,3 +122,36 @@ func IsQuota(code string) bool {
 
 // ErrMissingKey is returned by a vendor constructor without an API key.
 var ErrMissingKey = errors.New("missing API key")
+
+// ParseErrorBody reads the code and message of an error body shaped like
+// OpenAI's {"error":{"message","type","code"}} or Anthropic's
+// {"type":"error","error":{"type","message"}}; a string "error" is the
+// message; any other body becomes the message, cut to a readable length.
+func ParseErrorBody(data []byte) (code, msg string) {
+	var body struct {
+		Error json.RawMessage `json:"error"`
+	}
+	if json.Unmarshal(data, &body) == nil && len(body.Error) > 0 {
+		var e struct {
+			Message string          `json:"message"`
+			Type    string          `json:"type"`
+			Code    json.RawMessage `json:"code"`
+		}
+		if json.Unmarshal(body.Error, &e) == nil {
+			var c string
+			if json.Unmarshal(e.Code, &c) != nil || c == "" {
+				c = e.Type
+			}
+			return c, e.Message
+		}
+		var s string
+		if json.Unmarshal(body.Error, &s) == nil {
+			return "", s
+		}
+	}
+	msg = strings.TrimSpace(string(data))
+	if len(msg) > 200 {
+		msg = msg[:200] + "…"
+	}
+	return "", msg
+}

@@ -8,7 +8,6 @@ package httpx
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -73,7 +72,7 @@ func (c *Client) Post(ctx context.Context, url string, header http.Header, body 
 		defer resp.Body.Close()
 		data, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 		he := &provider.HTTPError{Status: resp.StatusCode}
-		he.Code, he.Message = vendorError(data)
+		he.Code, he.Message = provider.ParseErrorBody(data)
 		he.RetryAfter, he.HasRetryAfter = provider.ParseRetryAfter(resp.Header, clk.Now())
 		return nil, he
 	}
@@ -102,41 +101,6 @@ func scrubURLError(err error) error {
 		}
 	}
 	return err
-}
-
-// vendorError pulls the code and message out of an error body shaped like
-// OpenAI's {"error":{"message","type","code"}} or Anthropic's
-// {"type":"error","error":{"type","message"}}; anything else becomes a cut
-// of the body.
-func vendorError(data []byte) (code, msg string) {
-	var body struct {
-		Error json.RawMessage `json:"error"`
-	}
-	if json.Unmarshal(data, &body) == nil && len(body.Error) > 0 {
-		var e struct {
-			Message string          `json:"message"`
-			Type    string          `json:"type"`
-			Code    json.RawMessage `json:"code"`
-		}
-		if json.Unmarshal(body.Error, &e) == nil {
-			var c string
-			if json.Unmarshal(e.Code, &c) == nil && c != "" {
-				code = c
-			} else {
-				code = e.Type
-			}
-			return code, e.Message
-		}
-		var s string
-		if json.Unmarshal(body.Error, &s) == nil {
-			return "", s
-		}
-	}
-	msg = strings.TrimSpace(string(data))
-	if len(msg) > 200 {
-		msg = msg[:200] + "…"
-	}
-	return "", msg
 }
 
 // idleBody fails reads with an incomplete-stream error once no byte has

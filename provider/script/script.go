@@ -332,7 +332,7 @@ func (r Reply) Steps(index int) []Step {
 func (r Reply) HTTPError(now time.Time) *provider.HTTPError {
 	e := &provider.HTTPError{Status: r.Status, Code: r.Code, Message: r.Message}
 	if r.Body != nil {
-		e.Code, e.Message = vendorError([]byte(*r.Body))
+		e.Code, e.Message = provider.ParseErrorBody([]byte(*r.Body))
 	}
 	e.RetryAfter, e.HasRetryAfter = provider.ParseRetryAfter(r.Header(), now)
 	return e
@@ -346,34 +346,6 @@ func (r Reply) Header() http.Header {
 		h.Add(k, v)
 	}
 	return h
-}
-
-// vendorError reads the code and message of an error body shaped like
-// OpenAI's {"error":{"message","type","code"}} or Anthropic's
-// {"type":"error","error":{"type","message"}}; any other body is the message.
-func vendorError(data []byte) (code, msg string) {
-	var body struct {
-		Error json.RawMessage `json:"error"`
-	}
-	if json.Unmarshal(data, &body) == nil && len(body.Error) > 0 {
-		var e struct {
-			Message string          `json:"message"`
-			Type    string          `json:"type"`
-			Code    json.RawMessage `json:"code"`
-		}
-		if json.Unmarshal(body.Error, &e) == nil {
-			var c string
-			if json.Unmarshal(e.Code, &c) != nil || c == "" {
-				c = e.Type
-			}
-			return c, e.Message
-		}
-		var s string
-		if json.Unmarshal(body.Error, &s) == nil {
-			return "", s
-		}
-	}
-	return "", strings.TrimSpace(string(data))
 }
 
 func (tc ToolCall) call(reply, i int) provider.ToolCall {
