@@ -2,17 +2,19 @@ module github.com/openmax/openmax
 
 go 1.26.8
 
-require gopkg.in/yaml.v3 v3.0.1
+require (
+	github.com/anthropics/anthropic-sdk-go/v2 v2.15.0
+	github.com/openai/openai-go/v3 v3.98.0
+	gopkg.in/yaml.v3 v3.0.1
+)
 
 require (
-	github.com/anthropics/anthropic-sdk-go/v2 v2.15.0 // indirect
 	github.com/bahlo/generic-list-go v0.2.0 // indirect
 	github.com/buger/jsonparser v1.1.2 // indirect
 	github.com/coder/websocket v1.8.15 // indirect
 	github.com/go-logr/logr v1.4.2 // indirect
 	github.com/go-logr/stdr v1.2.2 // indirect
 	github.com/invopop/jsonschema v0.14.0 // indirect
-	github.com/openai/openai-go/v3 v3.98.0 // indirect
 	github.com/pb33f/ordered-map/v2 v2.3.1 // indirect
 	github.com/standard-webhooks/standard-webhooks/libraries v0.0.1 // indirect
 	github.com/tidwall/gjson v1.20.0 // indirect

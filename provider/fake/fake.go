@@ -464,9 +464,14 @@ func errorBody(wire string, status int, code, message string) []byte {
 		return marshal(anthropicError{Type: "error", Error: anthropicErrorDetail{Type: typ, Message: message}})
 	}
 	e := openAIErrorDetail{Message: message, Type: code}
-	if code != "" {
+	switch {
+	case code != "":
 		e.Code = &code
-	} else {
+	case status == 429:
+		// As OpenAI sends it: the limit hit in type, the name in code.
+		c := "rate_limit_exceeded"
+		e.Type, e.Code = "requests", &c
+	default:
 		e.Type = openAIErrorType(status)
 	}
 	return marshal(openAIError{Error: e})

@@ -301,11 +301,11 @@ replies:
 	}
 	wants := []want{
 		{path: "/v1/chat/completions", status: 429, header: map[string]string{"Retry-After": "2"}, retryAfter: 2 * time.Second, hasRetryAfter: true,
-			body: `{"error":{"message":"Too Many Requests","type":"rate_limit_exceeded","param":null,"code":null}}`},
+			body: `{"error":{"message":"Too Many Requests","type":"requests","param":null,"code":"rate_limit_exceeded"}}`},
 		{path: "/v1/messages", status: 429, header: map[string]string{"Retry-After": "Thu, 01 Jan 2026 00:00:30 GMT"}, retryAfter: 30 * time.Second, hasRetryAfter: true,
 			body: `{"type":"error","error":{"type":"rate_limit_error","message":"Too Many Requests"}}`},
 		{path: "/v1/chat/completions", status: 429, header: map[string]string{"Retry-After-Ms": "1500", "Retry-After": "2"}, retryAfter: 1500 * time.Millisecond, hasRetryAfter: true,
-			body: `{"error":{"message":"Too Many Requests","type":"rate_limit_exceeded","param":null,"code":null}}`},
+			body: `{"error":{"message":"Too Many Requests","type":"requests","param":null,"code":"rate_limit_exceeded"}}`},
 		{path: "/v1/chat/completions", status: 429, code: "insufficient_quota",
 			body: `{"error":{"message":"You exceeded your current quota.","type":"insufficient_quota","param":null,"code":"insufficient_quota"}}`},
 		{path: "/v1/messages", status: 429, code: "insufficient_quota",

@@ -25,8 +25,6 @@ type openAIErrorDetail struct {
 // named no code.
 func openAIErrorType(status int) string {
 	switch {
-	case status == 429:
-		return "rate_limit_exceeded"
 	case status >= 500:
 		return "server_error"
 	}
