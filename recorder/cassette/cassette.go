@@ -1,0 +1,184 @@
+// Package cassette is the on-disk format of openmax recordings: a go-vcr v2
+// cassette (format version 1, its Request and Response types) whose
+// interactions carry an extra "openmax" member with the streaming detail
+// stock go-vcr has no place for: the byte-exact chunks as they arrived, each
+// with its arrival offset, and the terminal transport error when the body
+// (or the whole exchange) failed. The file as a whole carries an "openmax"
+// member with the session that was recorded (client commands, seeds).
+//
+// Stock go-vcr's cassette.Load reads these files: it ignores the members it
+// does not know, and the response body holds the concatenated chunks, so it
+// replays the same bytes (in one piece, as stock go-vcr does).
+package cassette
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	vcr "github.com/dnaeon/go-vcr/v2/cassette"
+	"gopkg.in/yaml.v3"
+)
+
+// FormatVersion is go-vcr v2's cassette format version.
+const FormatVersion = 1
+
+// File is a whole cassette.
+type File struct {
+	Version      int            `yaml:"version"`
+	Interactions []*Interaction `yaml:"interactions"`
+	// Session is the recorded harness session, when the cassette was made
+	// by `openmax record` (absent for proxy recordings).
+	Session *Session `yaml:"openmax,omitempty"`
+}
+
+// Interaction is one request and what came back.
+type Interaction struct {
+	Request  vcr.Request  `yaml:"request"`
+	Response vcr.Response `yaml:"response"`
+	Stream   *Stream      `yaml:"openmax,omitempty"`
+}
+
+// Stream is the streaming detail of one interaction.
+type Stream struct {
+	// Start is when the request went out, as an offset from the start of
+	// the recording.
+	Start time.Duration `yaml:"start"`
+	// Chunks are the body as it arrived; their data concatenated equals
+	// Response.Body.
+	Chunks []Chunk `yaml:"chunks,omitempty"`
+	// Error is how the exchange ended if not cleanly: for a body that
+	// failed, after the chunks; for a request that got no response at all,
+	// instead of one (then Response.Code is 0).
+	Error *Error `yaml:"error,omitempty"`
+}
+
+// Chunk is one read of the response body.
+type Chunk struct {
+	// At is the arrival offset from when the request went out.
+	At   time.Duration `yaml:"at"`
+	Data string        `yaml:"data"`
+}
+
+// Error kinds.
+const (
+	KindRefused = "refused" // the connection was refused: the request never reached the endpoint
+	KindDNS     = "dns"     // the host name did not resolve
+	KindReset   = "reset"   // the connection was reset
+	KindEOF     = "eof"     // the body ended early (unexpected EOF)
+	KindTimeout = "timeout" // a deadline or timeout fired
+	KindCancel  = "cancel"  // the client cancelled the request
+	KindOther   = "other"
+)
+
+// Error is a recorded transport failure.
+type Error struct {
+	Kind    string        `yaml:"kind"`
+	Message string        `yaml:"message"`
+	At      time.Duration `yaml:"at"` // offset from when the request went out
+}
+
+// Session is the harness session a cassette was recorded from.
+type Session struct {
+	SessionID string `yaml:"session_id"`
+	// Seed seeds everything random in the harness (retry jitter).
+	Seed uint64 `yaml:"seed"`
+	// Args are the harness flags the session ran with (provider, model,
+	// max attempts, ...), without secrets.
+	Args []string `yaml:"args,omitempty"`
+	// Commands are the client's stdin lines in order.
+	Commands []Command `yaml:"commands"`
+}
+
+// Command is one stdin line and when it arrived: after how many stdout
+// lines, which is what lets a replay deliver it at the same point.
+type Command struct {
+	AfterLines int    `yaml:"after_lines"`
+	Line       string `yaml:"line"`
+}
+
+// New returns an empty cassette.
+func New() *File { return &File{Version: FormatVersion} }
+
+// Load reads a cassette file.
+func Load(path string) (*File, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("cassette: %w", err)
+	}
+	f, err := Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("cassette %s: %w", path, err)
+	}
+	return f, nil
+}
+
+// Parse decodes a cassette and checks it.
+func Parse(data []byte) (*File, error) {
+	var f File
+	if err := yaml.Unmarshal(data, &f); err != nil {
+		return nil, err
+	}
+	if f.Version != FormatVersion {
+		return nil, fmt.Errorf("format version %d, want %d", f.Version, FormatVersion)
+	}
+	for i, it := range f.Interactions {
+		if it == nil {
+			return nil, fmt.Errorf("interaction %d is empty", i)
+		}
+		if it.Stream == nil {
+			continue
+		}
+		var body bytes.Buffer
+		for _, c := range it.Stream.Chunks {
+			body.WriteString(c.Data)
+		}
+		if len(it.Stream.Chunks) > 0 && body.String() != it.Response.Body {
+			return nil, fmt.Errorf("interaction %d: its chunks do not add up to its body", i)
+		}
+	}
+	return &f, nil
+}
+
+// Marshal encodes the cassette.
+func (f *File) Marshal() ([]byte, error) {
+	var buf bytes.Buffer
+	enc := yaml.NewEncoder(&buf)
+	enc.SetIndent(2)
+	if err := enc.Encode(f); err != nil {
+		return nil, err
+	}
+	if err := enc.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// Save writes the cassette atomically: a crash leaves either the previous
+// complete file or the new one, never a torn one.
+func (f *File) Save(path string) error {
+	data, err := f.Marshal()
+	if err != nil {
+		return fmt.Errorf("cassette: %w", err)
+	}
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
+	if err != nil {
+		return fmt.Errorf("cassette: %w", err)
+	}
+	_, werr := tmp.Write(data)
+	serr := tmp.Sync()
+	cerr := tmp.Close()
+	if err := errors.Join(werr, serr, cerr); err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("cassette: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("cassette: %w", err)
+	}
+	return nil
+}
