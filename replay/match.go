@@ -1,0 +1,441 @@
+package replay
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/openmax/openmax/recorder/cassette"
+)
+
+// ErrNoMatch is what every miss is (errors.Is): a live request that no
+// unserved recorded interaction matches. The error itself is a *MissError.
+var ErrNoMatch = errors.New("replay: no recorded interaction matches the request")
+
+// MissError is a live request no unserved recorded interaction matches.
+// Its message carries a unified diff between the nearest recorded request
+// and the live one (both normalised: ignored fields dropped, JSON bodies
+// pretty-printed with sorted keys).
+type MissError struct {
+	Method string
+	URL    string // the live URL, after Scrub
+	// Nearest is the index of the most similar recorded interaction, -1
+	// when the cassette has none.
+	Nearest int
+	// Served is set when Nearest matches the request exactly but was
+	// already served (each interaction is served once).
+	Served bool
+	// Fields names what differs from Nearest: "method", "path", "query",
+	// "host", or the JSON body paths ("messages[1].content", "model"), or
+	// "body" for a body that is not JSON.
+	Fields []string
+	// Diff is the unified diff, recorded (---) to live (+++).
+	Diff string
+}
+
+func (e *MissError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "replay: no recorded interaction matches %s %s", e.Method, e.URL)
+	switch {
+	case e.Nearest < 0:
+		b.WriteString(": the cassette has no interactions")
+		return b.String()
+	case e.Served:
+		fmt.Fprintf(&b, ": it is identical to interaction %d, which was already served (each recorded interaction is served once)", e.Nearest)
+		return b.String()
+	}
+	fmt.Fprintf(&b, "; the nearest is interaction %d", e.Nearest)
+	if len(e.Fields) > 0 {
+		fmt.Fprintf(&b, ", which differs in %s", strings.Join(e.Fields, ", "))
+	}
+	b.WriteString(":\n")
+	b.WriteString(e.Diff)
+	return strings.TrimRight(b.String(), "\n")
+}
+
+// Is makes errors.Is(err, ErrNoMatch) hold.
+func (e *MissError) Is(target error) bool { return target == ErrNoMatch }
+
+// maxFields caps MissError.Fields.
+const maxFields = 12
+
+// request is a request in the normalised form matching compares.
+type request struct {
+	method string
+	host   string // scheme://host, when hosts are matched
+	path   string // escaped, "/" when empty
+	query  string // canonical: keys sorted
+	json   bool
+	value  any    // the parsed body with ignored paths dropped, when json
+	body   string // canonical: pretty JSON with sorted keys, or the raw bytes
+}
+
+func (q *request) sameAs(o *request) bool {
+	return q.method == o.method && q.host == o.host && q.path == o.path && q.query == o.query && q.json == o.json && q.body == o.body
+}
+
+// target is the request line of the diff text.
+func (q *request) target() string {
+	s := q.host + q.path
+	if q.query != "" {
+		s += "?" + q.query
+	}
+	return s
+}
+
+// text is what the diff compares: the request line, then the body.
+func (q *request) text() []string {
+	lines := []string{q.method + " " + q.target()}
+	if q.body == "" {
+		return lines
+	}
+	body := q.body
+	if !q.json && !utf8.ValidString(body) {
+		body = strconv.Quote(body)
+	}
+	return append(lines, strings.Split(body, "\n")...)
+}
+
+// matcher finds recorded interactions for live requests.
+type matcher struct {
+	f         *cassette.File
+	ignore    [][]string
+	matchHost bool
+	scrub     func(method, url string, header http.Header, body []byte) (string, http.Header, []byte)
+
+	recs []*request // by interaction index
+
+	mu   sync.Mutex
+	used []bool
+}
+
+func newMatcher(f *cassette.File, opts Options) *matcher {
+	if f == nil {
+		f = cassette.New()
+	}
+	m := &matcher{f: f, matchHost: opts.MatchHost, scrub: opts.Scrub}
+	for _, p := range opts.Ignore {
+		var segs []string
+		for _, s := range strings.Split(p, ".") {
+			if s != "" {
+				segs = append(segs, s)
+			}
+		}
+		if len(segs) > 0 {
+			m.ignore = append(m.ignore, segs)
+		}
+	}
+	m.recs = make([]*request, len(f.Interactions))
+	for i, it := range f.Interactions {
+		if it == nil {
+			continue
+		}
+		m.recs[i] = m.normalise(it.Request.Method, it.Request.URL, []byte(it.Request.Body))
+	}
+	m.used = make([]bool, len(f.Interactions))
+	return m
+}
+
+// normalise puts a request in the form matching compares.
+func (m *matcher) normalise(method, rawURL string, body []byte) *request {
+	q := &request{method: strings.ToUpper(method)}
+	if u, err := url.Parse(rawURL); err == nil {
+		if m.matchHost {
+			q.host = strings.ToLower(u.Scheme) + "://" + strings.ToLower(u.Host)
+		}
+		q.path = u.EscapedPath()
+		q.query = u.RawQuery
+		if v, err := url.ParseQuery(u.RawQuery); err == nil {
+			q.query = v.Encode()
+		}
+	} else {
+		q.path = rawURL
+	}
+	if q.path == "" {
+		q.path = "/"
+	}
+	if v, ok := parseJSON(body); ok {
+		for _, p := range m.ignore {
+			v = drop(v, p)
+		}
+		q.json, q.value, q.body = true, v, pretty(v)
+	} else {
+		q.body = string(body)
+	}
+	return q
+}
+
+// live reads, scrubs and normalises a live request. It closes req.Body.
+func (m *matcher) live(method, rawURL string, header http.Header, body io.ReadCloser) (*request, string, error) {
+	var data []byte
+	if body != nil {
+		var err error
+		data, err = io.ReadAll(body)
+		body.Close()
+		if err != nil {
+			return nil, "", fmt.Errorf("replay: reading the request body: %w", err)
+		}
+	}
+	if m.scrub != nil {
+		rawURL, _, data = m.scrub(method, rawURL, header.Clone(), data)
+	}
+	return m.normalise(method, rawURL, data), rawURL, nil
+}
+
+// take claims the first unserved interaction that matches q, or explains
+// the miss.
+func (m *matcher) take(q *request, rawURL string) (int, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	served := -1
+	for i, r := range m.recs {
+		if r == nil || !r.sameAs(q) {
+			continue
+		}
+		if !m.used[i] {
+			m.used[i] = true
+			return i, nil
+		}
+		if served < 0 {
+			served = i
+		}
+	}
+	miss := &MissError{Method: q.method, URL: rawURL, Nearest: -1}
+	if served >= 0 {
+		miss.Nearest, miss.Served = served, true
+		return -1, miss
+	}
+	m.nearest(q, miss)
+	return -1, miss
+}
+
+// nearest fills in the most similar recorded interaction: one with the
+// same method and path if any, then the one with the fewest differing
+// lines, then an unserved one, then the earliest.
+func (m *matcher) nearest(q *request, miss *MissError) {
+	best, bestSize, bestUsed := -1, 0, false
+	var bestOps []edit
+	tierOf := func(r *request) int {
+		t := 0
+		if r.method == q.method {
+			t++
+		}
+		if r.path == q.path {
+			t += 2
+		}
+		return t
+	}
+	top := -1
+	for _, r := range m.recs {
+		if r != nil {
+			top = max(top, tierOf(r))
+		}
+	}
+	qt := q.text()
+	for i, r := range m.recs {
+		if r == nil || tierOf(r) != top {
+			continue
+		}
+		ops := diffLines(r.text(), qt)
+		size := changes(ops)
+		better := best < 0 || size < bestSize || (size == bestSize && bestUsed && !m.used[i])
+		if better {
+			best, bestSize, bestUsed, bestOps = i, size, m.used[i], ops
+		}
+	}
+	if best < 0 {
+		return
+	}
+	r := m.recs[best]
+	miss.Nearest = best
+	miss.Fields = fields(r, q)
+	miss.Diff = unified(bestOps, fmt.Sprintf("recorded interaction %d", best), "live request", 3)
+}
+
+// unused lists the interactions never served.
+func (m *matcher) unused() []int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []int
+	for i, u := range m.used {
+		if !u {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// fields names what differs between a recorded request and a live one.
+func fields(r, q *request) []string {
+	var out []string
+	if r.method != q.method {
+		out = append(out, "method")
+	}
+	if r.host != q.host {
+		out = append(out, "host")
+	}
+	if r.path != q.path {
+		out = append(out, "path")
+	}
+	if r.query != q.query {
+		out = append(out, "query")
+	}
+	switch {
+	case r.json && q.json:
+		diffPaths(r.value, q.value, "", &out)
+	case r.json != q.json || r.body != q.body:
+		out = append(out, "body")
+	}
+	if len(out) > maxFields {
+		out = append(out[:maxFields], fmt.Sprintf("… (%d more)", len(out)-maxFields))
+	}
+	return out
+}
+
+// diffPaths appends the JSON paths where a and b differ.
+func diffPaths(a, b any, path string, out *[]string) {
+	if len(*out) > maxFields {
+		return
+	}
+	name := path
+	if name == "" {
+		name = "body"
+	}
+	switch av := a.(type) {
+	case map[string]any:
+		bv, ok := b.(map[string]any)
+		if !ok {
+			*out = append(*out, name)
+			return
+		}
+		keys := make([]string, 0, len(av)+len(bv))
+		for k := range av {
+			keys = append(keys, k)
+		}
+		for k := range bv {
+			if _, ok := av[k]; !ok {
+				keys = append(keys, k)
+			}
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			p := k
+			if path != "" {
+				p = path + "." + k
+			}
+			x, inA := av[k]
+			y, inB := bv[k]
+			if !inA || !inB {
+				*out = append(*out, p)
+				continue
+			}
+			diffPaths(x, y, p, out)
+		}
+	case []any:
+		bv, ok := b.([]any)
+		if !ok {
+			*out = append(*out, name)
+			return
+		}
+		for i := 0; i < max(len(av), len(bv)); i++ {
+			p := fmt.Sprintf("%s[%d]", path, i)
+			if i >= len(av) || i >= len(bv) {
+				*out = append(*out, p)
+				continue
+			}
+			diffPaths(av[i], bv[i], p, out)
+		}
+	default:
+		if pretty(a) != pretty(b) {
+			*out = append(*out, name)
+		}
+	}
+}
+
+// parseJSON parses a body that is exactly one JSON value.
+func parseJSON(body []byte) (any, bool) {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return nil, false
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	var v any
+	if dec.Decode(&v) != nil {
+		return nil, false
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, false
+	}
+	return v, true
+}
+
+// pretty renders a parsed JSON value indented, with sorted keys and
+// without HTML escaping.
+func pretty(v any) string {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return fmt.Sprint(v)
+	}
+	return strings.TrimSuffix(buf.String(), "\n")
+}
+
+// drop removes the field at path from v. A segment names an object member;
+// "*" stands for every member or element; a number picks an array element;
+// any other segment on an array applies to each of its elements.
+func drop(v any, path []string) any {
+	if len(path) == 0 {
+		return v
+	}
+	seg, rest := path[0], path[1:]
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			if seg != "*" && k != seg {
+				continue
+			}
+			if len(rest) == 0 {
+				delete(x, k)
+			} else {
+				x[k] = drop(e, rest)
+			}
+		}
+		return x
+	case []any:
+		if seg == "*" {
+			if len(rest) == 0 {
+				return []any{}
+			}
+			for i := range x {
+				x[i] = drop(x[i], rest)
+			}
+			return x
+		}
+		if n, err := strconv.Atoi(seg); err == nil {
+			if n < 0 || n >= len(x) {
+				return x
+			}
+			if len(rest) == 0 {
+				return append(x[:n:n], x[n+1:]...)
+			}
+			x[n] = drop(x[n], rest)
+			return x
+		}
+		for i := range x {
+			x[i] = drop(x[i], path)
+		}
+		return x
+	}
+	return v
+}
