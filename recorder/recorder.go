@@ -1,0 +1,451 @@
+// Package recorder records model traffic into a cassette (see
+// recorder/cassette) as it streams. A Recorder is an http.RoundTripper that
+// sits in front of the real transport: the response is handed to the
+// client the moment its headers arrive and every read of its body passes
+// straight through (nothing is read ahead), while the recorder notes each
+// read as a chunk with its arrival offset, and how the exchange ended if
+// not cleanly (a reset, an early EOF, a cancel...), which stock go-vcr
+// drops.
+//
+// The cassette file is rewritten atomically each time an interaction
+// completes, so a crash leaves every interaction that had completed.
+// Interactions are written in the order their requests started, whatever
+// order they complete in. Secrets are scrubbed before anything is written
+// (see ScrubRequest), in a way a replayer can reproduce on live requests.
+//
+// The cassette holds the bytes the client actually read. When the
+// transport decoded a gzip body (it asked for gzip itself), those are the
+// decoded bytes, and the response's Content-Encoding and Content-Length
+// are dropped from the recording so a replay of it is self-consistent.
+// When the client asked for gzip itself, the transport leaves the body
+// encoded: the cassette holds the gzip bytes and keeps both headers (user
+// patterns cannot see into such a body). Content-Length is otherwise kept
+// as received, even when the body was cut short; only when scrubbing
+// changed the body's length is it shifted by the same amount.
+//
+// Bytes that arrive together with the end of the body or an error are
+// handed to the client at once and the end on its next Read, so the client
+// never waits for the cassette to be written to get bytes; the
+// interaction is on disk by the time the client sees the end. A client
+// that closes the body early is recorded as a cancel, unless all of a
+// known Content-Length had arrived (a JSON decoder need not read on to
+// EOF).
+//
+// NewProxy puts a Recorder behind a reverse proxy, to record any client
+// that can be pointed at another base URL.
+package recorder
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	vcr "github.com/dnaeon/go-vcr/v2/cassette"
+
+	"github.com/openmax/openmax/provider/clock"
+	"github.com/openmax/openmax/recorder/cassette"
+)
+
+// Options configure a Recorder.
+type Options struct {
+	// Path is the cassette file. It is written when the recorder is made
+	// (an empty cassette, so a bad path fails at once) and again,
+	// atomically, after every completed interaction, so a crash leaves
+	// what had completed.
+	Path string
+	// Transport is the real transport; nil means http.DefaultTransport.
+	Transport http.RoundTripper
+	// Clock measures the offsets; nil means the wall clock.
+	Clock clock.Clock
+	// Scrub are extra patterns: every match in header values, URLs,
+	// bodies (request and response) and error messages is written as
+	// "[scrubbed]". A replayer must scrub live requests with the same
+	// patterns (ScrubRequest) to match them.
+	Scrub []*regexp.Regexp
+}
+
+// ErrClosed is returned by RoundTrip once the recorder is closed.
+var ErrClosed = errors.New("recorder: closed")
+
+// Recorder records the exchanges that go through it. It is safe for
+// concurrent use.
+type Recorder struct {
+	path     string
+	rt       http.RoundTripper
+	clk      clock.Clock
+	patterns []*regexp.Regexp
+	t0       time.Time
+
+	saveMu sync.Mutex // serialises snapshot+write, so writes land in order
+
+	mu      sync.Mutex
+	entries []*entry // one slot per request, in start order
+	session *cassette.Session
+	closed  bool
+}
+
+// entry is one interaction: in flight until done, then it holds the
+// scrubbed interaction as written.
+type entry struct {
+	started time.Time // on the recorder's clock
+	start   time.Duration
+	scrub   *scrubber
+	req     vcr.Request
+	rawURL  string // the unscrubbed URL, to take out of error messages
+
+	responded    bool
+	code         int
+	status       string
+	header       http.Header
+	uncompressed bool
+	chunks       []cassette.Chunk // raw until done
+
+	done bool
+	it   *cassette.Interaction
+}
+
+// New makes a recorder and writes an empty cassette at opts.Path.
+func New(opts Options) (*Recorder, error) {
+	if opts.Path == "" {
+		return nil, errors.New("recorder: no cassette path")
+	}
+	for i, p := range opts.Scrub {
+		if p == nil {
+			return nil, fmt.Errorf("recorder: scrub pattern %d is nil", i)
+		}
+	}
+	r := &Recorder{
+		path:     opts.Path,
+		rt:       opts.Transport,
+		clk:      opts.Clock,
+		patterns: append([]*regexp.Regexp(nil), opts.Scrub...),
+	}
+	if r.rt == nil {
+		r.rt = http.DefaultTransport
+	}
+	if r.clk == nil {
+		r.clk = clock.Real{}
+	}
+	r.t0 = r.clk.Now()
+	if err := r.save(); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// RoundTrip sends req through the real transport and records the exchange.
+// A transport error is recorded (with no response) and returned unchanged.
+// A response is returned as soon as it arrives, its body recorded as the
+// client reads it; the interaction completes (and the cassette is saved)
+// when the body reaches its end, fails, or is closed.
+func (r *Recorder) RoundTrip(req *http.Request) (*http.Response, error) {
+	out := new(http.Request)
+	*out = *req
+	body, err := takeBody(out)
+	if err != nil {
+		return nil, fmt.Errorf("recorder: reading the request body: %w", err)
+	}
+	s := newScrubber(req.URL, req.Header, r.patterns)
+	e := &entry{scrub: s, req: s.request(req.Method, req.URL, req.Header, body)}
+	if req.URL != nil {
+		e.rawURL = req.URL.String()
+	}
+
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return nil, ErrClosed
+	}
+	e.started = r.clk.Now()
+	e.start = e.started.Sub(r.t0)
+	r.entries = append(r.entries, e)
+	r.mu.Unlock()
+
+	resp, err := r.rt.RoundTrip(out)
+	if err != nil {
+		r.finish(e, err, r.since(e), nil)
+		return nil, err
+	}
+	resp.Request = req
+
+	r.mu.Lock()
+	e.responded = true
+	e.code = resp.StatusCode
+	e.status = resp.Status
+	e.header = resp.Header.Clone()
+	e.uncompressed = resp.Uncompressed
+	r.mu.Unlock()
+
+	if resp.Body == nil || resp.Body == http.NoBody || resp.StatusCode == http.StatusSwitchingProtocols {
+		// Nothing to read (or a protocol switch, whose body is the
+		// connection): complete now and leave the body as it is.
+		r.finish(e, nil, r.since(e), nil)
+		return resp, nil
+	}
+	length := resp.ContentLength
+	if resp.Uncompressed {
+		length = -1
+	}
+	resp.Body = &recBody{r: r, e: e, rc: resp.Body, length: length}
+	return resp, nil
+}
+
+// since is the time since e's request went out.
+func (r *Recorder) since(e *entry) time.Duration { return r.clk.Now().Sub(e.started) }
+
+// chunk notes a read of e's body.
+func (r *Recorder) chunk(e *entry, at time.Duration, p []byte) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !e.done {
+		e.chunks = append(e.chunks, cassette.Chunk{At: at, Data: string(p)})
+	}
+}
+
+// finish completes e and saves: cleanly when err is nil or io.EOF, else
+// with err's kind (or end, when given, as it is). A second finish is
+// ignored.
+func (r *Recorder) finish(e *entry, err error, at time.Duration, end *cassette.Error) {
+	r.mu.Lock()
+	if e.done {
+		r.mu.Unlock()
+		return
+	}
+	if end == nil && err != nil && err != io.EOF {
+		end = &cassette.Error{Kind: Classify(err), Message: err.Error(), At: at}
+	}
+	r.completeLocked(e, end, at)
+	r.mu.Unlock()
+	r.save() //nolint:errcheck // reported by Close and SetSession
+}
+
+// completeLocked builds e's interaction, scrubbed.
+func (r *Recorder) completeLocked(e *entry, end *cassette.Error, at time.Duration) {
+	e.done = true
+	it := &cassette.Interaction{Request: e.req, Stream: &cassette.Stream{Start: e.start}}
+	if end != nil {
+		msg := end.Message
+		if e.rawURL != "" {
+			msg = strings.ReplaceAll(msg, e.rawURL, e.req.URL)
+		}
+		it.Stream.Error = &cassette.Error{Kind: end.Kind, Message: e.scrub.str(msg), At: end.At}
+	}
+	if e.responded {
+		raw := make([]string, len(e.chunks))
+		rawLen := 0
+		for i, c := range e.chunks {
+			raw[i] = c.Data
+			rawLen += len(c.Data)
+		}
+		body, pieces, keep := e.scrub.chunks(raw)
+		for i, p := range pieces {
+			it.Stream.Chunks = append(it.Stream.Chunks, cassette.Chunk{At: e.chunks[keep[i]].At, Data: p})
+		}
+		h := e.scrub.header(e.header)
+		if e.uncompressed {
+			// The transport decoded the body: the client read (and the
+			// cassette holds) the decoded bytes, so the encoding and the
+			// encoded length no longer describe them.
+			h.Del("Content-Encoding")
+			h.Del("Content-Length")
+		}
+		adjustLength(h, len(body)-rawLen)
+		it.Response = vcr.Response{
+			Body:     body,
+			Headers:  h,
+			Status:   e.status,
+			Code:     e.code,
+			Duration: at,
+		}
+	} else {
+		it.Response = vcr.Response{Duration: at}
+	}
+	e.chunks = nil
+	e.it = it
+}
+
+// save writes every completed interaction, in start order, atomically.
+func (r *Recorder) save() error {
+	r.saveMu.Lock()
+	defer r.saveMu.Unlock()
+	r.mu.Lock()
+	f := r.snapshotLocked(false)
+	r.mu.Unlock()
+	return f.Save(r.path)
+}
+
+// snapshotLocked is the cassette as it stands; deep copies it when asked.
+func (r *Recorder) snapshotLocked(deep bool) *cassette.File {
+	f := cassette.New()
+	f.Interactions = []*cassette.Interaction{}
+	for _, e := range r.entries {
+		if !e.done {
+			continue
+		}
+		it := e.it
+		if deep {
+			it = copyInteraction(it)
+		}
+		f.Interactions = append(f.Interactions, it)
+	}
+	if r.session != nil {
+		s := *r.session
+		if deep {
+			s.Args = append([]string(nil), s.Args...)
+			s.Commands = append([]cassette.Command(nil), s.Commands...)
+		}
+		f.Session = &s
+	}
+	return f
+}
+
+func copyInteraction(it *cassette.Interaction) *cassette.Interaction {
+	c := *it
+	c.Request.Headers = it.Request.Headers.Clone()
+	if it.Request.Form != nil {
+		c.Request.Form = url.Values(http.Header(it.Request.Form).Clone())
+	}
+	c.Response.Headers = it.Response.Headers.Clone()
+	if it.Stream != nil {
+		s := *it.Stream
+		s.Chunks = append([]cassette.Chunk(nil), it.Stream.Chunks...)
+		if it.Stream.Error != nil {
+			e := *it.Stream.Error
+			s.Error = &e
+		}
+		c.Stream = &s
+	}
+	return &c
+}
+
+// SetSession stores the recorded session in the cassette and saves it.
+func (r *Recorder) SetSession(s *cassette.Session) error {
+	r.mu.Lock()
+	if s == nil {
+		r.session = nil
+	} else {
+		c := *s
+		c.Args = append([]string(nil), s.Args...)
+		c.Commands = append([]cassette.Command(nil), s.Commands...)
+		r.session = &c
+	}
+	r.mu.Unlock()
+	return r.save()
+}
+
+// Cassette returns a copy of the cassette as it stands: the completed
+// interactions, in start order, scrubbed, and the session.
+func (r *Recorder) Cassette() *cassette.File {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.snapshotLocked(true)
+}
+
+// Close completes the interactions still open, as cancelled (a request
+// still waiting for its response is recorded with none; a body still being
+// read keeps the chunks read so far), saves the cassette and reports
+// whether that worked. Later requests fail with ErrClosed; bodies still
+// open keep passing through, unrecorded.
+func (r *Recorder) Close() error {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return nil
+	}
+	r.closed = true
+	for _, e := range r.entries {
+		if e.done {
+			continue
+		}
+		at := r.since(e)
+		msg := "the recorder was closed before the end of the body"
+		if !e.responded {
+			msg = "the recorder was closed before a response"
+		}
+		r.completeLocked(e, &cassette.Error{Kind: cassette.KindCancel, Message: msg, At: at}, at)
+	}
+	r.mu.Unlock()
+	return r.save()
+}
+
+// recBody passes a response body through, noting each read.
+type recBody struct {
+	r      *Recorder
+	e      *entry
+	rc     io.ReadCloser
+	length int64 // the Content-Length, -1 when unknown
+
+	mu      sync.Mutex
+	n       int64         // bytes read
+	last    time.Duration // offset of the last read that brought bytes
+	pending error         // an error that came with bytes, owed to the next Read
+	pendAt  time.Duration
+}
+
+// Read reads straight from the real body. Bytes that arrive with an error
+// (typically the last bytes with io.EOF) are returned at once and the error
+// on the next Read, so the client never waits on the cassette being
+// written to get bytes that have arrived.
+func (b *recBody) Read(p []byte) (int, error) {
+	b.mu.Lock()
+	if err := b.pending; err != nil {
+		b.pending = nil
+		at := b.pendAt
+		b.mu.Unlock()
+		b.r.finish(b.e, err, at, nil)
+		return 0, err
+	}
+	b.mu.Unlock()
+
+	n, err := b.rc.Read(p)
+	at := b.r.since(b.e)
+	if n > 0 {
+		b.r.chunk(b.e, at, p[:n])
+		b.mu.Lock()
+		b.n += int64(n)
+		b.last = at
+		if err != nil {
+			b.pending, b.pendAt = err, at
+			err = nil
+		}
+		b.mu.Unlock()
+		return n, err
+	}
+	if err != nil {
+		b.r.finish(b.e, err, at, nil)
+	}
+	return n, err
+}
+
+// Close closes the real body. Closed before its end, the interaction is
+// recorded as cancelled by the client, unless every byte of a known
+// Content-Length had arrived (a client that decoded a whole reply need not
+// read on to EOF).
+func (b *recBody) Close() error {
+	err := b.rc.Close()
+	at := b.r.since(b.e)
+	b.mu.Lock()
+	pending, pendAt := b.pending, b.pendAt
+	b.pending = nil
+	complete := b.length >= 0 && b.n == b.length
+	last := b.last
+	if b.n == 0 {
+		last = at
+	}
+	b.mu.Unlock()
+	switch {
+	case pending != nil:
+		b.r.finish(b.e, pending, pendAt, nil)
+	case complete:
+		b.r.finish(b.e, nil, last, nil)
+	default:
+		b.r.finish(b.e, nil, at, &cassette.Error{Kind: cassette.KindCancel, Message: "closed by the client before the end", At: at})
+	}
+	return err
+}

@@ -1,0 +1,317 @@
+package recorder
+
+import (
+	"bytes"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+
+	vcr "github.com/dnaeon/go-vcr/v2/cassette"
+)
+
+// Scrubbed replaces every secret the recorder keeps out of a cassette.
+const Scrubbed = "[scrubbed]"
+
+// secretHeaders are the headers whose every value is replaced, on requests
+// and responses alike.
+var secretHeaders = map[string]bool{
+	"Authorization":       true,
+	"Proxy-Authorization": true,
+	"X-Api-Key":           true,
+	"Api-Key":             true,
+	"Cookie":              true,
+	"Set-Cookie":          true,
+}
+
+// secretParams are the URL query parameters whose values are replaced
+// (names compared case-insensitively).
+var secretParams = map[string]bool{
+	"key":          true,
+	"api_key":      true,
+	"api-key":      true,
+	"apikey":       true,
+	"access_token": true,
+	"token":        true,
+}
+
+// minLiteral is the shortest secret value that is also scrubbed wherever
+// else it appears verbatim (bodies, other headers, error messages); shorter
+// values would replace innocent text.
+const minLiteral = 8
+
+// ScrubRequest returns req as the recorder writes it into a cassette, with
+// every secret replaced by Scrubbed: the method, the URL (secret query
+// parameters and a URL password replaced), the headers (secret headers
+// replaced) and the body, with every match of patterns replaced in the URL,
+// the header values and the body. The values of the secret headers and
+// query parameters (8 characters or longer) are also replaced wherever
+// else they appear verbatim.
+//
+// It is deterministic, so a replayer that scrubs a live request with it
+// and the same patterns gets exactly the Method, URL, Headers and Body a
+// recording of that request holds, and can match on them.
+//
+// It reads req.Body and puts back an equivalent one (setting GetBody too).
+func ScrubRequest(req *http.Request, patterns []*regexp.Regexp) (vcr.Request, error) {
+	body, err := takeBody(req)
+	if err != nil {
+		return vcr.Request{}, err
+	}
+	s := newScrubber(req.URL, req.Header, patterns)
+	return s.request(req.Method, req.URL, req.Header, body), nil
+}
+
+// ScrubFunc is ScrubRequest in the shape replay.Options.Scrub takes: it
+// returns the URL, headers and body the recorder would write for a request
+// with these parts. A URL that does not parse only has the patterns
+// applied.
+func ScrubFunc(patterns []*regexp.Regexp) func(method, rawURL string, header http.Header, body []byte) (string, http.Header, []byte) {
+	return func(method, rawURL string, header http.Header, body []byte) (string, http.Header, []byte) {
+		u, err := url.Parse(rawURL)
+		if err != nil {
+			u = nil
+		}
+		s := newScrubber(u, header, patterns)
+		r := s.request(method, u, header, body)
+		if u == nil {
+			r.URL = s.str(rawURL)
+		}
+		return r.URL, r.Headers, []byte(r.Body)
+	}
+}
+
+// takeBody reads and closes req.Body and replaces it with a fresh reader
+// over the same bytes.
+func takeBody(req *http.Request) ([]byte, error) {
+	if req.Body == nil || req.Body == http.NoBody {
+		return nil, nil
+	}
+	data, err := io.ReadAll(req.Body)
+	req.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	req.Body = io.NopCloser(bytes.NewReader(data))
+	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil }
+	return data, nil
+}
+
+// scrubber scrubs everything of one interaction: its patterns are the
+// literal secrets found in the request, longest first, then the user's.
+type scrubber struct {
+	patterns []*regexp.Regexp
+}
+
+func newScrubber(u *url.URL, h http.Header, user []*regexp.Regexp) *scrubber {
+	var lits []string
+	add := func(v string) {
+		if len(v) >= minLiteral {
+			lits = append(lits, v)
+		}
+	}
+	for k, vs := range h {
+		if !secretHeaders[http.CanonicalHeaderKey(k)] {
+			continue
+		}
+		for _, v := range vs {
+			add(v)
+			for _, f := range strings.FieldsFunc(v, func(r rune) bool { return r == ' ' || r == ';' || r == ',' || r == '=' }) {
+				add(f)
+			}
+		}
+	}
+	if u != nil {
+		for _, part := range strings.Split(u.RawQuery, "&") {
+			k, v, ok := strings.Cut(part, "=")
+			if !ok || !secretParams[strings.ToLower(unescape(k))] {
+				continue
+			}
+			add(v)
+			add(unescape(v))
+		}
+		if u.User != nil {
+			if p, ok := u.User.Password(); ok {
+				add(p)
+			}
+		}
+	}
+	// Longest first, so a secret that contains another goes whole.
+	sortByLenDesc(lits)
+	s := &scrubber{}
+	seen := map[string]bool{}
+	for _, l := range lits {
+		if !seen[l] {
+			seen[l] = true
+			s.patterns = append(s.patterns, regexp.MustCompile(regexp.QuoteMeta(l)))
+		}
+	}
+	s.patterns = append(s.patterns, user...)
+	return s
+}
+
+func sortByLenDesc(xs []string) {
+	for i := 1; i < len(xs); i++ {
+		for j := i; j > 0 && (len(xs[j]) > len(xs[j-1]) || len(xs[j]) == len(xs[j-1]) && xs[j] < xs[j-1]); j-- {
+			xs[j], xs[j-1] = xs[j-1], xs[j]
+		}
+	}
+}
+
+func unescape(s string) string {
+	if u, err := url.QueryUnescape(s); err == nil {
+		return u
+	}
+	return s
+}
+
+// str replaces every match of every pattern.
+func (s *scrubber) str(x string) string {
+	for _, p := range s.patterns {
+		x = p.ReplaceAllLiteralString(x, Scrubbed)
+	}
+	return x
+}
+
+// header returns a scrubbed copy of h.
+func (s *scrubber) header(h http.Header) http.Header {
+	if h == nil {
+		return nil
+	}
+	out := make(http.Header, len(h))
+	for k, vs := range h {
+		nv := make([]string, len(vs))
+		for i, v := range vs {
+			if secretHeaders[http.CanonicalHeaderKey(k)] {
+				nv[i] = Scrubbed
+			} else {
+				nv[i] = s.str(v)
+			}
+		}
+		out[k] = nv
+	}
+	return out
+}
+
+// url renders u with its secret query parameters and password replaced,
+// then every pattern. The query keeps its order and encoding.
+func (s *scrubber) url(u *url.URL) string {
+	if u == nil {
+		return ""
+	}
+	c := *u
+	if c.User != nil {
+		if _, ok := c.User.Password(); ok {
+			c.User = url.UserPassword(c.User.Username(), Scrubbed)
+		}
+	}
+	if c.RawQuery != "" {
+		parts := strings.Split(c.RawQuery, "&")
+		for i, part := range parts {
+			k, v, ok := strings.Cut(part, "=")
+			if ok && v != "" && secretParams[strings.ToLower(unescape(k))] {
+				parts[i] = k + "=" + Scrubbed
+			}
+		}
+		c.RawQuery = strings.Join(parts, "&")
+	}
+	return s.str(c.String())
+}
+
+// request is the scrubbed cassette form of a request.
+func (s *scrubber) request(method string, u *url.URL, h http.Header, body []byte) vcr.Request {
+	if method == "" {
+		method = http.MethodGet
+	}
+	r := vcr.Request{
+		Method:  method,
+		URL:     s.url(u),
+		Headers: s.header(h),
+		Body:    s.str(string(body)),
+	}
+	if ct, _, err := mime.ParseMediaType(h.Get("Content-Type")); err == nil && ct == "application/x-www-form-urlencoded" {
+		if form, err := url.ParseQuery(r.Body); err == nil {
+			r.Form = form
+		}
+	}
+	return r
+}
+
+// chunks scrubs a body that arrived in pieces: the patterns run over the
+// whole body, so a secret split across two reads is still found, and the
+// pieces are cut again at the same places in the scrubbed body. A cut that
+// fell inside a match moves to where its replacement starts; pieces left
+// empty are dropped (keep reports which of the input pieces survive).
+func (s *scrubber) chunks(pieces []string) (body string, out []string, keep []int) {
+	body = strings.Join(pieces, "")
+	ends := make([]int, len(pieces))
+	n := 0
+	for i, p := range pieces {
+		n += len(p)
+		ends[i] = n
+	}
+	for _, p := range s.patterns {
+		locs := p.FindAllStringIndex(body, -1)
+		if len(locs) == 0 {
+			continue
+		}
+		var b strings.Builder
+		last := 0
+		for _, l := range locs {
+			b.WriteString(body[last:l[0]])
+			b.WriteString(Scrubbed)
+			last = l[1]
+		}
+		b.WriteString(body[last:])
+		body = b.String()
+		for i, x := range ends {
+			ends[i] = mapCut(x, locs)
+		}
+	}
+	prev := 0
+	for i, e := range ends {
+		if e > prev {
+			out = append(out, body[prev:e])
+			keep = append(keep, i)
+			prev = e
+		}
+	}
+	return body, out, keep
+}
+
+// mapCut maps a cut position through the replacement of locs.
+func mapCut(x int, locs [][]int) int {
+	shift := 0
+	for _, l := range locs {
+		switch {
+		case x >= l[1]:
+			shift += len(Scrubbed) - (l[1] - l[0])
+		case x > l[0]:
+			return l[0] + shift
+		default:
+			return x + shift
+		}
+	}
+	return x + shift
+}
+
+// adjustLength shifts a Content-Length header by delta (the body grew or
+// shrank by scrubbing), so the length still tells the recorded body's
+// length, or by how much it was short of it.
+func adjustLength(h http.Header, delta int) {
+	if delta == 0 || h == nil {
+		return
+	}
+	v := h.Get("Content-Length")
+	if v == "" {
+		return
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n+delta < 0 {
+		return
+	}
+	h.Set("Content-Length", strconv.Itoa(n+delta))
+}
