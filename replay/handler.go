@@ -1,9 +1,11 @@
 package replay
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -66,12 +68,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	i, err := h.m.take(q, raw)
 	if err != nil {
-		miss := &MissError{}
-		errors.As(err, &miss)
-		writeJSON(w, http.StatusNotFound, map[string]any{
-			"error": map[string]any{"type": "replay_miss", "message": err.Error(), "nearest": miss.Nearest, "fields": miss.Fields},
-			"diff":  miss.Diff,
-		})
+		writeJSON(w, http.StatusNotFound, missBody(err))
 		return
 	}
 	it := h.m.f.Interactions[i]
@@ -182,4 +179,28 @@ func closeConn(w http.ResponseWriter) {
 		panic(http.ErrAbortHandler)
 	}
 	conn.Close()
+}
+
+// missBody is the JSON answer to a request the cassette does not hold,
+// shaped like a vendor error so clients report its message.
+func missBody(err error) map[string]any {
+	miss := &MissError{}
+	errors.As(err, &miss)
+	return map[string]any{
+		"error": map[string]any{"type": "replay_miss", "message": err.Error(), "nearest": miss.Nearest, "fields": miss.Fields},
+		"diff":  miss.Diff,
+	}
+}
+
+// missResponse is missBody as an HTTP 404 response to req.
+func missResponse(req *http.Request, err error) *http.Response {
+	body, _ := json.Marshal(missBody(err))
+	return &http.Response{
+		Status: "404 Not Found", StatusCode: http.StatusNotFound,
+		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header:        http.Header{"Content-Type": {"application/json"}},
+		Body:          io.NopCloser(bytes.NewReader(body)),
+		ContentLength: int64(len(body)),
+		Request:       req,
+	}
 }

@@ -72,6 +72,11 @@ type Options struct {
 	// element, a number picks an array element, and a name met at an array
 	// applies to each of its elements ("messages.cache_control").
 	Ignore []string
+	// MissAsResponse answers a request the cassette does not hold with an
+	// HTTP 404 whose JSON error carries the diff (as the handler does),
+	// instead of failing the round trip: a harness then reports the miss as
+	// a provider error rather than retrying it as a transport failure.
+	MissAsResponse bool
 	// MatchHost makes the scheme and host (with port) part of the match.
 	// By default they are ignored, so a cassette replays against whatever
 	// base URL the client was given.
@@ -85,9 +90,10 @@ type Options struct {
 // Replayer is an http.RoundTripper serving a cassette. It is safe for
 // concurrent use.
 type Replayer struct {
-	m    *matcher
-	clk  clock.Clock
-	pace Pace
+	m              *matcher
+	clk            clock.Clock
+	pace           Pace
+	missAsResponse bool
 }
 
 // New returns a Replayer serving f. The Replayer reads f but does not
@@ -97,7 +103,7 @@ func New(f *cassette.File, opts Options) *Replayer {
 	if clk == nil {
 		clk = clock.Real{}
 	}
-	return &Replayer{m: newMatcher(f, opts), clk: clk, pace: opts.Pace}
+	return &Replayer{m: newMatcher(f, opts), clk: clk, pace: opts.Pace, missAsResponse: opts.MissAsResponse}
 }
 
 // Unused returns the indices of the interactions never served, ascending.
@@ -118,6 +124,9 @@ func (r *Replayer) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	i, err := r.m.take(q, raw)
 	if err != nil {
+		if r.missAsResponse {
+			return missResponse(req, err), nil
+		}
 		return nil, err
 	}
 	it := r.m.f.Interactions[i]

@@ -13,6 +13,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -39,9 +40,11 @@ func main() {
 // env carries what tests substitute: the clock, extra tools and the
 // environment variables.
 type env struct {
-	clock  clock.Clock
-	tools  []tool.Tool
-	getenv func(string) string // nil means os.Getenv
+	clock     clock.Clock
+	tools     []tool.Tool
+	getenv    func(string) string // nil means os.Getenv
+	transport http.RoundTripper   // the provider's HTTP transport; nil means the default
+	seed      uint64              // seeds the retry jitter
 }
 
 func (e env) env(key string) string {
@@ -109,8 +112,15 @@ flags:
 }
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, e env) int {
-	if len(args) > 0 && args[0] == "fake-provider" {
-		return runFakeProvider(ctx, args[1:], stdout, stderr, e)
+	if len(args) > 0 {
+		switch args[0] {
+		case "fake-provider":
+			return runFakeProvider(ctx, args[1:], stdout, stderr, e)
+		case "record":
+			return runRecord(ctx, args[1:], stdin, stdout, stderr, e)
+		case "replay":
+			return runReplay(ctx, args[1:], stdout, stderr, e)
+		}
 	}
 	o, err := parse(args, stderr)
 	if err != nil {
@@ -190,17 +200,7 @@ func runCheck(input string, stdin io.Reader, stdout, stderr io.Writer) int {
 }
 
 func runStdio(ctx context.Context, o *options, stdin io.Reader, stdout, stderr io.Writer, e env) int {
-	prov, window, err := newProvider(o, e)
-	if err != nil {
-		fmt.Fprintf(stderr, "openmax: %v\n", err)
-		return 2
-	}
-	project, err := projectDir(o.project)
-	if err != nil {
-		fmt.Fprintf(stderr, "openmax: %v\n", err)
-		return 2
-	}
-	tools, err := tool.NewRegistry(e.tools...)
+	eng, project, err := buildEngine(o, e, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "openmax: %v\n", err)
 		return 2
@@ -208,16 +208,6 @@ func runStdio(ctx context.Context, o *options, stdin io.Reader, stdout, stderr i
 	sid := o.sessionID
 	if sid == "" {
 		sid = newSessionID()
-	}
-	eng := &core.Engine{
-		Provider:      prov,
-		Tools:         tools,
-		Model:         o.model,
-		MaxIterations: o.maxIterations,
-		ContextTokens: window,
-		OnPanic: func(r any, stack []byte) {
-			fmt.Fprintf(stderr, "openmax: recovered from a crash inside a turn: %v\n%s", r, stack)
-		},
 	}
 	code, err := stdio.Serve(ctx, stdin, stdout, stdio.Options{
 		Engine: eng, SessionID: sid, Version: Version, Project: project, Log: stderr,
@@ -227,6 +217,33 @@ func runStdio(ctx context.Context, o *options, stdin io.Reader, stdout, stderr i
 		return 1
 	}
 	return code
+}
+
+// buildEngine makes the turn engine the flags describe, and resolves the
+// project directory. Errors are configuration mistakes.
+func buildEngine(o *options, e env, stderr io.Writer) (*core.Engine, string, error) {
+	prov, window, err := newProvider(o, e)
+	if err != nil {
+		return nil, "", err
+	}
+	project, err := projectDir(o.project)
+	if err != nil {
+		return nil, "", err
+	}
+	tools, err := tool.NewRegistry(e.tools...)
+	if err != nil {
+		return nil, "", err
+	}
+	return &core.Engine{
+		Provider:      prov,
+		Tools:         tools,
+		Model:         o.model,
+		MaxIterations: o.maxIterations,
+		ContextTokens: window,
+		OnPanic: func(r any, stack []byte) {
+			fmt.Fprintf(stderr, "openmax: recovered from a crash inside a turn: %v\n%s", r, stack)
+		},
+	}, project, nil
 }
 
 func projectDir(dir string) (string, error) {

@@ -29,7 +29,7 @@ const (
 // policy, and the context window to report (0 for the default). Errors are
 // configuration mistakes, reported before the handshake.
 func newProvider(o *options, e env) (provider.Provider, int, error) {
-	hc := &httpx.Client{HTTP: http.DefaultClient, Clock: e.clock, IdleTimeout: o.idleTimeout}
+	hc := &httpx.Client{HTTP: &http.Client{Transport: e.transport}, Clock: e.clock, IdleTimeout: o.idleTimeout}
 	var inner provider.Provider
 	window := 0
 	switch o.provider {
@@ -80,7 +80,7 @@ func newProvider(o *options, e env) (provider.Provider, int, error) {
 	default:
 		return nil, 0, fmt.Errorf("unknown --provider %q (known: openai, anthropic, echo, script)", o.provider)
 	}
-	return retry.New(inner, retry.Policy{MaxAttempts: o.maxAttempts}, e.clock), window, nil
+	return retry.New(inner, retry.Policy{MaxAttempts: o.maxAttempts, Seed: e.seed}, e.clock), window, nil
 }
 
 // configError keeps a constructor's message but never a key.

@@ -52,7 +52,7 @@ func TestSessions(t *testing.T) {
 	for _, dir := range dirs {
 		name := filepath.Base(dir)
 		t.Run(name, func(t *testing.T) {
-			transcript, stdin := runSession(t, dir)
+			transcript, stdin := runSession(t, dir, nil)
 			checkTranscript(t, transcript, stdin)
 			g.Assert(t, name, transcript)
 		})
@@ -101,14 +101,16 @@ type session struct {
 	result chan int
 }
 
-func runSession(t *testing.T, dir string) (transcript, stdin []byte) {
+// runSession plays a fixture; prefix goes before the harness flags (for
+// `record --cassette FILE`).
+func runSession(t *testing.T, dir string, prefix []string) (transcript, stdin []byte) {
 	t.Helper()
 	steps, err := os.ReadFile(filepath.Join(dir, "steps"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	fake := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	args := []string{"--stdio", "--session-id", "s1", "--project", "/"}
+	args := append(append([]string(nil), prefix...), "--stdio", "--session-id", "s1", "--project", "/")
 	var server *fakeprovider.Server
 	var base string
 	if _, err := os.Stat(filepath.Join(dir, "fake.yaml")); err == nil {

@@ -31,6 +31,12 @@ type Options struct {
 	Approvals Approvals
 	// Log receives diagnostics (never protocol lines); nil discards them.
 	Log io.Writer
+	// Handled, when set, is called from the serve loop after each stdin
+	// line has been acted on and after each turn's done, with idle true
+	// when no turn is running (so nothing more will be written until the
+	// next command). A replay uses it to deliver each recorded command at
+	// the same point of the conversation.
+	Handled func(idle bool)
 }
 
 // ModeStore persists the approval mode of the project.
@@ -138,6 +144,7 @@ func (s *server) serve(ctx context.Context, in io.Reader) (int, error) {
 			s.cancelTurn()
 		case reason := <-s.ended:
 			s.finishTurn(reason)
+			s.handled()
 		case <-shutdown:
 			shutdown = nil
 			s.quitting = true
@@ -149,7 +156,14 @@ func (s *server) serve(ctx context.Context, in io.Reader) (int, error) {
 				continue
 			}
 			s.handle(in)
+			s.handled()
 		}
+	}
+}
+
+func (s *server) handled() {
+	if s.opts.Handled != nil {
+		s.opts.Handled(s.running == nil)
 	}
 }
 

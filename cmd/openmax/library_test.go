@@ -1,0 +1,94 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sebdah/goldie/v2"
+
+	"github.com/openmax/openmax/core/tool"
+	"github.com/openmax/openmax/provider/clock"
+	"github.com/openmax/openmax/recorder/cassette"
+	"github.com/openmax/openmax/replay"
+)
+
+// The cassette library (cassettes/*.yaml) is recorded, not written: each
+// cassette is the provider traffic of one fake-provider session fixture
+// (cmd/openmax/testdata/sessions/http_*), captured by `openmax record`
+// over real loopback HTTP. Re-record the whole library with
+//
+//	OPENMAX_RECORD=1 go test ./cmd/openmax -run TestRecordLibrary
+//
+// (cassettes/record.sh does that), then refresh the goldens with
+// go test ./cmd/openmax -run TestCassetteLibrary -update.
+
+const libraryDir = "../../cassettes"
+
+func TestRecordLibrary(t *testing.T) {
+	if os.Getenv("OPENMAX_RECORD") != "1" {
+		t.Skip("re-records cassettes/ only when OPENMAX_RECORD=1 (see cassettes/record.sh)")
+	}
+	dirs, _ := filepath.Glob("testdata/sessions/http_*")
+	for _, dir := range dirs {
+		name := strings.TrimPrefix(filepath.Base(dir), "http_")
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(libraryDir, name+".yaml")
+			transcript, _ := runSession(t, dir, []string{"record", "--cassette", path})
+			// The recording run is the live session: it must match that
+			// session's golden transcript.
+			want, err := os.ReadFile(filepath.Join("../../golden/sessions", filepath.Base(dir)+".golden"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(transcript, want) {
+				t.Errorf("recording %s changed the live transcript:\n%s", name, transcript)
+			}
+		})
+	}
+}
+
+// TestCassetteLibrary replays every cassette through the real engine and
+// stdio wire, twice, and compares with golden/cassettes/NAME.golden.
+func TestCassetteLibrary(t *testing.T) {
+	paths, _ := filepath.Glob(filepath.Join(libraryDir, "*.yaml"))
+	if len(paths) == 0 {
+		t.Fatal("no cassettes in " + libraryDir)
+	}
+	g := goldie.New(t, goldie.WithFixtureDir("../../golden/cassettes"), goldie.WithNameSuffix(".golden"))
+	for _, p := range paths {
+		name := strings.TrimSuffix(filepath.Base(p), ".yaml")
+		t.Run(name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			// The same tools as the recording session had.
+			e := env{tools: []tool.Tool{blockTool(clock.Real{}), echoArgsTool(), panicTool()}}
+			first, err := replayOne(ctx, p, replay.Pace{Mode: "instant"}, io.Discard, e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			second, err := replayOne(ctx, p, replay.Pace{Mode: "instant"}, io.Discard, e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(first, second) {
+				t.Errorf("two replays differ:\n%s\n---\n%s", first, second)
+			}
+			f, err := cassette.Load(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var stdin bytes.Buffer
+			for _, c := range f.Session.Commands {
+				stdin.WriteString(c.Line + "\n")
+			}
+			checkTranscript(t, first, stdin.Bytes())
+			g.Assert(t, name, first)
+		})
+	}
+}

@@ -1,0 +1,281 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"regexp"
+	"strings"
+	"sync"
+
+	"github.com/openmax/openmax/core/stdio"
+	"github.com/openmax/openmax/core/wire"
+	"github.com/openmax/openmax/recorder"
+	"github.com/openmax/openmax/recorder/cassette"
+)
+
+// recordFlags are the flags of `openmax record`; everything else is a
+// harness flag passed on as for --stdio.
+type recordFlags struct {
+	cassette string
+	proxy    bool
+	upstream string
+	addr     string
+	scrub    []*regexp.Regexp
+}
+
+// splitRecordArgs takes record's own flags out of args.
+func splitRecordArgs(args []string) (recordFlags, []string, error) {
+	rf := recordFlags{addr: "127.0.0.1:0"}
+	var rest []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		name, val, hasVal := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if !strings.HasPrefix(a, "-") {
+			rest = append(rest, a)
+			continue
+		}
+		takeVal := func() (string, error) {
+			if hasVal {
+				return val, nil
+			}
+			if i+1 >= len(args) {
+				return "", fmt.Errorf("%w: flag --%s needs a value", errUsage, name)
+			}
+			i++
+			return args[i], nil
+		}
+		var err error
+		switch name {
+		case "cassette":
+			rf.cassette, err = takeVal()
+		case "upstream":
+			rf.upstream, err = takeVal()
+		case "addr":
+			rf.addr, err = takeVal()
+		case "scrub":
+			var pat string
+			if pat, err = takeVal(); err == nil {
+				var re *regexp.Regexp
+				if re, err = regexp.Compile(pat); err != nil {
+					err = fmt.Errorf("%w: --scrub %q: %v", errUsage, pat, err)
+				} else {
+					rf.scrub = append(rf.scrub, re)
+				}
+			}
+		case "proxy":
+			rf.proxy = !hasVal || val == "true"
+		default:
+			rest = append(rest, a)
+		}
+		if err != nil {
+			return rf, nil, err
+		}
+	}
+	if rf.cassette == "" {
+		return rf, nil, fmt.Errorf("%w: record needs --cassette FILE", errUsage)
+	}
+	return rf, rest, nil
+}
+
+// runRecord is `openmax record`: the live harness (exactly as --stdio)
+// with every provider exchange recorded, or with --proxy a recording
+// reverse proxy in front of --upstream.
+func runRecord(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, e env) int {
+	rf, rest, err := splitRecordArgs(args)
+	if err != nil {
+		fmt.Fprintf(stderr, "openmax record: %v\n", err)
+		return 2
+	}
+	rec, err := recorder.New(recorder.Options{Path: rf.cassette, Transport: e.transport, Clock: e.clock, Scrub: rf.scrub})
+	if err != nil {
+		fmt.Fprintf(stderr, "openmax record: %v\n", err)
+		return 1
+	}
+	if rf.proxy {
+		return runRecordProxy(ctx, rf, rest, rec, stdout, stderr)
+	}
+	o, err := parse(append([]string{"--stdio"}, withoutFlag(rest, "stdio")...), stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "openmax record: %v\n", err)
+		return 2
+	}
+	sess := &cassette.Session{SessionID: o.sessionID, Seed: randomSeed(), Args: sessionArgs(rest)}
+	if sess.SessionID == "" {
+		sess.SessionID = newSessionID()
+	}
+	e.transport, e.seed = rec, sess.Seed
+	eng, project, err := buildEngine(o, e, stderr)
+	if err != nil {
+		rec.Close()
+		os.Remove(rf.cassette)
+		fmt.Fprintf(stderr, "openmax record: %v\n", err)
+		return 2
+	}
+	if !hasFlag(sess.Args, "project") {
+		sess.Args = append(sess.Args, "--project", project)
+	}
+	cap := &capture{rec: rec, sess: sess}
+	if err := rec.SetSession(cap.snapshot()); err != nil {
+		fmt.Fprintf(stderr, "openmax record: %v\n", err)
+		return 1
+	}
+	code, err := stdio.Serve(ctx, cap.reader(stdin), cap.writer(stdout), stdio.Options{
+		Engine: eng, SessionID: sess.SessionID, Version: Version, Project: project, Log: stderr,
+	})
+	serr := rec.SetSession(cap.snapshot())
+	cerr := rec.Close()
+	if err := errors.Join(err, serr, cerr); err != nil {
+		fmt.Fprintf(stderr, "openmax record: %v\n", err)
+		return 1
+	}
+	return code
+}
+
+func runRecordProxy(ctx context.Context, rf recordFlags, rest []string, rec *recorder.Recorder, stdout, stderr io.Writer) int {
+	defer rec.Close()
+	if len(rest) > 0 {
+		fmt.Fprintf(stderr, "openmax record --proxy: unexpected argument %q\n", rest[0])
+		return 2
+	}
+	up, err := url.Parse(rf.upstream)
+	if err != nil || up.Scheme == "" || up.Host == "" {
+		fmt.Fprintf(stderr, "openmax record --proxy: --upstream must be an absolute URL, got %q\n", rf.upstream)
+		return 2
+	}
+	l, err := net.Listen("tcp", rf.addr)
+	if err != nil {
+		fmt.Fprintf(stderr, "openmax record --proxy: %v\n", err)
+		return 1
+	}
+	srv := &http.Server{Handler: recorder.NewProxy(up, rec)}
+	go srv.Serve(l)
+	fmt.Fprintf(stdout, "http://%s\n", l.Addr())
+	<-ctx.Done()
+	srv.Close()
+	if err := rec.Close(); err != nil {
+		fmt.Fprintf(stderr, "openmax record --proxy: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// sessionArgs are the harness flags worth replaying with: all but the
+// session id (kept separately) and --stdio.
+func sessionArgs(args []string) []string {
+	return withoutFlag(withoutFlag(args, "stdio"), "session-id")
+}
+
+// withoutFlag drops --name (and its separate value, for flags that take
+// one) from args.
+func withoutFlag(args []string, name string) []string {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		n, _, hasVal := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if strings.HasPrefix(a, "-") && n == name {
+			if !hasVal && name != "stdio" && i+1 < len(args) {
+				i++
+			}
+			continue
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+func hasFlag(args []string, name string) bool {
+	for _, a := range args {
+		if n, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "="); strings.HasPrefix(a, "-") && n == name {
+			return true
+		}
+	}
+	return false
+}
+
+func randomSeed() uint64 {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return binary.LittleEndian.Uint64(b[:])
+}
+
+// capture records the client's commands with how many stdout lines had
+// gone out when each arrived, saving the cassette after each one.
+type capture struct {
+	rec  *recorder.Recorder
+	mu   sync.Mutex
+	sess *cassette.Session
+	out  int
+}
+
+func (c *capture) snapshot() *cassette.Session {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := *c.sess
+	s.Commands = append([]cassette.Command(nil), c.sess.Commands...)
+	return &s
+}
+
+func (c *capture) writer(w io.Writer) io.Writer {
+	return writerFunc(func(p []byte) (int, error) {
+		// Count before writing: once the client can read the line, a command
+		// it sends in answer must be recorded as coming after it.
+		c.mu.Lock()
+		c.out += strings.Count(string(p), "\n")
+		c.mu.Unlock()
+		return w.Write(p)
+	})
+}
+
+// reader passes stdin through, noting each complete line as it is read.
+func (c *capture) reader(r io.Reader) io.Reader {
+	pr, pw := io.Pipe()
+	go func() {
+		br := bufio.NewReaderSize(r, 64<<10)
+		var line []byte
+		for {
+			chunk, err := br.ReadSlice('\n')
+			if len(line) <= wire.MaxLine { // a longer line is refused anyway; its recorded copy stops just past the cap
+				line = append(line, chunk...)
+			}
+			complete := err == nil
+			if complete {
+				// Noted before the harness can see it, so the line count is
+				// the one the client saw when it sent the command.
+				c.note(strings.TrimSuffix(strings.TrimSuffix(string(line), "\n"), "\r"))
+				line = line[:0]
+			}
+			if _, werr := pw.Write(chunk); werr != nil {
+				return
+			}
+			if complete || errors.Is(err, bufio.ErrBufferFull) {
+				continue
+			}
+			if len(line) > 0 {
+				c.note(string(line))
+			}
+			pw.CloseWithError(err)
+			return
+		}
+	}()
+	return pr
+}
+
+func (c *capture) note(line string) {
+	c.mu.Lock()
+	c.sess.Commands = append(c.sess.Commands, cassette.Command{AfterLines: c.out, Line: line})
+	c.mu.Unlock()
+	_ = c.rec.SetSession(c.snapshot())
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
