@@ -104,7 +104,7 @@ func TestUsageErrorsStayOffStdout(t *testing.T) {
 		{[]string{"--stdio", "--provider", "anthropic"}, "needs an API key: set ANTHROPIC_API_KEY"},
 		{[]string{"--stdio", "--provider", "echo", "--base-url", "http://127.0.0.1:1"}, "--base-url is only for"},
 		{[]string{"--stdio", "--provider", "echo", "--max-attempts", "0"}, "at least 1"},
-		{[]string{"fake-provider"}, "--scenario FILE is required"},
+		{[]string{"fake-provider"}, "give --scenario FILE or --cassette FILE"},
 		{[]string{"fake-provider", "--scenario", "/nonexistent.yaml"}, "no such file"},
 		{[]string{"--bogus"}, "flag provided but not defined"},
 		{[]string{"stray"}, `unexpected argument "stray"`},

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 
@@ -17,6 +18,9 @@ import (
 	"github.com/openmax/openmax/provider/openai"
 	"github.com/openmax/openmax/provider/retry"
 	"github.com/openmax/openmax/provider/script"
+	"github.com/openmax/openmax/recorder"
+	"github.com/openmax/openmax/recorder/cassette"
+	"github.com/openmax/openmax/replay"
 )
 
 // Default models when --model is not given.
@@ -106,6 +110,8 @@ func runFakeProvider(ctx context.Context, args []string, stdout, stderr io.Write
 	fs := flag.NewFlagSet("openmax fake-provider", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	scenario := fs.String("scenario", "", "the scenario file (YAML) scripting each response in order")
+	cassettePath := fs.String("cassette", "", "serve a recorded cassette instead, with its recorded pacing and faults")
+	paceFlag := fs.String("pace", "recorded", "with --cassette: instant, recorded, or xN")
 	addr := fs.String("addr", "127.0.0.1:0", "the address to listen on")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -117,9 +123,12 @@ func runFakeProvider(ctx context.Context, args []string, stdout, stderr io.Write
 		fmt.Fprintf(stderr, "openmax fake-provider: unexpected argument %q\n", fs.Arg(0))
 		return 2
 	}
-	if *scenario == "" {
-		fmt.Fprintln(stderr, "openmax fake-provider: --scenario FILE is required")
+	if (*scenario == "") == (*cassettePath == "") {
+		fmt.Fprintln(stderr, "openmax fake-provider: give --scenario FILE or --cassette FILE (one of them)")
 		return 2
+	}
+	if *cassettePath != "" {
+		return serveCassette(ctx, *cassettePath, *paceFlag, *addr, stdout, stderr, e)
 	}
 	sc, err := script.Load(*scenario)
 	if err != nil {
@@ -138,5 +147,32 @@ func runFakeProvider(ctx context.Context, args []string, stdout, stderr io.Write
 		fmt.Fprintf(stderr, "openmax fake-provider: %v\n", err)
 		return 1
 	}
+	return 0
+}
+
+// serveCassette serves a recording over HTTP with its pacing and faults,
+// so any process can be tested against it.
+func serveCassette(ctx context.Context, path, paceFlag, addr string, stdout, stderr io.Writer, e env) int {
+	f, err := cassette.Load(path)
+	if err != nil {
+		fmt.Fprintf(stderr, "openmax fake-provider: %v\n", err)
+		return 2
+	}
+	pace, err := replay.ParsePace(paceFlag)
+	if err != nil {
+		fmt.Fprintf(stderr, "openmax fake-provider: %v\n", err)
+		return 2
+	}
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		fmt.Fprintf(stderr, "openmax fake-provider: %v\n", err)
+		return 1
+	}
+	h := replay.NewHandler(f, replay.Options{Clock: e.clock, Pace: pace, Ignore: []string{"tools"}, Scrub: recorder.ScrubFunc(nil)})
+	srv := &http.Server{Handler: h}
+	go srv.Serve(l)
+	fmt.Fprintf(stdout, "http://%s\n", l.Addr())
+	<-ctx.Done()
+	srv.Close()
 	return 0
 }
