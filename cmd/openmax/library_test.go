@@ -12,8 +12,6 @@ import (
 
 	"github.com/sebdah/goldie/v2"
 
-	"github.com/openmax/openmax/core/tool"
-	"github.com/openmax/openmax/provider/clock"
 	"github.com/openmax/openmax/recorder/cassette"
 	"github.com/openmax/openmax/replay"
 )
@@ -66,8 +64,8 @@ func TestCassetteLibrary(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			// The same tools as the recording session had.
-			e := env{tools: []tool.Tool{blockTool(clock.Real{}), echoArgsTool(), panicTool()}}
+			// The binary's own environment: the recorded tools answer.
+			e := env{}
 			first, err := replayOne(ctx, p, replay.Pace{Mode: "instant"}, io.Discard, e)
 			if err != nil {
 				t.Fatal(err)
@@ -90,5 +88,51 @@ func TestCassetteLibrary(t *testing.T) {
 			checkTranscript(t, first, stdin.Bytes())
 			g.Assert(t, name, first)
 		})
+	}
+}
+
+// TestRecordThenReplay records a live session over loopback with
+// `openmax record`, then replays the cassette: the replay prints exactly
+// what the live session printed, and the cassette holds no key.
+func TestRecordThenReplay(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "story.yaml")
+	live, _ := runSession(t, "testdata/sessions/http_story", []string{"record", "--cassette", path})
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(data, []byte(testOpenAIKey)) {
+		t.Fatal("the API key reached the cassette")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	replayed, err := replayOne(ctx, path, replay.Pace{Mode: "instant"}, io.Discard, env{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := live[:bytes.Index(live, []byte("request:"))]
+	if !bytes.Equal(replayed, want) {
+		t.Errorf("replay differs from the live session:\n--- live\n%s--- replay\n%s", want, replayed)
+	}
+}
+
+// TestReplayCommand drives `openmax replay` itself: a directory table that
+// passes, and a golden mismatch that fails with a diff.
+func TestReplayCommand(t *testing.T) {
+	out, stderr, code := runCLI(t, "", "replay", libraryDir, "--golden", "../../golden/cassettes")
+	if code != 0 || !strings.Contains(out, "story") || !strings.Contains(out, " passed, 0 failed") {
+		t.Errorf("replay DIR: exit %d\n%s\n%s", code, out, stderr)
+	}
+	bad := filepath.Join(t.TempDir(), "story.golden")
+	if err := os.WriteFile(bad, []byte("something else\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, code = runCLI(t, "", "replay", filepath.Join(libraryDir, "story.yaml"), "--golden", bad)
+	if code != 1 || !strings.Contains(stderr, "-something else") || !strings.Contains(stderr, `+{"type":"hello"`) {
+		t.Errorf("golden mismatch: exit %d\n%s", code, stderr)
+	}
+	out, _, code = runCLI(t, "", "replay", filepath.Join(libraryDir, "quota_429.yaml"))
+	if code != 1 || !strings.Contains(out, "insufficient_quota") {
+		t.Errorf("replay of an error session: exit %d\n%s", code, out)
 	}
 }

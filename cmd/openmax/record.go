@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -17,6 +18,7 @@ import (
 	"sync"
 
 	"github.com/openmax/openmax/core/stdio"
+	"github.com/openmax/openmax/core/tool"
 	"github.com/openmax/openmax/core/wire"
 	"github.com/openmax/openmax/recorder"
 	"github.com/openmax/openmax/recorder/cassette"
@@ -124,6 +126,10 @@ func runRecord(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		sess.Args = append(sess.Args, "--project", project)
 	}
 	cap := &capture{rec: rec, sess: sess}
+	if eng.Tools, err = cap.recordTools(eng.Tools); err != nil {
+		fmt.Fprintf(stderr, "openmax record: %v\n", err)
+		return 1
+	}
 	if err := rec.SetSession(cap.snapshot()); err != nil {
 		fmt.Fprintf(stderr, "openmax record: %v\n", err)
 		return 1
@@ -221,6 +227,7 @@ func (c *capture) snapshot() *cassette.Session {
 	defer c.mu.Unlock()
 	s := *c.sess
 	s.Commands = append([]cassette.Command(nil), c.sess.Commands...)
+	s.ToolResults = append([]cassette.ToolResult(nil), c.sess.ToolResults...)
 	return &s
 }
 
@@ -267,6 +274,24 @@ func (c *capture) reader(r io.Reader) io.Reader {
 		}
 	}()
 	return pr
+}
+
+// recordTools wraps every tool so its results are stored in the cassette.
+func (c *capture) recordTools(reg *tool.Registry) (*tool.Registry, error) {
+	var wrapped []tool.Tool
+	for _, spec := range reg.Specs() {
+		t, _ := reg.Lookup(spec.Name)
+		c.sess.Tools = append(c.sess.Tools, cassette.Tool{Name: spec.Name, Description: spec.Description, Schema: string(spec.Schema)})
+		wrapped = append(wrapped, tool.Func{ToolSpec: spec, Fn: func(ctx context.Context, args json.RawMessage) tool.Result {
+			res := t.Run(ctx, args)
+			c.mu.Lock()
+			c.sess.ToolResults = append(c.sess.ToolResults, cassette.ToolResult{Name: spec.Name, Args: string(args), OK: res.OK, Output: res.Output})
+			c.mu.Unlock()
+			_ = c.rec.SetSession(c.snapshot())
+			return res
+		}})
+	}
+	return tool.NewRegistry(wrapped...)
 }
 
 func (c *capture) note(line string) {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -12,10 +13,13 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/pmezard/go-difflib/difflib"
 
 	"github.com/openmax/openmax/core"
+	"github.com/openmax/openmax/core/tool"
+	"github.com/openmax/openmax/provider"
 	"github.com/openmax/openmax/provider/clock"
 	"github.com/openmax/openmax/recorder"
 	"github.com/openmax/openmax/recorder/cassette"
@@ -30,7 +34,7 @@ const replayKey = "replay-no-key"
 func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer, e env) int {
 	fs := flag.NewFlagSet("openmax replay", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	golden := fs.String("golden", "", "compare the transcript with this golden file (for a directory: the folder of golden files, default DIR/../golden)")
+	golden := fs.String("golden", "", "compare the transcript with this golden file (for a directory: the folder of golden files, default DIR/../golden/<DIR's name>)")
 	update := fs.Bool("update", false, "with --golden: write the transcript as the new golden file")
 	paceFlag := fs.String("pace", "instant", "response pacing: instant, recorded, or xN (recorded, N times faster)")
 	fs.Usage = func() {
@@ -123,6 +127,7 @@ func replayOne(ctx context.Context, path string, pace replay.Pace, stderr io.Wri
 			}
 			return ""
 		}
+		re.tools = recordedTools(f.Session)
 		eng, _, err := buildEngine(o, re, stderr)
 		return eng, err
 	}
@@ -181,7 +186,8 @@ func compareGolden(path string, got []byte, update bool) (bool, string, error) {
 // prints a pass/fail table.
 func replayDir(ctx context.Context, dir, goldenDir string, update bool, pace replay.Pace, stdout, stderr io.Writer, e env) int {
 	if goldenDir == "" {
-		goldenDir = filepath.Join(dir, "..", "golden")
+		abs, _ := filepath.Abs(dir)
+		goldenDir = filepath.Join(filepath.Dir(abs), "golden", filepath.Base(abs))
 	}
 	paths, _ := filepath.Glob(filepath.Join(dir, "*.yaml"))
 	sort.Strings(paths)
@@ -217,4 +223,29 @@ func replayDir(ctx context.Context, dir, goldenDir string, update bool, pace rep
 		return 1
 	}
 	return 0
+}
+
+// recordedTools stands in for the recorded session's tools: each call is
+// answered with the next recorded result of that tool, and nothing runs.
+func recordedTools(s *cassette.Session) []tool.Tool {
+	queues := map[string][]cassette.ToolResult{}
+	for _, r := range s.ToolResults {
+		queues[r.Name] = append(queues[r.Name], r)
+	}
+	var mu sync.Mutex
+	var out []tool.Tool
+	for _, t := range s.Tools {
+		spec := provider.ToolSpec{Name: t.Name, Description: t.Description, Schema: json.RawMessage(t.Schema)}
+		out = append(out, tool.Func{ToolSpec: spec, Fn: func(context.Context, json.RawMessage) tool.Result {
+			mu.Lock()
+			defer mu.Unlock()
+			q := queues[spec.Name]
+			if len(q) == 0 {
+				return tool.Failed("replay: the recording has no further result for %s", spec.Name)
+			}
+			queues[spec.Name] = q[1:]
+			return tool.Result{OK: q[0].OK, Output: q[0].Output}
+		}})
+	}
+	return out
 }

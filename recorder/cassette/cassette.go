@@ -91,6 +91,26 @@ type Session struct {
 	Args []string `yaml:"args,omitempty"`
 	// Commands are the client's stdin lines in order.
 	Commands []Command `yaml:"commands"`
+	// Tools are the tools the session offered the model, and ToolResults
+	// what their calls returned, in dispatch order: a replay answers each
+	// call as recorded instead of running anything.
+	Tools       []Tool       `yaml:"tools,omitempty"`
+	ToolResults []ToolResult `yaml:"tool_results,omitempty"`
+}
+
+// Tool is a tool offered to the model.
+type Tool struct {
+	Name        string `yaml:"name"`
+	Description string `yaml:"description,omitempty"`
+	Schema      string `yaml:"schema,omitempty"` // JSON
+}
+
+// ToolResult is what one tool call returned.
+type ToolResult struct {
+	Name   string `yaml:"name"`
+	Args   string `yaml:"args"` // JSON
+	OK     bool   `yaml:"ok"`
+	Output string `yaml:"output"`
 }
 
 // Command is one stdin line and when it arrived: after how many stdout
