@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"io"
@@ -10,8 +11,13 @@ import (
 	"testing"
 	"time"
 
+	vcr "github.com/dnaeon/go-vcr/v2/cassette"
 	"github.com/sebdah/goldie/v2"
 
+	"github.com/openmax/openmax/provider"
+	fakeprovider "github.com/openmax/openmax/provider/fake"
+	"github.com/openmax/openmax/provider/openai"
+	"github.com/openmax/openmax/provider/script"
 	"github.com/openmax/openmax/recorder/cassette"
 	"github.com/openmax/openmax/replay"
 )
@@ -134,5 +140,63 @@ func TestReplayCommand(t *testing.T) {
 	out, _, code = runCLI(t, "", "replay", filepath.Join(libraryDir, "quota_429.yaml"))
 	if code != 1 || !strings.Contains(out, "insufficient_quota") {
 		t.Errorf("replay of an error session: exit %d\n%s", code, out)
+	}
+}
+
+// TestRecordProxyCommand: `openmax record --proxy` prints its base URL
+// first, passes a client's stream through and writes the cassette when
+// stopped.
+func TestRecordProxyCommand(t *testing.T) {
+	sc, err := script.Parse([]byte("replies:\n  - text: \"through the proxy\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	upstream := fakeprovider.New(sc, fakeprovider.Options{})
+	base, err := upstream.Start("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer upstream.Close()
+	path := filepath.Join(t.TempDir(), "proxy.yaml")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	proxyCtx, stop := context.WithCancel(ctx)
+	outR, outW := io.Pipe()
+	codec := make(chan int, 1)
+	go func() {
+		codec <- run(proxyCtx, []string{"record", "--proxy", "--upstream", base, "--cassette", path}, strings.NewReader(""), outW, io.Discard, env{})
+		outW.Close()
+	}()
+	first, err := bufio.NewReader(outR).ReadString('\n')
+	if err != nil || !strings.HasPrefix(first, "http://127.0.0.1:") {
+		t.Fatalf("first line %q, %v", first, err)
+	}
+	c, err := openai.New(openai.Config{APIKey: "sk-proxy-secret-123456", BaseURL: strings.TrimSpace(first) + "/v1", Model: "m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text string
+	for p := range c.Stream(ctx, provider.Request{Messages: []provider.Message{{Role: provider.RoleUser, Text: "hi"}}}) {
+		if d, ok := p.(provider.TextDelta); ok {
+			text += d.Text
+		}
+	}
+	if text != "through the proxy" {
+		t.Errorf("text through the proxy %q", text)
+	}
+	stop()
+	if code := <-codec; code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	f, err := cassette.Load(path)
+	if err != nil || len(f.Interactions) != 1 || f.Interactions[0].Response.Code != 200 {
+		t.Fatalf("cassette: %v %+v", err, f)
+	}
+	data, _ := os.ReadFile(path)
+	if bytes.Contains(data, []byte("sk-proxy-secret-123456")) {
+		t.Error("the key reached the cassette")
+	}
+	if _, err := vcr.Load(strings.TrimSuffix(path, ".yaml")); err != nil {
+		t.Errorf("stock go-vcr cannot load it: %v", err)
 	}
 }
