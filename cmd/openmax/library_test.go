@@ -200,3 +200,32 @@ func TestRecordProxyCommand(t *testing.T) {
 		t.Errorf("stock go-vcr cannot load it: %v", err)
 	}
 }
+
+// TestCassetteCommands: import a real recording, show it, inject a fault
+// into a library cassette and replay the result.
+func TestCassetteCommands(t *testing.T) {
+	dir := t.TempDir()
+	imported := filepath.Join(dir, "a4.yaml")
+	out, stderr, code := runCLI(t, "", "cassette", "import", "../../../shared/fixtures/real/anthropic-sdk-go__tool_runner_streaming_all.yaml", imported)
+	if code != 0 || !strings.Contains(out, "2 interaction(s)") {
+		t.Fatalf("import: exit %d\n%s%s", code, out, stderr)
+	}
+	out, stderr, code = runCLI(t, "", "cassette", "show", imported)
+	if code != 0 || !strings.Contains(out, "I'll get the current weather in San Francisco for you in Fahrenheit.") || !strings.Contains(out, "get_weather") {
+		t.Errorf("show: exit %d\n%s%s", code, out, stderr)
+	}
+	injected := filepath.Join(dir, "plain_503.yaml")
+	if _, stderr, code := runCLI(t, "", "cassette", "inject", filepath.Join(libraryDir, "openai_plain.yaml"), injected, "--op", "503@0:retry-after=2"); code != 0 {
+		t.Fatalf("inject: exit %d: %s", code, stderr)
+	}
+	out, stderr, code = runCLI(t, "", "replay", injected)
+	if code != 0 || !strings.Contains(out, `"type":"retry","attempt":2`) || !strings.Contains(out, "HTTP 503") || !strings.Contains(out, "Hello from the fake OpenAI.") {
+		t.Errorf("replay of the injected cassette: exit %d\n%s%s", code, out, stderr)
+	}
+	if _, stderr, code := runCLI(t, "", "cassette", "inject", injected, filepath.Join(dir, "x.yaml"), "--op", "418@0"); code != 2 || !strings.Contains(stderr, "418") {
+		t.Errorf("bad op: exit %d: %s", code, stderr)
+	}
+	if _, _, code := runCLI(t, "", "cassette", "frobnicate"); code != 2 {
+		t.Errorf("unknown subcommand: exit %d", code)
+	}
+}

@@ -90,6 +90,10 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 		fmt.Fprint(stderr, `usage:
   openmax --stdio --provider openai|anthropic|echo|script [flags]  serve a session on stdin/stdout
   openmax fake-provider --scenario FILE [--addr 127.0.0.1:0]       serve a scenario as a fake OpenAI/Anthropic API
+  openmax fake-provider --cassette FILE [--pace recorded]          serve a recording over HTTP
+  openmax record --cassette FILE [--proxy --upstream URL] [flags]  record a live session (or any client)
+  openmax replay CASSETTE|DIR [--golden F] [--update] [--pace P]   replay through the real engine
+  openmax cassette show|inject|import ...                          inspect, fault-inject, import
   openmax --spec stdio [--json]                                     print the wire contract
   openmax --check --stdio [--input STDIN.jsonl] < stream.jsonl     validate openmax stdout
 flags:
@@ -120,6 +124,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			return runRecord(ctx, args[1:], stdin, stdout, stderr, e)
 		case "replay":
 			return runReplay(ctx, args[1:], stdout, stderr, e)
+		case "cassette":
+			return runCassette(args[1:], stdout, stderr)
 		}
 	}
 	o, err := parse(args, stderr)

@@ -1,0 +1,446 @@
+package edit
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/openmax/openmax/recorder/cassette"
+)
+
+// Op kinds.
+const (
+	KindRateLimit   = "429"          // insert a 429 before an interaction
+	KindServerError = "5xx"          // insert a 500, 502, 503, 504 or 529 before an interaction
+	KindTruncate    = "truncate"     // end a body cleanly after some chunks
+	KindReset       = "reset"        // reset the connection after some bytes of a body
+	KindStreamError = "stream_error" // replace a chunk with an in-stream error event
+)
+
+// serverErrors are the statuses KindServerError inserts.
+var serverErrors = []int{500, 502, 503, 504, 529}
+
+// Op is one fault to inject. Fields that do not apply to its kind must be
+// zero.
+type Op struct {
+	// Kind is one of the Kind constants.
+	Kind string
+	// Before is, for 429 and 5xx, the interaction (0-based) the error
+	// interaction is inserted before: it copies that interaction's
+	// request, and the original then serves the client's retry.
+	Before int
+	// RetryAfter is, for 429 and 5xx, the Retry-After header value
+	// (seconds or an HTTP-date), put in verbatim; empty for none.
+	RetryAfter string
+	// RetryAfterMs is, for 429 and 5xx, the Retry-After-Ms header value
+	// (milliseconds, as OpenAI sends it), verbatim; empty for none.
+	RetryAfterMs string
+	// Status is, for 5xx, the status: 500, 502, 503, 504 or 529. For 429
+	// it is 429 or 0.
+	Status int
+	// Interaction is, for truncate, reset and stream_error, the
+	// interaction (0-based) whose body is cut.
+	Interaction int
+	// Chunk is, for truncate, how many chunks are kept (chunks [0,Chunk));
+	// for stream_error, the chunk replaced by the error event.
+	Chunk int
+	// Byte is, for reset, how many bytes of the body are kept before the
+	// reset.
+	Byte int
+}
+
+// Inject returns a new cassette: a deep copy of f with op's fault in it.
+// f is not modified. See the package documentation for what each kind
+// does.
+func Inject(f *cassette.File, op Op) (*cassette.File, error) {
+	if f == nil {
+		return nil, errors.New("edit: no cassette to inject into")
+	}
+	if op.Kind == KindRateLimit && op.Status == 0 {
+		op.Status = http.StatusTooManyRequests
+	}
+	if err := op.check(); err != nil {
+		return nil, err
+	}
+	out := Clone(f)
+	var err error
+	switch op.Kind {
+	case KindRateLimit, KindServerError:
+		err = insertError(out, op)
+	case KindTruncate:
+		err = truncate(out, op)
+	case KindReset:
+		err = reset(out, op)
+	case KindStreamError:
+		err = streamError(out, op)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("edit: %s: %w", op, err)
+	}
+	return out, nil
+}
+
+// check validates op by itself, before it meets a cassette.
+func (op Op) check() error {
+	var unused []string
+	zero := func(set bool, name string) {
+		if set {
+			unused = append(unused, name)
+		}
+	}
+	switch op.Kind {
+	case KindRateLimit, KindServerError:
+		if op.Kind == KindRateLimit && op.Status != http.StatusTooManyRequests {
+			return fmt.Errorf("edit: a 429 op has status 429, not %d", op.Status)
+		}
+		if op.Kind == KindServerError && !isServerError(op.Status) {
+			if op.Status == 0 {
+				return fmt.Errorf("edit: a 5xx op needs its status: one of %s", statusList())
+			}
+			return fmt.Errorf("edit: a 5xx op cannot insert status %d: use one of %s", op.Status, statusList())
+		}
+		if op.Before < 0 {
+			return fmt.Errorf("edit: %s op: before %d is negative", op.Kind, op.Before)
+		}
+		for _, h := range []struct{ name, v string }{{"Retry-After", op.RetryAfter}, {"Retry-After-Ms", op.RetryAfterMs}} {
+			if strings.ContainsFunc(h.v, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+				return fmt.Errorf("edit: %s op: the %s value %q holds a control character", op.Kind, h.name, h.v)
+			}
+		}
+		zero(op.Interaction != 0, "Interaction")
+		zero(op.Chunk != 0, "Chunk")
+		zero(op.Byte != 0, "Byte")
+	case KindTruncate, KindReset, KindStreamError:
+		if op.Interaction < 0 {
+			return fmt.Errorf("edit: %s op: interaction %d is negative", op.Kind, op.Interaction)
+		}
+		if op.Chunk < 0 {
+			return fmt.Errorf("edit: %s op: chunk %d is negative", op.Kind, op.Chunk)
+		}
+		if op.Byte < 0 {
+			return fmt.Errorf("edit: %s op: byte %d is negative", op.Kind, op.Byte)
+		}
+		zero(op.Before != 0, "Before")
+		zero(op.Status != 0, "Status")
+		zero(op.RetryAfter != "", "RetryAfter")
+		zero(op.RetryAfterMs != "", "RetryAfterMs")
+		if op.Kind == KindReset {
+			zero(op.Chunk != 0, "Chunk")
+		} else {
+			zero(op.Byte != 0, "Byte")
+		}
+	default:
+		return fmt.Errorf("edit: unknown op kind %q: want %s, %s, %s, %s or %s",
+			op.Kind, KindRateLimit, KindServerError, KindTruncate, KindReset, KindStreamError)
+	}
+	if len(unused) > 0 {
+		return fmt.Errorf("edit: a %s op does not use %s (set to a non-zero value)", op.Kind, strings.Join(unused, ", "))
+	}
+	return nil
+}
+
+func isServerError(status int) bool {
+	for _, s := range serverErrors {
+		if s == status {
+			return true
+		}
+	}
+	return false
+}
+
+func statusList() string {
+	s := make([]string, len(serverErrors))
+	for i, c := range serverErrors {
+		s[i] = strconv.Itoa(c)
+	}
+	return strings.Join(s[:len(s)-1], ", ") + " or " + s[len(s)-1]
+}
+
+// insertError inserts the error interaction of a 429 or 5xx op.
+func insertError(f *cassette.File, op Op) error {
+	if op.Before >= len(f.Interactions) {
+		return fmt.Errorf("before=%d: the cassette has %s (0..%d)", op.Before, plural(len(f.Interactions), "interaction"), len(f.Interactions)-1)
+	}
+	orig := f.Interactions[op.Before]
+	if orig == nil {
+		return fmt.Errorf("interaction %d is empty", op.Before)
+	}
+	body := errorBody(wireOf(orig), op.Status)
+	h := http.Header{
+		"Content-Type":   {"application/json"},
+		"Content-Length": {strconv.Itoa(len(body))},
+		InjectedHeader:   {op.String()},
+	}
+	if d, ok := header(orig.Response.Headers, "Date"); ok {
+		h["Date"] = []string{d}
+	}
+	if op.RetryAfter != "" {
+		h["Retry-After"] = []string{op.RetryAfter}
+	}
+	if op.RetryAfterMs != "" {
+		h["Retry-After-Ms"] = []string{op.RetryAfterMs}
+	}
+	it := cloneInteraction(orig)
+	it.Response.Body = body
+	it.Response.Headers = h
+	it.Response.Status = strconv.Itoa(op.Status) + " " + statusText(op.Status)
+	it.Response.Code = op.Status
+	it.Response.Duration = 0
+	s := &cassette.Stream{Chunks: []cassette.Chunk{{Data: body}}}
+	if orig.Stream != nil {
+		s.Start = orig.Stream.Start
+	}
+	it.Stream = s
+	f.Interactions = append(f.Interactions[:op.Before], append([]*cassette.Interaction{it}, f.Interactions[op.Before:]...)...)
+	return nil
+}
+
+// target is the interaction a body op cuts: one that got a response.
+func target(f *cassette.File, n int) (*cassette.Interaction, error) {
+	if n >= len(f.Interactions) {
+		return nil, fmt.Errorf("interaction %d: the cassette has %s (0..%d)", n, plural(len(f.Interactions), "interaction"), len(f.Interactions)-1)
+	}
+	it := f.Interactions[n]
+	if it == nil {
+		return nil, fmt.Errorf("interaction %d is empty", n)
+	}
+	if it.Response.Code == 0 {
+		why := ""
+		if it.Stream != nil && it.Stream.Error != nil {
+			why = " (" + it.Stream.Error.Kind + ")"
+		}
+		return nil, fmt.Errorf("interaction %d got no response%s, so it has no body to cut", n, why)
+	}
+	return it, nil
+}
+
+// chunkRange checks that chunk k exists in an interaction's body.
+func chunkRange(it *cassette.Interaction, n, k int) ([]cassette.Chunk, error) {
+	chunks := chunksOf(it)
+	if len(chunks) == 0 {
+		return nil, fmt.Errorf("interaction %d has an empty body, so it has no chunk %d", n, k)
+	}
+	if k >= len(chunks) {
+		return nil, fmt.Errorf("chunk=%d: interaction %d has %s (0..%d)", k, n, plural(len(chunks), "chunk"), len(chunks)-1)
+	}
+	return chunks, nil
+}
+
+// setBody gives an interaction a new body, its chunks and its end, and
+// marks it as changed by op.
+func setBody(it *cassette.Interaction, chunks []cassette.Chunk, term *cassette.Error, op Op) {
+	if it.Stream == nil {
+		it.Stream = &cassette.Stream{}
+	}
+	var body strings.Builder
+	for _, c := range chunks {
+		body.WriteString(c.Data)
+	}
+	if len(chunks) == 0 {
+		chunks = nil
+	}
+	it.Stream.Chunks = chunks
+	it.Stream.Error = term
+	it.Response.Body = body.String()
+	if it.Response.Headers == nil {
+		it.Response.Headers = http.Header{}
+	}
+	if term == nil {
+		for k := range it.Response.Headers {
+			if strings.EqualFold(k, "Content-Length") {
+				it.Response.Headers[k] = []string{strconv.Itoa(body.Len())}
+			}
+		}
+	}
+	it.Response.Headers[InjectedHeader] = []string{op.String()}
+}
+
+func truncate(f *cassette.File, op Op) error {
+	it, err := target(f, op.Interaction)
+	if err != nil {
+		return err
+	}
+	chunks, err := chunkRange(it, op.Interaction, op.Chunk)
+	if err != nil {
+		return err
+	}
+	setBody(it, append([]cassette.Chunk(nil), chunks[:op.Chunk]...), nil, op)
+	return nil
+}
+
+func reset(f *cassette.File, op Op) error {
+	it, err := target(f, op.Interaction)
+	if err != nil {
+		return err
+	}
+	chunks := chunksOf(it)
+	total := 0
+	for _, c := range chunks {
+		total += len(c.Data)
+	}
+	if op.Byte > total {
+		return fmt.Errorf("byte=%d is past the end of interaction %d's body (%d B)", op.Byte, op.Interaction, total)
+	}
+	var kept []cassette.Chunk
+	var at time.Duration
+	n, cut := 0, false
+	for _, c := range chunks {
+		if n+len(c.Data) <= op.Byte {
+			kept = append(kept, c)
+			n += len(c.Data)
+			continue
+		}
+		// c straddles the cut or lies past it: the reset comes when it
+		// would have arrived.
+		if n < op.Byte {
+			kept = append(kept, cassette.Chunk{At: c.At, Data: c.Data[:op.Byte-n]})
+		}
+		at, cut = c.At, true
+		break
+	}
+	if !cut {
+		at = endOf(it, chunks)
+	}
+	setBody(it, kept, &cassette.Error{
+		Kind:    cassette.KindReset,
+		Message: fmt.Sprintf("read: connection reset by peer (injected after %d B)", op.Byte),
+		At:      at,
+	}, op)
+	return nil
+}
+
+// endOf is when a body ended as recorded: at its terminal error, else at
+// its last chunk.
+func endOf(it *cassette.Interaction, chunks []cassette.Chunk) time.Duration {
+	if it.Stream != nil && it.Stream.Error != nil {
+		return it.Stream.Error.At
+	}
+	if len(chunks) > 0 {
+		return chunks[len(chunks)-1].At
+	}
+	return 0
+}
+
+func streamError(f *cassette.File, op Op) error {
+	it, err := target(f, op.Interaction)
+	if err != nil {
+		return err
+	}
+	if !isEventStream(it) {
+		ct, _ := header(it.Response.Headers, "Content-Type")
+		if ct == "" {
+			ct = "none"
+		}
+		return fmt.Errorf("interaction %d is not an event stream (Content-Type %s), so it takes no in-stream error", op.Interaction, ct)
+	}
+	chunks, err := chunkRange(it, op.Interaction, op.Chunk)
+	if err != nil {
+		return err
+	}
+	kept := append([]cassette.Chunk(nil), chunks[:op.Chunk]...)
+	var prefix, rest strings.Builder
+	for _, c := range kept {
+		prefix.WriteString(c.Data)
+	}
+	for _, c := range chunks[op.Chunk:] {
+		rest.WriteString(c.Data)
+	}
+	// Finish the event the kept chunks leave open, so that the error
+	// event is an event of its own.
+	var lead string
+	if p := prefix.String(); p != "" && !endsEvent(p) {
+		r := rest.String()
+		if i := nextEventEnd(r); i >= 0 {
+			lead = r[:i]
+		} else {
+			lead = r + "\n\n"
+		}
+	}
+	kept = append(kept, cassette.Chunk{At: chunks[op.Chunk].At, Data: lead + errorEvent(wireOf(it))})
+	setBody(it, kept, nil, op)
+	return nil
+}
+
+// errorEvent is an in-stream error event of a wire.
+func errorEvent(wire string) string {
+	if wire == wireAnthropic {
+		return "event: error\ndata: " + marshal(anthropicError{Type: "error",
+			Error: anthropicErrorDetail{Type: "overloaded_error", Message: "Overloaded"}}) + "\n\n"
+	}
+	code := "server_error"
+	return "data: " + marshal(openAIError{Error: openAIErrorDetail{
+		Message: "The server had an error while processing your request. Sorry about that!",
+		Type:    "server_error", Code: &code,
+	}}) + "\n\n"
+}
+
+type openAIError struct {
+	Error openAIErrorDetail `json:"error"`
+}
+
+type openAIErrorDetail struct {
+	Message string  `json:"message"`
+	Type    string  `json:"type"`
+	Param   *string `json:"param"`
+	Code    *string `json:"code"`
+}
+
+type anthropicError struct {
+	Type  string               `json:"type"`
+	Error anthropicErrorDetail `json:"error"`
+}
+
+type anthropicErrorDetail struct {
+	Type    string `json:"type"`
+	Message string `json:"message"`
+}
+
+// errorBody is the JSON error body a wire answers status with.
+func errorBody(wire string, status int) string {
+	if wire == wireAnthropic {
+		typ, msg := "api_error", statusText(status)
+		switch status {
+		case http.StatusTooManyRequests:
+			typ, msg = "rate_limit_error", "Rate limit exceeded"
+		case 500:
+			msg = "Internal server error"
+		case 529:
+			typ = "overloaded_error"
+		}
+		return marshal(anthropicError{Type: "error", Error: anthropicErrorDetail{Type: typ, Message: msg}})
+	}
+	d := openAIErrorDetail{Message: statusText(status), Type: "server_error"}
+	switch status {
+	case http.StatusTooManyRequests:
+		code := "rate_limit_exceeded"
+		d.Message, d.Type, d.Code = "Rate limit reached for requests", "requests", &code
+	case 500:
+		d.Message = "The server had an error while processing your request. Sorry about that!"
+	}
+	return marshal(openAIError{Error: d})
+}
+
+// statusText is the reason phrase of a status (529 is Overloaded).
+func statusText(status int) string {
+	if status == 529 {
+		return "Overloaded"
+	}
+	return http.StatusText(status)
+}
+
+// marshal encodes v as compact JSON without HTML escaping, as the vendors
+// send it.
+func marshal(v any) string {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		panic(err) // only our own types are encoded
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}

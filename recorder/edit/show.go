@@ -1,0 +1,373 @@
+package edit
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/openmax/openmax/recorder/cassette"
+)
+
+// previewRunes caps a chunk preview.
+const previewRunes = 72
+
+// Show writes f as a readable timeline. First the recorded session, when
+// there is one: its id and seed, flags, tools, each client command with
+// the transcript line count it was sent after, and the recorded tool
+// results. Then each interaction:
+//
+//	#1 at +3s: POST /v1/chat/completions
+//	  request: 512 B, model gpt-4o-mini, stream, 3 messages, last user "You were cut off."
+//	  status: 200 OK
+//	  header Content-Type: text/event-stream; charset=utf-8
+//	  body: 640 B in 3 chunks
+//	  chunk 0 at +0s, 197 B: data: {"id":"chatcmpl-fake-2",...
+//	  text: "Record and replay keeps ..."
+//	  signal: none (no completion signal)
+//	  end: clean
+//
+// The headers shown are the ones that steer a client: Content-Type, Date,
+// Retry-After, Retry-After-Ms, X-Should-Retry, x-ratelimit-*,
+// anthropic-ratelimit-*, request ids, and InjectedHeader. The body is put
+// together from its SSE events (OpenAI delta.content and Anthropic
+// text_delta as text; reasoning and thinking_delta as thinking; tool calls
+// with their name and arguments; the finish or stop reason; the completion
+// signal; in-stream error events), or read as a complete JSON response or
+// error body. The end is "clean" or the recorded transport error; an
+// interaction that got no response shows its error as its status.
+//
+// The output depends only on f. It returns the first write error.
+func Show(w io.Writer, f *cassette.File) error {
+	if f == nil {
+		return errors.New("edit: no cassette to show")
+	}
+	p := &printer{w: w}
+	if s := f.Session; s != nil {
+		showSession(p, s)
+		p.printf("\n")
+	}
+	p.printf("%s\n", plural(len(f.Interactions), "interaction"))
+	for i, it := range f.Interactions {
+		p.printf("\n")
+		showInteraction(p, i, it)
+	}
+	return p.err
+}
+
+func showSession(p *printer, s *cassette.Session) {
+	p.printf("session %s, seed %d\n", quoteIfNeeded(s.SessionID), s.Seed)
+	if len(s.Args) > 0 {
+		args := make([]string, len(s.Args))
+		for i, a := range s.Args {
+			args[i] = quoteIfNeeded(a)
+		}
+		p.printf("  args: %s\n", strings.Join(args, " "))
+	}
+	if len(s.Tools) > 0 {
+		names := make([]string, len(s.Tools))
+		for i, t := range s.Tools {
+			names[i] = t.Name
+		}
+		p.printf("  tools: %s\n", strings.Join(names, ", "))
+	}
+	if len(s.Commands) == 0 {
+		p.printf("  commands: none\n")
+	}
+	for i, c := range s.Commands {
+		p.printf("  command %d after line %d: %s\n", i, c.AfterLines, oneLine(c.Line, 0))
+	}
+	for i, r := range s.ToolResults {
+		status := "ok"
+		if !r.OK {
+			status = "failed"
+		}
+		p.printf("  tool result %d: %s %s %s: %s\n", i, r.Name, oneLine(r.Args, previewRunes), status, oneLine(r.Output, previewRunes))
+	}
+}
+
+func showInteraction(p *printer, i int, it *cassette.Interaction) {
+	if it == nil {
+		p.printf("#%d: empty\n", i)
+		return
+	}
+	var start string
+	if it.Stream != nil {
+		start = " at +" + it.Stream.Start.String()
+	}
+	p.printf("#%d%s: %s %s\n", i, start, it.Request.Method, urlPath(it.Request.URL))
+	if s := requestSummary(it.Request.Body); s != "" {
+		p.printf("  request: %s\n", s)
+	}
+	if it.Response.Code == 0 {
+		if it.Stream != nil && it.Stream.Error != nil {
+			p.printf("  status: no response: %s\n", describeError(it.Stream.Error))
+		} else {
+			p.printf("  status: no response, and no recorded error\n")
+		}
+		return
+	}
+	p.printf("  status: %s\n", statusLine(it.Response.Code, it.Response.Status))
+	h := it.Response.Headers
+	for _, k := range shownHeaders(h) {
+		for _, v := range h[k] {
+			p.printf("  header %s: %s\n", k, oneLine(v, 0))
+		}
+	}
+	chunks := chunksOf(it)
+	size := 0
+	for _, c := range chunks {
+		size += len(c.Data)
+	}
+	detail := ""
+	if it.Stream == nil || len(it.Stream.Chunks) == 0 {
+		if size > 0 {
+			detail = " (recorded without chunk detail)"
+		}
+	}
+	p.printf("  body: %d B in %s%s\n", size, plural(len(chunks), "chunk"), detail)
+	r := reconstruct(it)
+	for j, c := range chunks {
+		p.printf("  chunk %d at +%s, %d B: %s\n", j, c.At, len(c.Data), chunkPreview(r, j, c.Data))
+	}
+	if r.text.Len() > 0 {
+		p.printf("  text: %s\n", quote(r.text.String()))
+	}
+	if r.thinking.Len() > 0 || r.signatures > 0 {
+		sig := ""
+		if r.signatures > 0 {
+			sig = fmt.Sprintf(" (%s)", plural(r.signatures, "signature"))
+		}
+		p.printf("  thinking: %s%s\n", quote(r.thinking.String()), sig)
+	}
+	for j, t := range r.tools {
+		id := ""
+		if t.id != "" {
+			id = " (" + t.id + ")"
+		}
+		p.printf("  tool call %d: %s %s%s\n", j, t.name, oneLine(t.args.String(), 0), id)
+	}
+	if r.finish != "" {
+		p.printf("  finish: %s\n", r.finish)
+	}
+	for _, e := range r.errs {
+		if r.stream {
+			p.printf("  error event: %s\n", oneLine(e, 0))
+		} else {
+			p.printf("  error: %s\n", oneLine(e, 0))
+		}
+	}
+	if r.stream {
+		if r.unparsed > 0 {
+			p.printf("  unparsed events: %d\n", r.unparsed)
+		}
+		if r.partial > 0 {
+			p.printf("  unterminated event: %d B\n", r.partial)
+		}
+		if r.signal != "" {
+			p.printf("  signal: %s\n", r.signal)
+		} else {
+			p.printf("  signal: none (no completion signal)\n")
+		}
+	}
+	if it.Stream != nil && it.Stream.Error != nil {
+		p.printf("  end: %s\n", describeError(it.Stream.Error))
+	} else {
+		p.printf("  end: clean\n")
+	}
+}
+
+// chunkPreview is one line on a chunk: for a stream, what the events
+// that end in it say (and how much of it is an event that ends later, or
+// never); otherwise its first bytes.
+func chunkPreview(r *reconstruction, j int, data string) string {
+	if !r.stream || j >= len(r.chunkGists) || len(r.chunkGists[j]) == 0 {
+		return oneLine(data, previewRunes)
+	}
+	s := clip(describeGists(r.chunkGists[j]), 2*previewRunes)
+	if rest := r.chunkRest[j]; rest > 0 {
+		s += fmt.Sprintf(" + %d B of an open event: %s", rest, oneLine(data[len(data)-rest:], previewRunes/2))
+	}
+	return s
+}
+
+// describeError renders a recorded transport error.
+func describeError(e *cassette.Error) string {
+	s := fmt.Sprintf("%s at +%s", e.Kind, e.At)
+	if e.Message != "" {
+		s += ": " + oneLine(e.Message, 0)
+	}
+	return s
+}
+
+// statusLine is the status of a recorded response, its code first.
+func statusLine(code int, recorded string) string {
+	recorded = strings.TrimSpace(recorded)
+	prefix := strconv.Itoa(code)
+	switch {
+	case strings.HasPrefix(recorded, prefix+" ") || recorded == prefix:
+		return recorded
+	case recorded != "":
+		return prefix + " " + recorded
+	}
+	return strings.TrimSpace(prefix + " " + statusText(code))
+}
+
+// shownHeaders are the names of the headers that matter to a client, in
+// order.
+func shownHeaders(h http.Header) []string {
+	var names []string
+	for k := range h {
+		l := strings.ToLower(k)
+		switch {
+		case l == "content-type", l == "date", l == "retry-after", l == "retry-after-ms", l == "x-should-retry",
+			strings.HasPrefix(l, "x-ratelimit-"), strings.HasPrefix(l, "anthropic-ratelimit-"),
+			strings.Contains(l, "request-id"), strings.Contains(l, "requestid"),
+			l == strings.ToLower(InjectedHeader):
+			names = append(names, k)
+		}
+	}
+	sort.Slice(names, func(a, b int) bool {
+		la, lb := strings.ToLower(names[a]), strings.ToLower(names[b])
+		if la != lb {
+			return la < lb
+		}
+		return names[a] < names[b]
+	})
+	return names
+}
+
+// requestSummary describes a model request body: its size, model, whether
+// it streams, and its last message.
+func requestSummary(body string) string {
+	if body == "" {
+		return ""
+	}
+	parts := []string{fmt.Sprintf("%d B", len(body))}
+	var v struct {
+		Model    string `json:"model"`
+		Stream   bool   `json:"stream"`
+		Messages []struct {
+			Role    string          `json:"role"`
+			Content json.RawMessage `json:"content"`
+		} `json:"messages"`
+	}
+	if json.Unmarshal([]byte(body), &v) != nil {
+		return parts[0]
+	}
+	if v.Model != "" {
+		parts = append(parts, "model "+v.Model)
+	}
+	if v.Stream {
+		parts = append(parts, "stream")
+	}
+	if n := len(v.Messages); n > 0 {
+		parts = append(parts, plural(n, "message"))
+		last := v.Messages[n-1]
+		parts = append(parts, fmt.Sprintf("last %s %s", last.Role, quote(clip(contentText(last.Content), previewRunes))))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// contentText is the text of a message's content: a string, or the text
+// of its blocks (a block without text by its type, in brackets).
+func contentText(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var blocks []struct {
+		Type    string          `json:"type"`
+		Text    string          `json:"text"`
+		Content json.RawMessage `json:"content"`
+	}
+	if json.Unmarshal(raw, &blocks) != nil {
+		return ""
+	}
+	var out []string
+	for _, b := range blocks {
+		switch {
+		case b.Text != "":
+			out = append(out, b.Text)
+		case b.Type == "tool_result" && len(b.Content) > 0:
+			out = append(out, "[tool_result] "+contentText(b.Content))
+		default:
+			out = append(out, "["+b.Type+"]")
+		}
+	}
+	return strings.Join(out, " ")
+}
+
+// oneLine renders s on one line, control characters and invalid UTF-8
+// escaped, clipped to max runes (0 for no limit) with the size of what
+// was left off.
+func oneLine(s string, max int) string {
+	var b strings.Builder
+	runes := 0
+	for i := 0; i < len(s); {
+		if max > 0 && runes == max {
+			fmt.Fprintf(&b, "… (+%d B)", len(s)-i)
+			break
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r < 0x20 || r == 0x7f:
+			fmt.Fprintf(&b, `\x%02x`, r)
+		default:
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+		runes++
+	}
+	return b.String()
+}
+
+// clip cuts s to max runes, marking a cut with "…".
+func clip(s string, max int) string {
+	if utf8.RuneCountInString(s) <= max {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:max]) + "…"
+}
+
+// quoteIfNeeded quotes s when it is empty or holds space or quotes.
+func quoteIfNeeded(s string) string {
+	if s == "" || strings.ContainsAny(s, " \t\r\n\"'\\") {
+		return quote(s)
+	}
+	return s
+}
+
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
+}
+
+// printer writes formatted lines, keeping the first error.
+type printer struct {
+	w   io.Writer
+	err error
+}
+
+func (p *printer) printf(format string, args ...any) {
+	if p.err != nil {
+		return
+	}
+	_, p.err = fmt.Fprintf(p.w, format, args...)
+}
