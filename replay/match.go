@@ -110,6 +110,7 @@ type matcher struct {
 	f         *cassette.File
 	ignore    [][]string
 	matchHost bool
+	inOrder   bool
 	scrub     func(method, url string, header http.Header, body []byte) (string, http.Header, []byte)
 
 	recs []*request // by interaction index
@@ -122,7 +123,7 @@ func newMatcher(f *cassette.File, opts Options) *matcher {
 	if f == nil {
 		f = cassette.New()
 	}
-	m := &matcher{f: f, matchHost: opts.MatchHost, scrub: opts.Scrub}
+	m := &matcher{f: f, matchHost: opts.MatchHost, inOrder: opts.InOrder, scrub: opts.Scrub}
 	for _, p := range opts.Ignore {
 		var segs []string
 		for _, s := range strings.Split(p, ".") {
@@ -198,6 +199,10 @@ func (m *matcher) take(q *request, rawURL string) (int, error) {
 	defer m.mu.Unlock()
 	served := -1
 	for i, r := range m.recs {
+		if m.inOrder && r != nil && !m.used[i] && r.method == q.method && r.path == q.path {
+			m.used[i] = true
+			return i, nil
+		}
 		if r == nil || !r.sameAs(q) {
 			continue
 		}

@@ -77,6 +77,10 @@ type Options struct {
 	// instead of failing the round trip: a harness then reports the miss as
 	// a provider error rather than retrying it as a transport failure.
 	MissAsResponse bool
+	// InOrder serves the interactions in recorded order, matching only the
+	// method and path: for recordings made by another client (imported),
+	// whose request bodies the harness cannot reproduce.
+	InOrder bool
 	// MatchHost makes the scheme and host (with port) part of the match.
 	// By default they are ignored, so a cassette replays against whatever
 	// base URL the client was given.

@@ -98,6 +98,11 @@ func runCassette(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "openmax cassette import: %s: %v\n", pos[0], err)
 			return code
 		}
+		if s, err := importer.Session(f); err == nil {
+			f.Session = s
+		} else {
+			fmt.Fprintf(stderr, "openmax cassette import: no session made up (%v); replay it with fake-provider --cassette\n", err)
+		}
 		if err := f.Save(pos[1]); err != nil {
 			fmt.Fprintf(stderr, "openmax cassette import: %v\n", err)
 			return 1

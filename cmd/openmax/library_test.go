@@ -14,6 +14,7 @@ import (
 	vcr "github.com/dnaeon/go-vcr/v2/cassette"
 	"github.com/sebdah/goldie/v2"
 
+	"github.com/openmax/openmax/core/wire"
 	"github.com/openmax/openmax/provider"
 	fakeprovider "github.com/openmax/openmax/provider/fake"
 	"github.com/openmax/openmax/provider/openai"
@@ -227,5 +228,39 @@ func TestCassetteCommands(t *testing.T) {
 	}
 	if _, _, code := runCLI(t, "", "cassette", "frobnicate"); code != 2 {
 		t.Errorf("unknown subcommand: exit %d", code)
+	}
+}
+
+// TestImportedRecordingsReplayThroughTheEngine: every real recording in
+// ../shared/fixtures/real, imported with `openmax cassette import`, replays
+// through the engine and the stdio wire with the reply SOURCES.md lists.
+func TestImportedRecordingsReplayThroughTheEngine(t *testing.T) {
+	tests := map[string]string{
+		"simonw-llm__test_tool_use_basic.yaml":                             `The result of \\( 1231 \\times 2331 \\) is \\( 2,869,461 \\).`,
+		"simonw-llm-anthropic__test_stream_events_tool_calls.yaml":         `"name":"pelican_name_generator","args":{}`,
+		"simonw-llm-anthropic__test_thinking_prompt.yaml":                  `"message_done","text":"- Captain\n- Scoop"`,
+		"anthropic-sdk-go__tool_runner_streaming_all.yaml":                 `"message_done","text":"The current weather in San Francisco is 68 degrees Fahrenheit."`,
+		"fantasy__openai-gpt-4o-mini__multi_tool_streaming.yaml":           `"message_done","text":"The sum of 2 and 3 is 5, and the product of 2 and 3 is 6."`,
+		"langchaingo-openai__TestClient_CreateChatCompletionStream.httprr": `"message_done","text":"1, 2, 3, 4, 5"`,
+		"autogpt-cassettes-206c0689__test_write_file.yaml":                 `write_to_file`,
+	}
+	for file, want := range tests {
+		t.Run(file, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "imported.yaml")
+			if _, stderr, code := runCLI(t, "", "cassette", "import", filepath.Join("../../../shared/fixtures/real", file), out); code != 0 {
+				t.Fatalf("import: exit %d: %s", code, stderr)
+			}
+			transcript, stderr, _ := runCLI(t, "", "replay", out)
+			if !strings.Contains(transcript, want) {
+				t.Errorf("replay lacks %s\n%s%s", want, transcript, stderr)
+			}
+			if _, err := wire.CheckStream(strings.NewReader(transcript), func(v wire.Verdict) {
+				if v.Err != nil {
+					t.Errorf("checker: line %d: %v", v.Line, v.Err)
+				}
+			}); err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 }

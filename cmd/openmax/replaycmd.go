@@ -109,7 +109,7 @@ func replayOne(ctx context.Context, path string, pace replay.Pace, stderr io.Wri
 	// The tool list is the harness's, not the conversation's: matching
 	// ignores it so a cassette survives a change of tools.
 	rp := replay.New(f, replay.Options{Clock: paceClock, Pace: pace, MissAsResponse: true, Ignore: []string{"tools"},
-		Scrub: recorder.ScrubFunc(nil)})
+		Scrub: recorder.ScrubFunc(nil), InOrder: f.Session != nil && f.Session.Imported})
 	var out bytes.Buffer
 	var project string
 	build := func(t http.RoundTripper, clk clock.Clock, seed uint64, args []string) (*core.Engine, error) {

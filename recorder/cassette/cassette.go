@@ -84,6 +84,10 @@ type Error struct {
 // Session is the harness session a cassette was recorded from.
 type Session struct {
 	SessionID string `yaml:"session_id"`
+	// Imported marks a session made up for another tool's recording: the
+	// harness cannot reproduce that client's request bodies, so a replay
+	// serves the interactions in order.
+	Imported bool `yaml:"imported,omitempty"`
 	// Seed seeds everything random in the harness (retry jitter).
 	Seed uint64 `yaml:"seed"`
 	// Args are the harness flags the session ran with (provider, model,

@@ -1,0 +1,168 @@
+package importer
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/openmax/openmax/recorder/cassette"
+)
+
+// Session makes up the harness session an imported recording stands for,
+// so `openmax replay` can run it through the engine: one user command with
+// the first request's last user text, the provider and model the request
+// names, the tools it offered, and as tool results the tool outputs the
+// following requests sent back. It fails when the first request is not a
+// Chat Completions or Messages call with a user message.
+//
+// The harness builds its own request bodies, so such a session is replayed
+// with the interactions served in order (replay.Options.InOrder).
+func Session(f *cassette.File) (*cassette.Session, error) {
+	if len(f.Interactions) == 0 {
+		return nil, fmt.Errorf("no interactions")
+	}
+	first := f.Interactions[0].Request
+	wire := "openai"
+	if strings.Contains(first.URL, "/messages") {
+		wire = "anthropic"
+	} else if !strings.Contains(first.URL, "/chat/completions") {
+		return nil, fmt.Errorf("the first request (%s) is neither Chat Completions nor Messages", first.URL)
+	}
+	var body reqBody
+	if err := json.Unmarshal([]byte(first.Body), &body); err != nil {
+		return nil, fmt.Errorf("the first request body: %w", err)
+	}
+	text := ""
+	for _, m := range body.Messages {
+		if m.Role == "user" {
+			if t := contentText(m.Content); t != "" {
+				text = t
+			}
+		}
+	}
+	if text == "" {
+		return nil, fmt.Errorf("the first request has no user text")
+	}
+	line, _ := json.Marshal(map[string]string{"cmd": "user", "text": text})
+	s := &cassette.Session{
+		SessionID: "imported",
+		Imported:  true,
+		// The turn may make as many requests as were recorded, no more.
+		Args:     []string{"--provider", wire, "--model", body.Model, "--project", "/imported", "--max-iterations", fmt.Sprint(len(f.Interactions))},
+		Commands: []cassette.Command{{AfterLines: 1, Line: string(line)}},
+	}
+	for _, t := range body.Tools {
+		tl := cassette.Tool{Name: t.Name, Description: t.Description, Schema: string(t.InputSchema)}
+		if t.Function != nil {
+			tl = cassette.Tool{Name: t.Function.Name, Description: t.Function.Description, Schema: string(t.Function.Parameters)}
+		}
+		s.Tools = append(s.Tools, tl)
+	}
+	// Each later request carries the results of the calls before it.
+	for _, it := range f.Interactions[1:] {
+		var b reqBody
+		if json.Unmarshal([]byte(it.Request.Body), &b) != nil {
+			continue
+		}
+		s.ToolResults = append(s.ToolResults, trailingResults(b.Messages)...)
+	}
+	return s, nil
+}
+
+type reqMessage struct {
+	Role       string          `json:"role"`
+	Content    json.RawMessage `json:"content"`
+	ToolCallID string          `json:"tool_call_id"`
+	ToolCalls  []struct {
+		ID       string `json:"id"`
+		Function struct {
+			Name string `json:"name"`
+		} `json:"function"`
+	} `json:"tool_calls"`
+}
+
+type reqBody struct {
+	Model    string       `json:"model"`
+	Messages []reqMessage `json:"messages"`
+	Tools    []struct {
+		Name        string          `json:"name"`
+		Description string          `json:"description"`
+		InputSchema json.RawMessage `json:"input_schema"`
+		Function    *struct {
+			Name        string          `json:"name"`
+			Description string          `json:"description"`
+			Parameters  json.RawMessage `json:"parameters"`
+		} `json:"function"`
+	} `json:"tools"`
+}
+
+type block struct {
+	Type      string          `json:"type"`
+	Text      string          `json:"text"`
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	ToolUseID string          `json:"tool_use_id"`
+	Content   json.RawMessage `json:"content"`
+	IsError   bool            `json:"is_error"`
+}
+
+// contentText is a message content's text: a string, or its text blocks.
+func contentText(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var blocks []block
+	if json.Unmarshal(raw, &blocks) != nil {
+		return ""
+	}
+	var parts []string
+	for _, b := range blocks {
+		if b.Type == "text" {
+			parts = append(parts, b.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// trailingResults returns the tool results at the end of a conversation:
+// OpenAI tool messages, or the tool_result blocks of Anthropic's last user
+// message, each named after the call it answers.
+func trailingResults(msgs []reqMessage) []cassette.ToolResult {
+	names := map[string]string{}
+	for _, m := range msgs {
+		for _, c := range m.ToolCalls {
+			names[c.ID] = c.Function.Name
+		}
+		var blocks []block
+		if m.Role == "assistant" && json.Unmarshal(m.Content, &blocks) == nil {
+			for _, b := range blocks {
+				if b.Type == "tool_use" {
+					names[b.ID] = b.Name
+				}
+			}
+		}
+	}
+	var out []cassette.ToolResult
+	i := len(msgs)
+	for i > 0 && msgs[i-1].Role == "tool" {
+		i--
+	}
+	for _, m := range msgs[i:] {
+		out = append(out, cassette.ToolResult{Name: names[m.ToolCallID], OK: true, Output: contentText(m.Content)})
+	}
+	if len(out) > 0 || len(msgs) == 0 {
+		return out
+	}
+	last := msgs[len(msgs)-1]
+	var blocks []block
+	if last.Role != "user" || json.Unmarshal(last.Content, &blocks) != nil {
+		return nil
+	}
+	for _, b := range blocks {
+		if b.Type == "tool_result" {
+			out = append(out, cassette.ToolResult{Name: names[b.ToolUseID], OK: !b.IsError, Output: contentText(b.Content)})
+		}
+	}
+	return out
+}
