@@ -73,11 +73,11 @@ func TestCassetteLibrary(t *testing.T) {
 			defer cancel()
 			// The binary's own environment: the recorded tools answer.
 			e := env{}
-			first, err := replayOne(ctx, p, replay.Pace{Mode: "instant"}, io.Discard, e)
+			first, err := replayOne(ctx, p, replay.Pace{Mode: "instant"}, nil, io.Discard, e)
 			if err != nil {
 				t.Fatal(err)
 			}
-			second, err := replayOne(ctx, p, replay.Pace{Mode: "instant"}, io.Discard, e)
+			second, err := replayOne(ctx, p, replay.Pace{Mode: "instant"}, nil, io.Discard, e)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -113,7 +113,7 @@ func TestRecordThenReplay(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	replayed, err := replayOne(ctx, path, replay.Pace{Mode: "instant"}, io.Discard, env{})
+	replayed, err := replayOne(ctx, path, replay.Pace{Mode: "instant"}, nil, io.Discard, env{})
 	if err != nil {
 		t.Fatal(err)
 	}

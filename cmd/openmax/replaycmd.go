@@ -37,6 +37,8 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer, e e
 	golden := fs.String("golden", "", "compare the transcript with this golden file (for a directory: the folder of golden files, default DIR/../golden/<DIR's name>)")
 	update := fs.Bool("update", false, "with --golden: write the transcript as the new golden file")
 	paceFlag := fs.String("pace", "instant", "response pacing: instant, recorded, or xN (recorded, N times faster)")
+	var ignore multiFlag
+	fs.Var(&ignore, "ignore", "a request-body field to ignore when matching, as a dotted path (metadata.user_id, messages.*.cache_control); repeatable")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: openmax replay CASSETTE|DIR [--golden FILE|DIR] [--update] [--pace instant|recorded|xN]")
 		fs.PrintDefaults()
@@ -71,9 +73,9 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer, e e
 		return 2
 	}
 	if fi.IsDir() {
-		return replayDir(ctx, pos[0], *golden, *update, pace, stdout, stderr, e)
+		return replayDir(ctx, pos[0], *golden, *update, pace, ignore, stdout, stderr, e)
 	}
-	transcript, err := replayOne(ctx, pos[0], pace, stderr, e)
+	transcript, err := replayOne(ctx, pos[0], pace, ignore, stderr, e)
 	if err != nil {
 		fmt.Fprintf(stderr, "openmax replay: %v\n", err)
 		return 1
@@ -97,7 +99,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer, e e
 
 // replayOne replays a cassette and returns its transcript: the stdout
 // lines, then "exit: N".
-func replayOne(ctx context.Context, path string, pace replay.Pace, stderr io.Writer, e env) ([]byte, error) {
+func replayOne(ctx context.Context, path string, pace replay.Pace, ignore []string, stderr io.Writer, e env) ([]byte, error) {
 	f, err := cassette.Load(path)
 	if err != nil {
 		return nil, err
@@ -108,7 +110,7 @@ func replayOne(ctx context.Context, path string, pace replay.Pace, stderr io.Wri
 	}
 	// The tool list is the harness's, not the conversation's: matching
 	// ignores it so a cassette survives a change of tools.
-	rp := replay.New(f, replay.Options{Clock: paceClock, Pace: pace, MissAsResponse: true, Ignore: []string{"tools"},
+	rp := replay.New(f, replay.Options{Clock: paceClock, Pace: pace, MissAsResponse: true, Ignore: append([]string{"tools"}, ignore...),
 		Scrub: recorder.ScrubFunc(nil), InOrder: f.Session != nil && f.Session.Imported})
 	var out bytes.Buffer
 	var project string
@@ -184,7 +186,7 @@ func compareGolden(path string, got []byte, update bool) (bool, string, error) {
 
 // replayDir replays every cassette of dir against its golden file and
 // prints a pass/fail table.
-func replayDir(ctx context.Context, dir, goldenDir string, update bool, pace replay.Pace, stdout, stderr io.Writer, e env) int {
+func replayDir(ctx context.Context, dir, goldenDir string, update bool, pace replay.Pace, ignore []string, stdout, stderr io.Writer, e env) int {
 	if goldenDir == "" {
 		abs, _ := filepath.Abs(dir)
 		goldenDir = filepath.Join(filepath.Dir(abs), "golden", filepath.Base(abs))
@@ -200,7 +202,7 @@ func replayDir(ctx context.Context, dir, goldenDir string, update bool, pace rep
 		name := strings.TrimSuffix(filepath.Base(p), ".yaml")
 		golden := filepath.Join(goldenDir, name+".golden")
 		verdict := "pass"
-		transcript, err := replayOne(ctx, p, pace, io.Discard, e)
+		transcript, err := replayOne(ctx, p, pace, ignore, io.Discard, e)
 		if err == nil {
 			var ok bool
 			var diff string
