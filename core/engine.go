@@ -299,6 +299,9 @@ func (t *turn) runTools(ctx context.Context, calls []provider.ToolCall) string {
 		if ctx.Err() != nil && !res.OK && res.Output == "" {
 			res.Output = "cancelled"
 		}
+		for _, d := range res.Diffs {
+			t.emit(wire.Diff{CallID: c.ID, Path: d.Path, Diff: d.Unified, Added: d.Added, Removed: d.Removed})
+		}
 		t.emit(wire.ToolEnd{CallID: c.ID, OK: res.OK, Output: res.Output})
 		results = append(results, provider.Message{Role: provider.RoleTool, CallID: c.ID, Text: res.Output, IsError: !res.OK})
 		if crash != nil {

@@ -394,3 +394,18 @@ func TestMissingToolCallIDsAreFilledIn(t *testing.T) {
 		t.Errorf("transcript ids: %+v", msgs)
 	}
 }
+
+func TestToolDiffsBecomeDiffEvents(t *testing.T) {
+	p := mustScript(t, "replies:\n  - tool_calls: [{id: c1, name: write}]\n  - text: done\n")
+	write := tool.Func{ToolSpec: provider.ToolSpec{Name: "write"}, Fn: func(context.Context, json.RawMessage) tool.Result {
+		return tool.Result{OK: true, Output: "wrote a.txt", Diffs: []tool.FileDiff{{Path: "a.txt", Unified: "--- a/a.txt\n+++ b/a.txt\n@@ -0,0 +1 @@\n+hi\n", Added: 1}}}
+	}}
+	var rec recorder
+	newEngine(t, p, write).RunTurn(context.Background(), core.NewSession("s"), "go", rec.emit)
+	if got := rec.types(); got != "budget tool_start diff tool_end token message_done" {
+		t.Fatalf("events %s", got)
+	}
+	if d := rec.events[2].(wire.Diff); d.CallID != "c1" || d.Path != "a.txt" || d.Added != 1 {
+		t.Errorf("diff %+v", d)
+	}
+}

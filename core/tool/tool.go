@@ -24,6 +24,23 @@ type Tool interface {
 type Result struct {
 	Output string
 	OK     bool
+	// Diffs are the file changes the call made, reported to the client as
+	// diff events.
+	Diffs []FileDiff
+}
+
+// FileDiff is one file changed by a tool call.
+type FileDiff struct {
+	Path    string // relative to the project where possible
+	Unified string // a unified diff of the change
+	Added   int
+	Removed int
+}
+
+// Mutator is implemented by tools that change files or run commands; the
+// approval policy gates them.
+type Mutator interface {
+	Mutating() bool
 }
 
 // Failed is a convenience for an unsuccessful Result.
