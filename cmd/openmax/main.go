@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -59,7 +60,7 @@ var errUsage = errors.New("usage")
 
 type options struct {
 	stdio, check, json, version bool
-	spec, input                 string
+	spec, input, prompt         string
 	provider, script, model     string
 	baseURL                     string
 	project, sessionID          string
@@ -77,6 +78,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.input, "input", "", "with --check --stdio: the stdin the client sent, to also account every user command's done")
 	fs.BoolVar(&o.json, "json", false, "with --spec stdio: print the JSON Schema instead of the text")
 	fs.BoolVar(&o.version, "version", false, "print the version")
+	fs.StringVar(&o.prompt, "p", "", "run one turn with this prompt: the answer on stdout, diagnostics on stderr; exit 4 on max_iterations, budget_exhausted or unverified, 1 on error")
 	fs.StringVar(&o.provider, "provider", "", "the model provider: openai, anthropic, echo (repeats each prompt) or script (plays --script)")
 	fs.StringVar(&o.script, "script", "", "with --provider script: the scenario file (YAML)")
 	fs.StringVar(&o.model, "model", "", "the model name sent to the provider (openai default "+defaultOpenAIModel+", anthropic default "+defaultAnthropicModel+")")
@@ -94,6 +96,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
   openmax record --cassette FILE [--proxy --upstream URL] [flags]  record a live session (or any client)
   openmax replay CASSETTE|DIR [--golden F] [--update] [--pace P]   replay through the real engine
   openmax cassette show|inject|import ...                          inspect, fault-inject, import
+  openmax -p PROMPT --provider ... [flags]                          one turn, the answer on stdout
   openmax --spec stdio [--json]                                     print the wire contract
   openmax --check --stdio [--input STDIN.jsonl] < stream.jsonl     validate openmax stdout
 flags:
@@ -147,6 +150,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			return 2
 		}
 		return runCheck(o.input, stdin, stdout, stderr)
+	case o.prompt != "":
+		if o.stdio {
+			fmt.Fprintln(stderr, "openmax: -p and --stdio are two ways to run; pick one")
+			return 2
+		}
+		return runPrompt(ctx, o, stdout, stderr, e)
 	case o.stdio:
 		return runStdio(ctx, o, stdin, stdout, stderr, e)
 	}
@@ -223,6 +232,60 @@ func runStdio(ctx context.Context, o *options, stdin io.Reader, stdout, stderr i
 		return 1
 	}
 	return code
+}
+
+// runPrompt is `openmax -p PROMPT`: one turn, the reply text on stdout as
+// it streams, everything else on stderr.
+func runPrompt(ctx context.Context, o *options, stdout, stderr io.Writer, e env) int {
+	if strings.TrimSpace(o.prompt) == "" {
+		fmt.Fprintln(stderr, "openmax: -p needs a non-empty prompt")
+		return 2
+	}
+	eng, _, err := buildEngine(o, e, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "openmax: %v\n", err)
+		return 2
+	}
+	sid := o.sessionID
+	if sid == "" {
+		sid = newSessionID()
+	}
+	endsLine := true
+	stop := eng.RunTurn(ctx, core.NewSession(sid), o.prompt, func(ev wire.Event) {
+		switch ev := ev.(type) {
+		case wire.Token:
+			fmt.Fprint(stdout, ev.Text)
+			endsLine = strings.HasSuffix(ev.Text, "\n")
+		case wire.MessageDone:
+			if !endsLine {
+				fmt.Fprintln(stdout)
+				endsLine = true
+			}
+		case wire.Error:
+			fmt.Fprintf(stderr, "openmax: %s\n", ev.Message)
+		case wire.Retry:
+			fmt.Fprintf(stderr, "openmax: retrying (attempt %d of %d): %s\n", ev.Attempt, ev.MaxAttempts, ev.Reason)
+		case wire.ToolStart:
+			fmt.Fprintf(stderr, "openmax: tool %s %s\n", ev.Name, ev.Args)
+		case wire.ToolEnd:
+			if !ev.OK {
+				fmt.Fprintf(stderr, "openmax: tool call %s failed: %.200s\n", ev.CallID, ev.Output)
+			}
+		}
+	})
+	if !endsLine {
+		fmt.Fprintln(stdout)
+	}
+	switch stop {
+	case wire.StopMaxIterations, wire.StopBudgetExhausted, wire.StopUnverified:
+		fmt.Fprintf(stderr, "openmax: the turn ended %s\n", stop)
+		return 4
+	case wire.StopError:
+		return 1
+	case wire.StopCancelled, wire.StopTruncated:
+		fmt.Fprintf(stderr, "openmax: the turn ended %s\n", stop)
+	}
+	return 0
 }
 
 // buildEngine makes the turn engine the flags describe, and resolves the

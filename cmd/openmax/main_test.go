@@ -290,3 +290,38 @@ func TestFakeProviderCommand(t *testing.T) {
 		t.Errorf("exit %d after stop", code)
 	}
 }
+
+// TestPromptMode: -p runs one turn with the answer on stdout and the rest
+// on stderr; exit 4 for max_iterations, 1 for error, 0 otherwise.
+func TestPromptMode(t *testing.T) {
+	tests := []struct {
+		yaml   string
+		extra  []string
+		stdout string
+		stderr string
+		code   int
+	}{
+		{"replies:\n  - chunks: [{text: 'Hello, '}, {text: world.}, {finish: stop}]\n", nil, "Hello, world.\n", "", 0},
+		{"replies:\n  - chunks: [{text: partial}, {error: boom}]\n", nil, "partial\n", "openmax: boom", 1},
+		{"replies:\n  - tool_calls: [{id: c1, name: none}]\n", []string{"--max-iterations", "1"}, "", "the turn ended max_iterations", 4},
+		{"replies:\n  - status: 503\n  - text: later\n", []string{"--max-attempts", "1"}, "", "HTTP 503", 1},
+		{"replies:\n  - chunks: [{text: cut}, {died: reset}]\n", nil, "cut\n", "the turn ended truncated", 0},
+	}
+	for _, tt := range tests {
+		sc := filepath.Join(t.TempDir(), "s.yaml")
+		if err := os.WriteFile(sc, []byte(tt.yaml), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		args := append([]string{"-p", "go", "--provider", "script", "--script", sc}, tt.extra...)
+		stdout, stderr, code := runCLI(t, "", args...)
+		if stdout != tt.stdout || code != tt.code || !strings.Contains(stderr, tt.stderr) {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q", tt.yaml, code, stdout, stderr)
+		}
+	}
+	if _, stderr, code := runCLI(t, "", "-p", "go", "--stdio", "--provider", "echo"); code != 2 || !strings.Contains(stderr, "pick one") {
+		t.Errorf("-p with --stdio: exit %d %s", code, stderr)
+	}
+	if stdout, _, code := runCLI(t, "", "-p", "echo me", "--provider", "echo"); code != 0 || stdout != "echo me\n" {
+		t.Errorf("-p with echo: exit %d %q", code, stdout)
+	}
+}
