@@ -155,3 +155,41 @@ func ParseErrorBody(data []byte) (code, msg string) {
 	}
 	return "", msg
 }
+
+// minRedact is the shortest secret Redact removes; a shorter one would
+// mangle unrelated words.
+const minRedact = 4
+
+// Redact removes secret (an API key a server may echo back) from an
+// error's text while keeping its type and what it wraps, so the retry
+// policy still classifies it and errors.Is still sees through it.
+func Redact(err error, secret string) error {
+	if err == nil || len(secret) < minRedact || !strings.Contains(err.Error(), secret) {
+		return err
+	}
+	red := func(s string) string { return strings.ReplaceAll(s, secret, "[redacted]") }
+	var he *HTTPError
+	var se *StreamError
+	var te *TransportError
+	switch {
+	case errors.As(err, &he) && err == error(he):
+		cp := *he
+		cp.Code, cp.Message = red(cp.Code), red(cp.Message)
+		return &cp
+	case errors.As(err, &se) && err == error(se):
+		return &StreamError{Type: red(se.Type), Message: red(se.Message)}
+	case errors.As(err, &te) && err == error(te):
+		return &TransportError{Err: &redacted{err: te.Err, msg: red(te.Err.Error())}, Unreachable: te.Unreachable}
+	}
+	return &redacted{err: err, msg: red(err.Error())}
+}
+
+// redacted is an error whose text had a secret removed; it still unwraps
+// to the original.
+type redacted struct {
+	err error
+	msg string
+}
+
+func (r *redacted) Error() string { return r.msg }
+func (r *redacted) Unwrap() error { return r.err }

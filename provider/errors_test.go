@@ -56,3 +56,40 @@ func TestErrorTexts(t *testing.T) {
 type errString string
 
 func (e errString) Error() string { return string(e) }
+
+func TestRedactKeepsTypeAndWrapping(t *testing.T) {
+	const key = "sk-secret-123"
+	he := Redact(&HTTPError{Status: 401, Message: "bad key " + key}, key).(*HTTPError)
+	if he.Status != 401 || strings.Contains(he.Error(), key) {
+		t.Errorf("HTTPError: %v", he)
+	}
+	inc := Redact(errWrap{ErrIncomplete, "reset echoing " + key}, key)
+	if !errorsIs(inc, ErrIncomplete) || strings.Contains(inc.Error(), key) {
+		t.Errorf("incomplete: %v", inc)
+	}
+	if plain := (&StreamError{Type: "x"}); Redact(plain, key) != plain {
+		t.Error("an error without the key must come back unchanged")
+	}
+}
+
+type errWrap struct {
+	inner error
+	msg   string
+}
+
+func (e errWrap) Error() string { return e.msg }
+func (e errWrap) Unwrap() error { return e.inner }
+
+func errorsIs(err, target error) bool {
+	for err != nil {
+		if err == target {
+			return true
+		}
+		u, ok := err.(interface{ Unwrap() error })
+		if !ok {
+			return false
+		}
+		err = u.Unwrap()
+	}
+	return false
+}

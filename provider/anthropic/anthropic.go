@@ -283,25 +283,4 @@ func inputObject(args json.RawMessage) json.RawMessage {
 
 // scrub removes the API key from an error's text, keeping its type so the
 // retry policy still classifies it.
-func (c *Client) scrub(err error) error {
-	if err == nil || c.key == "" || !strings.Contains(err.Error(), c.key) {
-		return err
-	}
-	clean := func(s string) string { return strings.ReplaceAll(s, c.key, "[redacted]") }
-	var he *provider.HTTPError
-	var se *provider.StreamError
-	var te *provider.TransportError
-	switch {
-	case errors.As(err, &he):
-		cp := *he
-		cp.Code, cp.Message = clean(cp.Code), clean(cp.Message)
-		return &cp
-	case errors.As(err, &se):
-		return &provider.StreamError{Type: clean(se.Type), Message: clean(se.Message)}
-	case errors.As(err, &te):
-		return &provider.TransportError{Err: errors.New(clean(te.Err.Error())), Unreachable: te.Unreachable}
-	case errors.Is(err, provider.ErrIncomplete):
-		return fmt.Errorf("%w: %s", provider.ErrIncomplete, clean(strings.TrimPrefix(err.Error(), provider.ErrIncomplete.Error()+": ")))
-	}
-	return errors.New(clean(err.Error()))
-}
+func (c *Client) scrub(err error) error { return provider.Redact(err, c.key) }

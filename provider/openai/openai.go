@@ -213,40 +213,6 @@ func (c *Client) requestBody(req provider.Request) ([]byte, error) {
 
 func ptr(s string) *string { return &s }
 
-// minRedact is the shortest key that is scrubbed from error text; a
-// shorter one would mangle unrelated words.
-const minRedact = 4
-
-// scrub removes the API key from an error's text, keeping its type so the
-// retry policy still classifies it. A compatible server may echo the key in
-// an error body; OpenAI itself masks it, but only partly.
-func (c *Client) scrub(err error) error {
-	if err == nil || len(c.key) < minRedact || !strings.Contains(err.Error(), c.key) {
-		return err
-	}
-	red := func(s string) string { return strings.ReplaceAll(s, c.key, "[redacted]") }
-	var he *provider.HTTPError
-	var se *provider.StreamError
-	var te *provider.TransportError
-	switch {
-	case errors.As(err, &he) && err == error(he):
-		cp := *he
-		cp.Code, cp.Message = red(cp.Code), red(cp.Message)
-		return &cp
-	case errors.As(err, &se) && err == error(se):
-		return &provider.StreamError{Type: red(se.Type), Message: red(se.Message)}
-	case errors.As(err, &te) && err == error(te):
-		return &provider.TransportError{Err: &redacted{err: te.Err, msg: red(te.Err.Error())}, Unreachable: te.Unreachable}
-	}
-	return &redacted{err: err, msg: red(err.Error())}
-}
-
-// redacted is an error whose text had the key removed; it still unwraps
-// to the original so errors.Is and errors.As see through it.
-type redacted struct {
-	err error
-	msg string
-}
-
-func (r *redacted) Error() string { return r.msg }
-func (r *redacted) Unwrap() error { return r.err }
+// scrub removes the API key from an error's text (a compatible server may
+// echo it in an error body).
+func (c *Client) scrub(err error) error { return provider.Redact(err, c.key) }
