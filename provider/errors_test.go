@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
@@ -64,7 +65,7 @@ func TestRedactKeepsTypeAndWrapping(t *testing.T) {
 		t.Errorf("HTTPError: %v", he)
 	}
 	inc := Redact(errWrap{ErrIncomplete, "reset echoing " + key}, key)
-	if !errorsIs(inc, ErrIncomplete) || strings.Contains(inc.Error(), key) {
+	if !errors.Is(inc, ErrIncomplete) || strings.Contains(inc.Error(), key) {
 		t.Errorf("incomplete: %v", inc)
 	}
 	if plain := (&StreamError{Type: "x"}); Redact(plain, key) != plain {
@@ -79,17 +80,3 @@ type errWrap struct {
 
 func (e errWrap) Error() string { return e.msg }
 func (e errWrap) Unwrap() error { return e.inner }
-
-func errorsIs(err, target error) bool {
-	for err != nil {
-		if err == target {
-			return true
-		}
-		u, ok := err.(interface{ Unwrap() error })
-		if !ok {
-			return false
-		}
-		err = u.Unwrap()
-	}
-	return false
-}
