@@ -1,0 +1,587 @@
+// Package store keeps sessions on disk, per project, in the user's state
+// directory, so that --continue can resume the latest one.
+//
+// Layout under the state directory:
+//
+//	projects/<hash>/project.txt          the absolute project path, for humans
+//	projects/<hash>/index.json           {"latest":"<session id>"}, replaced atomically
+//	projects/<hash>/sessions/<id>.jsonl  the transcript, one record a line, append-only
+//	projects/<hash>/sessions/<id>.lock   flock(2)ed by the session's one writable owner
+//
+// <hash> is the first 128 bits of the SHA-256 of the absolute project path,
+// in hex.
+//
+// Every transcript line is a self-checking record:
+//
+//	{"crc":"<8 hex digits>","msg":{...}}\n
+//
+// where crc is the CRC-32C of the msg object's bytes exactly as written. A
+// line is appended with one write and fsynced before Append returns. The last
+// line of a file may be torn by a crash (no newline, or bytes that do not
+// check); it is dropped when the session is continued, and cut off the file
+// so that later appends follow the last good record. A bad line with any
+// line after it is corruption (ErrCorrupt), never skipped.
+//
+// Ownership is an exclusive, non-blocking flock on the session's lock file,
+// held for a Writer's lifetime: a second Create or Continue of the same
+// session fails with ErrOwned (also inside one process, since each takes its
+// own open file description), and the kernel drops the lock when the owner
+// dies, however it dies. Files are opened close-on-exec, so tools the owner
+// spawns never inherit the lock.
+package store
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+
+	"github.com/openmax/openmax/provider"
+)
+
+// Errors a caller distinguishes. Returned errors wrap them with details (the
+// session, the file) and are matched with errors.Is.
+var (
+	// ErrNoSession: the project has no session (or not the one named).
+	ErrNoSession = errors.New("no session")
+	// ErrOwned: another live writer (in this process or another) holds the
+	// session.
+	ErrOwned = errors.New("session is owned by another writer")
+	// ErrCorrupt: an index or transcript file cannot be read or parsed. The
+	// error names the file.
+	ErrCorrupt = errors.New("session store is corrupt")
+)
+
+const (
+	indexName   = "index.json"
+	projectName = "project.txt"
+	sessionsDir = "sessions"
+	dirPerm     = 0o700
+	filePerm    = 0o600
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// StateDir returns openmax's state directory: $XDG_STATE_HOME/openmax, or
+// $HOME/.local/state/openmax when XDG_STATE_HOME is unset or not absolute (the
+// XDG spec says a relative value is to be ignored). getenv is os.Getenv in
+// production.
+func StateDir(getenv func(string) string) (string, error) {
+	if x := getenv("XDG_STATE_HOME"); x != "" && filepath.IsAbs(x) {
+		return filepath.Join(x, "openmax"), nil
+	}
+	home := getenv("HOME")
+	if home == "" {
+		return "", errors.New("state directory: neither XDG_STATE_HOME nor HOME is set")
+	}
+	if !filepath.IsAbs(home) {
+		return "", fmt.Errorf("state directory: HOME is not absolute: %q", home)
+	}
+	return filepath.Join(home, ".local", "state", "openmax"), nil
+}
+
+// Store is one project's sessions. It holds no open files; it is safe for
+// concurrent use.
+type Store struct {
+	project string // absolute project path
+	dir     string // the project's folder
+}
+
+// Open returns the store of project (a directory; made absolute, symlinks
+// resolved where possible) under stateDir, creating its folder on first use.
+func Open(stateDir, project string) (*Store, error) {
+	if stateDir == "" {
+		return nil, errors.New("open session store: empty state directory")
+	}
+	abs, err := filepath.Abs(project)
+	if err != nil {
+		return nil, fmt.Errorf("open session store: project %q: %w", project, err)
+	}
+	if real, err := filepath.EvalSymlinks(abs); err == nil {
+		abs = real
+	}
+	sum := sha256.Sum256([]byte(abs))
+	dir := filepath.Join(stateDir, "projects", hex.EncodeToString(sum[:16]))
+	if err := os.MkdirAll(filepath.Join(dir, sessionsDir), dirPerm); err != nil {
+		return nil, fmt.Errorf("open session store: %w", err)
+	}
+	s := &Store{project: abs, dir: dir}
+	if err := s.writeProjectFile(); err != nil {
+		return nil, fmt.Errorf("open session store: %w", err)
+	}
+	return s, nil
+}
+
+// Project is the absolute project path the store is keyed by.
+func (s *Store) Project() string { return s.project }
+
+// Dir is the project's folder in the state directory.
+func (s *Store) Dir() string { return s.dir }
+
+// writeProjectFile records the project path next to its sessions, once.
+func (s *Store) writeProjectFile() error {
+	path := filepath.Join(s.dir, projectName)
+	want := s.project + "\n"
+	got, err := os.ReadFile(path)
+	switch {
+	case err == nil && string(got) == want:
+		return nil
+	case err == nil:
+		// A different path with the same 128-bit hash, or a hand-edited file:
+		// either way, do not mix two projects' sessions.
+		return fmt.Errorf("%s names %q, not %q", path, strings.TrimSpace(string(got)), s.project)
+	case !errors.Is(err, fs.ErrNotExist):
+		return err
+	}
+	return writeAtomic(path, []byte(want))
+}
+
+func (s *Store) indexPath() string { return filepath.Join(s.dir, indexName) }
+
+func (s *Store) transcriptPath(id string) string {
+	return filepath.Join(s.dir, sessionsDir, id+".jsonl")
+}
+
+func (s *Store) lockPath(id string) string {
+	return filepath.Join(s.dir, sessionsDir, id+".lock")
+}
+
+// index is index.json.
+type index struct {
+	Latest string `json:"latest"`
+}
+
+// Latest returns the id of the project's latest session: the one most
+// recently made by Create. It is ErrNoSession when there is none, ErrCorrupt
+// when the index cannot be read.
+func (s *Store) Latest() (string, error) {
+	path := s.indexPath()
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("%w in project %s", ErrNoSession, s.project)
+	}
+	if err != nil {
+		return "", corrupt(path, err)
+	}
+	var ix index
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&ix); err != nil {
+		return "", corrupt(path, err)
+	}
+	if dec.More() {
+		return "", corrupt(path, errors.New("trailing data after the index object"))
+	}
+	if err := checkID(ix.Latest); err != nil {
+		return "", corrupt(path, fmt.Errorf("latest: %w", err))
+	}
+	return ix.Latest, nil
+}
+
+// Create makes a new, empty session and records it as the project's latest.
+// The returned Writer owns it. An id already in use is an error (wrapping
+// fs.ErrExist, or ErrOwned while it is held).
+func (s *Store) Create(sessionID string) (*Writer, error) {
+	if err := checkID(sessionID); err != nil {
+		return nil, fmt.Errorf("create session: %w", err)
+	}
+	lock, err := s.lock(sessionID)
+	if err != nil {
+		return nil, err
+	}
+	path := s.transcriptPath(sessionID)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE|os.O_EXCL, filePerm)
+	if err != nil {
+		unlock(lock)
+		return nil, fmt.Errorf("create session %s: %w", sessionID, err)
+	}
+	fail := func(err error) (*Writer, error) {
+		f.Close()
+		os.Remove(path)
+		unlock(lock)
+		return nil, fmt.Errorf("create session %s: %w", sessionID, err)
+	}
+	// The transcript's directory entry must be durable before the index can
+	// name it.
+	if err := syncDir(filepath.Dir(path)); err != nil {
+		return fail(err)
+	}
+	data, err := json.Marshal(index{Latest: sessionID})
+	if err != nil {
+		return fail(err)
+	}
+	if err := writeAtomic(s.indexPath(), append(data, '\n')); err != nil {
+		return fail(err)
+	}
+	return &Writer{id: sessionID, path: path, f: f, lock: lock}, nil
+}
+
+// Continue takes ownership of an existing session and loads its transcript.
+// A torn last record (a crash mid-append) is dropped and cut off the file.
+// Errors: ErrOwned while another Writer holds it; ErrNoSession when no such
+// session exists; ErrCorrupt, naming the file, when its transcript cannot be
+// read, or is missing although the index names it as latest.
+func (s *Store) Continue(sessionID string) (*Writer, []provider.Message, error) {
+	if err := checkID(sessionID); err != nil {
+		return nil, nil, fmt.Errorf("continue session: %w", err)
+	}
+	path := s.transcriptPath(sessionID)
+	missing := func() error {
+		if latest, err := s.Latest(); err == nil && latest == sessionID {
+			return corrupt(path, errors.New("the index names this session but its transcript is missing"))
+		}
+		return fmt.Errorf("%w %s in project %s", ErrNoSession, sessionID, s.project)
+	}
+	// Checked before locking, so asking for an unknown id leaves no lock
+	// file behind.
+	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, missing()
+	}
+	lock, err := s.lock(sessionID)
+	if err != nil {
+		return nil, nil, err
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND, 0)
+	if err != nil {
+		unlock(lock)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil, missing()
+		}
+		return nil, nil, corrupt(path, err)
+	}
+	msgs, size, err := load(f, path)
+	if err != nil {
+		f.Close()
+		unlock(lock)
+		return nil, nil, err
+	}
+	w := &Writer{id: sessionID, path: path, f: f, lock: lock, size: size}
+	return w, msgs, nil
+}
+
+// lock takes the session's lock file, or fails with ErrOwned.
+func (s *Store) lock(id string) (*os.File, error) {
+	path := s.lockPath(id)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, filePerm)
+	if err != nil {
+		return nil, fmt.Errorf("lock session %s: %w", id, err)
+	}
+	for {
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err != syscall.EINTR {
+			break
+		}
+	}
+	if err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("session %s: %w (lock %s)", id, ErrOwned, path)
+		}
+		return nil, fmt.Errorf("lock session %s: %s: %w", id, path, err)
+	}
+	return f, nil
+}
+
+// unlock releases a lock from lock. Closing the only descriptor of the open
+// file description drops the flock; the explicit LOCK_UN is belt and braces.
+func unlock(f *os.File) error {
+	uerr := syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	cerr := f.Close()
+	if cerr != nil {
+		return cerr
+	}
+	return uerr
+}
+
+// load reads a transcript, drops a torn last record, truncates the file to
+// the good records and returns them with the file's new size.
+func load(f *os.File, path string) ([]provider.Message, int64, error) {
+	data, err := io.ReadAll(f)
+	if err != nil {
+		return nil, 0, corrupt(path, err)
+	}
+	var (
+		msgs []provider.Message
+		good int // bytes of data that are whole, good records
+		line = 1
+	)
+	for rest := data; len(rest) > 0; line++ {
+		nl := bytes.IndexByte(rest, '\n')
+		if nl < 0 {
+			break // the last line has no newline: torn, dropped
+		}
+		m, err := decodeRecord(rest[:nl])
+		if err != nil {
+			if len(rest) == nl+1 {
+				break // the last line: torn, dropped
+			}
+			return nil, 0, corrupt(path, fmt.Errorf("line %d: %w", line, err))
+		}
+		msgs = append(msgs, m)
+		good += nl + 1
+		rest = rest[nl+1:]
+	}
+	if good < len(data) {
+		if err := f.Truncate(int64(good)); err != nil {
+			return nil, 0, fmt.Errorf("drop torn record of %s: %w", path, err)
+		}
+		if err := f.Sync(); err != nil {
+			return nil, 0, fmt.Errorf("drop torn record of %s: %w", path, err)
+		}
+	}
+	return msgs, int64(good), nil
+}
+
+// Writer appends to a session it owns. Its methods are safe for concurrent
+// use.
+type Writer struct {
+	id   string
+	path string
+
+	mu   sync.Mutex
+	f    *os.File // nil once closed
+	lock *os.File
+	size int64 // bytes of good records in the file
+	err  error // sticky: the first failed append
+}
+
+// SessionID is the session the Writer owns.
+func (w *Writer) SessionID() string { return w.id }
+
+// Path is the session's transcript file.
+func (w *Writer) Path() string { return w.path }
+
+// Append writes m as one record and fsyncs it before returning, so a message
+// whose event has gone out is on disk. After a failed append the Writer
+// refuses further appends (the file is cut back to its last good record
+// where possible), since fsync failures cannot be retried reliably.
+func (w *Writer) Append(m provider.Message) error {
+	rec, err := encodeRecord(m)
+	if err != nil {
+		return fmt.Errorf("append to session %s: %w", w.id, err)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.f == nil {
+		return fmt.Errorf("append to session %s: writer is closed", w.id)
+	}
+	if w.err != nil {
+		return fmt.Errorf("append to session %s: an earlier append failed: %w", w.id, w.err)
+	}
+	n, err := w.write(rec)
+	if err == nil {
+		err = w.f.Sync()
+	}
+	if err != nil {
+		w.err = err
+		if n > 0 {
+			w.f.Truncate(w.size) // best effort; a torn tail is dropped on load anyway
+		}
+		return fmt.Errorf("append to session %s: %w", w.id, err)
+	}
+	w.size += int64(n)
+	return nil
+}
+
+// splitWrites, when positive, makes write issue records in chunks of that
+// many bytes: a test hook that lets a kill land inside a record, as a power
+// cut or a write interrupted by the kernel can.
+var splitWrites int
+
+// write writes rec, in one write(2) outside tests.
+func (w *Writer) write(rec []byte) (int, error) {
+	if splitWrites <= 0 {
+		return w.f.Write(rec)
+	}
+	n := 0
+	for n < len(rec) {
+		m, err := w.f.Write(rec[n:min(len(rec), n+splitWrites)])
+		n += m
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+// Close closes the transcript and releases ownership. Closing twice is a
+// no-op.
+func (w *Writer) Close() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.f == nil {
+		return nil
+	}
+	ferr := w.f.Close()
+	lerr := unlock(w.lock)
+	w.f, w.lock = nil, nil
+	if ferr != nil {
+		return fmt.Errorf("close session %s: %w", w.id, ferr)
+	}
+	if lerr != nil {
+		return fmt.Errorf("close session %s: release lock: %w", w.id, lerr)
+	}
+	return nil
+}
+
+// ---- records ----
+
+// diskMessage is provider.Message as stored. The tags, not provider's field
+// names, are the file format.
+type diskMessage struct {
+	Role      string         `json:"role"`
+	Text      string         `json:"text,omitempty"`
+	Thinking  []diskThinking `json:"thinking,omitempty"`
+	ToolCalls []diskToolCall `json:"tool_calls,omitempty"`
+	CallID    string         `json:"call_id,omitempty"`
+	IsError   bool           `json:"is_error,omitempty"`
+}
+
+type diskThinking struct {
+	Text      string `json:"text,omitempty"`
+	Signature string `json:"signature,omitempty"`
+}
+
+// diskToolCall keeps Args as a string: the model's raw bytes, which need not
+// be valid JSON, preserved exactly.
+type diskToolCall struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	Args string `json:"args,omitempty"`
+}
+
+const (
+	recordPrefix = `{"crc":"`
+	recordMiddle = `","msg":`
+	crcDigits    = 8
+)
+
+func encodeRecord(m provider.Message) ([]byte, error) {
+	d := diskMessage{Role: string(m.Role), Text: m.Text, CallID: m.CallID, IsError: m.IsError}
+	for _, t := range m.Thinking {
+		d.Thinking = append(d.Thinking, diskThinking(t))
+	}
+	for _, c := range m.ToolCalls {
+		d.ToolCalls = append(d.ToolCalls, diskToolCall{ID: c.ID, Name: c.Name, Args: string(c.Args)})
+	}
+	body, err := json.Marshal(d) // escapes any newline, so the record is one line
+	if err != nil {
+		return nil, err
+	}
+	rec := make([]byte, 0, len(recordPrefix)+crcDigits+len(recordMiddle)+len(body)+2)
+	rec = append(rec, recordPrefix...)
+	rec = fmt.Appendf(rec, "%08x", crc32.Checksum(body, castagnoli))
+	rec = append(rec, recordMiddle...)
+	rec = append(rec, body...)
+	rec = append(rec, '}', '\n')
+	return rec, nil
+}
+
+func decodeRecord(line []byte) (provider.Message, error) {
+	head := len(recordPrefix) + crcDigits + len(recordMiddle)
+	if len(line) < head+1 || !bytes.HasPrefix(line, []byte(recordPrefix)) ||
+		!bytes.Equal(line[len(recordPrefix)+crcDigits:head], []byte(recordMiddle)) ||
+		line[len(line)-1] != '}' {
+		return provider.Message{}, errors.New("not a transcript record")
+	}
+	var want [4]byte
+	if _, err := hex.Decode(want[:], line[len(recordPrefix):len(recordPrefix)+crcDigits]); err != nil {
+		return provider.Message{}, fmt.Errorf("bad checksum field: %w", err)
+	}
+	body := line[head : len(line)-1]
+	got := crc32.Checksum(body, castagnoli)
+	if got != uint32(want[0])<<24|uint32(want[1])<<16|uint32(want[2])<<8|uint32(want[3]) {
+		return provider.Message{}, errors.New("checksum mismatch")
+	}
+	var d diskMessage
+	if err := json.Unmarshal(body, &d); err != nil {
+		return provider.Message{}, err
+	}
+	m := provider.Message{Role: provider.Role(d.Role), Text: d.Text, CallID: d.CallID, IsError: d.IsError}
+	for _, t := range d.Thinking {
+		m.Thinking = append(m.Thinking, provider.Thinking(t))
+	}
+	for _, c := range d.ToolCalls {
+		tc := provider.ToolCall{ID: c.ID, Name: c.Name}
+		if c.Args != "" {
+			tc.Args = json.RawMessage(c.Args)
+		}
+		m.ToolCalls = append(m.ToolCalls, tc)
+	}
+	return m, nil
+}
+
+// ---- helpers ----
+
+func corrupt(path string, err error) error {
+	return fmt.Errorf("%w: %s: %w", ErrCorrupt, path, err)
+}
+
+// checkID admits ids that are safe as one file name.
+func checkID(id string) error {
+	if id == "" {
+		return errors.New("empty session id")
+	}
+	if len(id) > 128 || id[0] == '.' {
+		return fmt.Errorf("invalid session id %q", id)
+	}
+	for _, r := range id {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
+		default:
+			return fmt.Errorf("invalid session id %q", id)
+		}
+	}
+	return nil
+}
+
+// writeAtomic replaces path with data: a synced temp file renamed over it,
+// then the directory synced, so a reader sees the old or the new file whole.
+func writeAtomic(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name()) // a no-op once renamed
+	if err := tmp.Chmod(filePerm); err != nil {
+		tmp.Close()
+		return err
+	}
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return err
+	}
+	return syncDir(dir)
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
