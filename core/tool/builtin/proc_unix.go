@@ -1,0 +1,21 @@
+//go:build unix
+
+package builtin
+
+import (
+	"os"
+	"os/exec"
+	"syscall"
+)
+
+// setProcessGroup makes the command lead a process group of its own, so
+// that killing it reaches everything it started.
+func setProcessGroup(cmd *exec.Cmd) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+}
+
+// killProcessGroup kills the command's process group. It is harmless when
+// the group is gone.
+func killProcessGroup(p *os.Process) {
+	_ = syscall.Kill(-p.Pid, syscall.SIGKILL)
+}
