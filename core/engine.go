@@ -57,10 +57,18 @@ type Session struct {
 
 	mu       sync.Mutex
 	messages []provider.Message
+	persist  func(provider.Message) error
 }
 
-// NewSession returns an empty session.
+// NewSession returns an empty session kept in memory only.
 func NewSession(id string) *Session { return &Session{ID: id} }
+
+// NewSessionFrom returns a session continuing history. Every message the
+// engine adds is handed to persist (when set) before any event reporting it
+// goes out; a persist failure ends the turn with an error.
+func NewSessionFrom(id string, history []provider.Message, persist func(provider.Message) error) *Session {
+	return &Session{ID: id, messages: append([]provider.Message(nil), history...), persist: persist}
+}
 
 // Messages returns a copy of the transcript.
 func (s *Session) Messages() []provider.Message {
@@ -69,10 +77,19 @@ func (s *Session) Messages() []provider.Message {
 	return append([]provider.Message(nil), s.messages...)
 }
 
-func (s *Session) append(m ...provider.Message) {
+// append adds messages, writing each through persist first.
+func (s *Session) append(m ...provider.Message) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.messages = append(s.messages, m...)
+	for _, msg := range m {
+		if s.persist != nil {
+			if err := s.persist(msg); err != nil {
+				return fmt.Errorf("could not write the session record: %w", err)
+			}
+		}
+		s.messages = append(s.messages, msg)
+	}
+	return nil
 }
 
 // Emit receives the events of a turn in order. It is called from the turn's
@@ -93,8 +110,12 @@ func (e *Engine) RunTurn(ctx context.Context, s *Session, text string, emit Emit
 			stop = wire.StopError
 		}
 	}()
-	s.append(provider.Message{Role: provider.RoleUser, Text: text})
+	err := s.append(provider.Message{Role: provider.RoleUser, Text: text})
 	emit(e.budget(s))
+	if err != nil {
+		emit(wire.Error{Message: err.Error()})
+		return wire.StopError
+	}
 	return t.run(ctx)
 }
 
@@ -228,8 +249,10 @@ func (t *turn) stream(ctx context.Context) reply {
 	case ctx.Err() != nil:
 		// Cancelled: what streamed is closed and kept, as the client saw it.
 		if partial != "" {
+			if err := t.s.append(provider.Message{Role: provider.RoleAssistant, Text: partial}); err != nil {
+				return t.fail(err)
+			}
 			t.emit(wire.MessageDone{Text: partial})
-			t.s.append(provider.Message{Role: provider.RoleAssistant, Text: partial})
 		}
 		return reply{stop: wire.StopCancelled}
 	case failure != nil && !errors.Is(failure, provider.ErrIncomplete):
@@ -239,8 +262,10 @@ func (t *turn) stream(ctx context.Context) reply {
 	case failure != nil || !finished:
 		// No completion signal: keep what streamed, refuse its tool calls.
 		if partial != "" {
+			if err := t.s.append(provider.Message{Role: provider.RoleAssistant, Text: partial}); err != nil {
+				return t.fail(err)
+			}
 			t.emit(wire.MessageDone{Text: partial})
-			t.s.append(provider.Message{Role: provider.RoleAssistant, Text: partial})
 		}
 		msg := provider.ErrIncomplete.Error()
 		if failure != nil {
@@ -252,11 +277,19 @@ func (t *turn) stream(ctx context.Context) reply {
 		t.emit(wire.Error{Message: "reply truncated: " + msg})
 		return reply{stop: wire.StopTruncated}
 	}
+	if err := t.s.append(provider.Message{Role: provider.RoleAssistant, Text: partial, Thinking: thinking, ToolCalls: calls}); err != nil {
+		return t.fail(err)
+	}
 	if partial != "" {
 		t.emit(wire.MessageDone{Text: partial})
 	}
-	t.s.append(provider.Message{Role: provider.RoleAssistant, Text: partial, Thinking: thinking, ToolCalls: calls})
 	return reply{finish: finish, calls: calls}
+}
+
+// fail ends the turn on a failure of the harness itself.
+func (t *turn) fail(err error) reply {
+	t.emit(wire.Error{Message: err.Error()})
+	return reply{stop: wire.StopError}
 }
 
 // addThinking folds a delta into the reasoning blocks: a signature closes
@@ -274,13 +307,13 @@ func addThinking(blocks []provider.Thinking, d provider.ThinkingDelta) []provide
 // runTools dispatches the calls of a completed reply in order. It returns a
 // stop reason when the turn must end (cancel, crash), else "".
 func (t *turn) runTools(ctx context.Context, calls []provider.ToolCall) string {
-	results := make([]provider.Message, 0, len(calls))
-	defer func() { t.s.append(results...) }()
 	for i, c := range calls {
 		if ctx.Err() != nil {
 			// Every call needs a result in the transcript.
 			for _, rest := range calls[i:] {
-				results = append(results, provider.Message{Role: provider.RoleTool, CallID: rest.ID, Text: "not run: the turn was cancelled", IsError: true})
+				if err := t.s.append(provider.Message{Role: provider.RoleTool, CallID: rest.ID, Text: "not run: the turn was cancelled", IsError: true}); err != nil {
+					return t.fail(err).stop
+				}
 			}
 			return wire.StopCancelled
 		}
@@ -302,11 +335,16 @@ func (t *turn) runTools(ctx context.Context, calls []provider.ToolCall) string {
 		for _, d := range res.Diffs {
 			t.emit(wire.Diff{CallID: c.ID, Path: d.Path, Diff: d.Unified, Added: d.Added, Removed: d.Removed})
 		}
+		perr := t.s.append(provider.Message{Role: provider.RoleTool, CallID: c.ID, Text: res.Output, IsError: !res.OK})
 		t.emit(wire.ToolEnd{CallID: c.ID, OK: res.OK, Output: res.Output})
-		results = append(results, provider.Message{Role: provider.RoleTool, CallID: c.ID, Text: res.Output, IsError: !res.OK})
+		if perr != nil {
+			return t.fail(perr).stop
+		}
 		if crash != nil {
 			for _, rest := range calls[i+1:] {
-				results = append(results, provider.Message{Role: provider.RoleTool, CallID: rest.ID, Text: "not run: an earlier tool crashed", IsError: true})
+				if err := t.s.append(provider.Message{Role: provider.RoleTool, CallID: rest.ID, Text: "not run: an earlier tool crashed", IsError: true}); err != nil {
+					return t.fail(err).stop
+				}
 			}
 			t.emit(wire.Error{Message: fmt.Sprintf("tool %s crashed: %v", c.Name, crash)})
 			return wire.StopError

@@ -2,6 +2,7 @@ package core_test
 
 import (
 	"context"
+	"errors"
 	"encoding/json"
 	"fmt"
 	"iter"
@@ -407,5 +408,36 @@ func TestToolDiffsBecomeDiffEvents(t *testing.T) {
 	}
 	if d := rec.events[2].(wire.Diff); d.CallID != "c1" || d.Path != "a.txt" || d.Added != 1 {
 		t.Errorf("diff %+v", d)
+	}
+}
+
+// TestMessagesArePersistedBeforeTheirEvents: each message reaches persist
+// before the event that reports it, and a persist failure fails the turn.
+func TestMessagesArePersistedBeforeTheirEvents(t *testing.T) {
+	p := mustScript(t, "replies:\n  - text: Looking.\n    tool_calls: [{id: c1, name: echo_args}]\n  - text: Done.\n")
+	var rec recorder
+	var seen []string // for each persisted message: role, and the events out so far
+	s := core.NewSessionFrom("s", []provider.Message{{Role: provider.RoleUser, Text: "earlier"}}, func(m provider.Message) error {
+		seen = append(seen, fmt.Sprintf("%s@%d", m.Role, len(rec.events)))
+		return nil
+	})
+	newEngine(t, p, echoTool()).RunTurn(context.Background(), s, "go", rec.emit)
+	// user before budget (0 events); assistant before its message_done (1:
+	// budget, 2: token); the tool result before tool_end (4: +message_done,
+	// tool_start); the last reply before its message_done.
+	if got, want := strings.Join(seen, " "), "user@0 assistant@2 tool@4 assistant@6"; got != want {
+		t.Errorf("persist order %s, want %s (events %s)", got, want, rec.types())
+	}
+	if n := len(s.Messages()); n != 5 {
+		t.Errorf("%d messages with the history", n)
+	}
+
+	failing := core.NewSessionFrom("s", nil, func(provider.Message) error { return errors.New("disk full") })
+	var rec2 recorder
+	if stop := newEngine(t, mustScript(t, "replies:\n  - text: x\n")).RunTurn(context.Background(), failing, "go", rec2.emit); stop != wire.StopError {
+		t.Fatalf("stop %q", stop)
+	}
+	if got := rec2.types(); got != "budget error" || !strings.Contains(rec2.events[1].(wire.Error).Message, "disk full") {
+		t.Errorf("events %s %+v", got, rec2.events)
 	}
 }
