@@ -2,8 +2,8 @@ package core_test
 
 import (
 	"context"
-	"errors"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"iter"
 	"reflect"
