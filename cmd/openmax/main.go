@@ -23,6 +23,7 @@ import (
 
 	"github.com/openmax/openmax/core"
 	"github.com/openmax/openmax/core/stdio"
+	"github.com/openmax/openmax/core/store"
 	"github.com/openmax/openmax/core/tool"
 	"github.com/openmax/openmax/core/wire"
 	"github.com/openmax/openmax/provider/clock"
@@ -60,6 +61,7 @@ var errUsage = errors.New("usage")
 
 type options struct {
 	stdio, check, json, version bool
+	cont                        bool
 	spec, input, prompt         string
 	provider, script, model     string
 	baseURL                     string
@@ -78,6 +80,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.input, "input", "", "with --check --stdio: the stdin the client sent, to also account every user command's done")
 	fs.BoolVar(&o.json, "json", false, "with --spec stdio: print the JSON Schema instead of the text")
 	fs.BoolVar(&o.version, "version", false, "print the version")
+	fs.BoolVar(&o.cont, "continue", false, "with --stdio: resume the project's latest session")
 	fs.StringVar(&o.prompt, "p", "", "run one turn with this prompt: the answer on stdout, diagnostics on stderr; exit 4 on max_iterations, budget_exhausted or unverified, 1 on error")
 	fs.StringVar(&o.provider, "provider", "", "the model provider: openai, anthropic, echo (repeats each prompt) or script (plays --script)")
 	fs.StringVar(&o.script, "script", "", "with --provider script: the scenario file (YAML)")
@@ -220,18 +223,74 @@ func runStdio(ctx context.Context, o *options, stdin io.Reader, stdout, stderr i
 		fmt.Fprintf(stderr, "openmax: %v\n", err)
 		return 2
 	}
-	sid := o.sessionID
-	if sid == "" {
-		sid = newSessionID()
+	sess, tx, done, code := openSession(o, e, project, stderr)
+	if sess == nil {
+		return code
 	}
-	code, err := stdio.Serve(ctx, stdin, stdout, stdio.Options{
-		Engine: eng, SessionID: sid, Version: Version, Project: project, Log: stderr,
+	defer done()
+	code, err = stdio.Serve(ctx, stdin, stdout, stdio.Options{
+		Engine: eng, SessionID: sess.ID, Session: sess, Transcript: tx,
+		Version: Version, Project: project, Log: stderr,
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "openmax: %v\n", err)
 		return 1
 	}
 	return code
+}
+
+// openSession opens the session on disk: the project's latest one with
+// --continue (exit 2 when there is none, 1 when it cannot be read or
+// another process owns it), else a new one. Without a state directory a
+// new session runs in memory, with a warning. A nil session means exit
+// with code.
+func openSession(o *options, e env, project string, stderr io.Writer) (*core.Session, *wire.Transcript, func(), int) {
+	sid := o.sessionID
+	if sid == "" {
+		sid = newSessionID()
+	}
+	memory := func(why error) (*core.Session, *wire.Transcript, func(), int) {
+		fmt.Fprintf(stderr, "openmax: this session is not saved: %v\n", why)
+		return core.NewSession(sid), nil, func() {}, 0
+	}
+	fail := func(code int, format string, a ...any) (*core.Session, *wire.Transcript, func(), int) {
+		fmt.Fprintf(stderr, "openmax: "+format+"\n", a...)
+		return nil, nil, nil, code
+	}
+	dir, err := store.StateDir(e.env)
+	if err != nil {
+		if o.cont {
+			return fail(1, "--continue: %v", err)
+		}
+		return memory(err)
+	}
+	st, err := store.Open(dir, project)
+	if err != nil {
+		if o.cont {
+			return fail(1, "--continue: %v", err)
+		}
+		return memory(err)
+	}
+	if !o.cont {
+		w, err := st.Create(sid)
+		if err != nil {
+			return memory(err)
+		}
+		return core.NewSessionFrom(sid, nil, w.Append), nil, func() { w.Close() }, 0
+	}
+	latest, err := st.Latest()
+	if errors.Is(err, store.ErrNoSession) {
+		return fail(2, "--continue: no prior session in %s", project)
+	}
+	if err != nil {
+		return fail(1, "--continue: %v", err)
+	}
+	w, msgs, err := st.Continue(latest)
+	if err != nil {
+		return fail(1, "--continue: %v", err)
+	}
+	tmsgs, truncated := store.Transcript(msgs)
+	return core.NewSessionFrom(latest, msgs, w.Append), &wire.Transcript{Messages: tmsgs, Truncated: truncated}, func() { w.Close() }, 0
 }
 
 // runPrompt is `openmax -p PROMPT`: one turn, the reply text on stdout as

@@ -145,6 +145,7 @@ func TestProcessSignalCancelsTurn(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "--stdio", "--provider", "script", "--script", sc, "--project", dir)
+	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+t.TempDir())
 	stdin, _ := cmd.StdinPipe()
 	stdoutPipe, _ := cmd.StdoutPipe()
 	var stderr bytes.Buffer
@@ -220,7 +221,7 @@ func runTurns(t *testing.T, n int, args ...string) (string, int) {
 	defer cancel()
 	codec := make(chan int, 1)
 	go func() {
-		codec <- run(ctx, args, inR, outW, io.Discard, env{clock: clock.Real{}})
+		codec <- run(ctx, args, inR, outW, io.Discard, env{clock: clock.Real{}, getenv: func(string) string { return "" }})
 		outW.Close()
 	}()
 	lines := make(chan string, 64)
@@ -323,5 +324,75 @@ func TestPromptMode(t *testing.T) {
 	}
 	if stdout, _, code := runCLI(t, "", "-p", "echo me", "--provider", "echo"); code != 0 || stdout != "echo me\n" {
 		t.Errorf("-p with echo: exit %d %q", code, stdout)
+	}
+}
+
+// TestContinue: a session is saved as it runs; --continue resumes it with
+// hello continued and a transcript line, refuses while another process owns
+// it, and exits 2 where there is no session.
+func TestContinue(t *testing.T) {
+	state, project := t.TempDir(), t.TempDir()
+	e := env{clock: clock.Real{}, getenv: func(k string) string {
+		if k == "XDG_STATE_HOME" {
+			return state
+		}
+		return ""
+	}}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	runWith := func(stdin string, args ...string) (string, string, int) {
+		var out, errb bytes.Buffer
+		code := run(ctx, args, strings.NewReader(stdin), &out, &errb, e)
+		return out.String(), errb.String(), code
+	}
+	if _, stderr, code := runWith("", "--stdio", "--provider", "echo", "--project", project, "--continue"); code != 2 || !strings.Contains(stderr, "no prior session") {
+		t.Fatalf("no session: exit %d %s", code, stderr)
+	}
+	out, stderr, code := runWith(`{"cmd":"user","text":"remember the word lantern"}`+"\n", "--stdio", "--provider", "echo", "--project", project, "--session-id", "s-first")
+	if code != 0 || !strings.Contains(out, `"type":"done"`) {
+		t.Fatalf("first session: exit %d\n%s%s", code, out, stderr)
+	}
+	out, stderr, code = runWith("", "--stdio", "--provider", "echo", "--project", project, "--continue")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if code != 0 || len(lines) != 2 {
+		t.Fatalf("continue: exit %d\n%s%s", code, out, stderr)
+	}
+	if !strings.Contains(lines[0], `"session_id":"s-first"`) || !strings.Contains(lines[0], `"continued":true`) {
+		t.Errorf("hello %s", lines[0])
+	}
+	want := `{"type":"transcript","session_id":"s-first","messages":[{"role":"user","content":"remember the word lantern"},{"role":"assistant","content":"remember the word lantern"}],"truncated":false}`
+	if lines[1] != want {
+		t.Errorf("transcript\n got %s\nwant %s", lines[1], want)
+	}
+	if _, err := wire.CheckStream(strings.NewReader(out), func(v wire.Verdict) {
+		if v.Err != nil {
+			t.Errorf("checker: %v", v.Err)
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+
+	// While one process owns the session, a second --continue is refused
+	// before the handshake.
+	inR, inW := io.Pipe()
+	held := make(chan int, 1)
+	var heldOut bytes.Buffer
+	firstLine := make(chan struct{})
+	go func() {
+		held <- run(ctx, []string{"--stdio", "--provider", "echo", "--project", project, "--continue"}, inR, writerFunc(func(p []byte) (int, error) {
+			if heldOut.Len() == 0 {
+				defer close(firstLine)
+			}
+			return heldOut.Write(p)
+		}), io.Discard, e)
+	}()
+	<-firstLine
+	out, stderr, code = runWith("", "--stdio", "--provider", "echo", "--project", project, "--continue")
+	if code != 1 || out != "" || !strings.Contains(stderr, "owned") {
+		t.Errorf("second owner: exit %d, stdout %q, stderr %q", code, out, stderr)
+	}
+	inW.Close()
+	if code := <-held; code != 0 {
+		t.Errorf("owner exit %d", code)
 	}
 }

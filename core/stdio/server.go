@@ -22,8 +22,14 @@ import (
 type Options struct {
 	Engine    *core.Engine
 	SessionID string
-	Version   string
-	Project   string // absolute project directory, reported by hello
+	// Session, when set, is the conversation to serve (a continued one, or
+	// one that persists its messages); nil starts an empty in-memory one.
+	Session *core.Session
+	// Transcript, when set, marks the session as continued: hello says so
+	// and this line follows it.
+	Transcript *wire.Transcript
+	Version    string
+	Project    string // absolute project directory, reported by hello
 	// Modes persists approval_mode; nil keeps the mode in memory only.
 	Modes ModeStore
 	// Approvals answers approve commands; nil means no approval is ever
@@ -81,8 +87,11 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, opts Options) (int,
 	s := &server{
 		opts:  opts,
 		w:     wire.NewWriter(out, opts.SessionID),
-		sess:  core.NewSession(opts.SessionID),
+		sess:  opts.Session,
 		ended: make(chan string, 1),
+	}
+	if s.sess == nil {
+		s.sess = core.NewSession(opts.SessionID)
 	}
 	if s.opts.Modes == nil {
 		s.opts.Modes = NewMemoryModes("ask")
@@ -121,8 +130,15 @@ func (s *server) serve(ctx context.Context, in io.Reader) (int, error) {
 	if err := s.w.Line(wire.Hello{
 		Proto: wire.Proto, ProtocolVersion: wire.ProtocolVersion,
 		SessionID: s.opts.SessionID, Version: s.opts.Version, Project: s.opts.Project,
+		Continued: s.opts.Transcript != nil,
 	}); err != nil {
 		return 1, err
+	}
+	if tx := s.opts.Transcript; tx != nil {
+		tx.SessionID = s.opts.SessionID
+		if err := s.w.Line(*tx); err != nil {
+			return 1, err
+		}
 	}
 
 	lines := make(chan input)
