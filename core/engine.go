@@ -42,7 +42,28 @@ type Engine struct {
 	// OnPanic, when set, receives a panic recovered inside a turn with its
 	// stack (the binary logs it to stderr). The turn itself reports error.
 	OnPanic func(r any, stack []byte)
+	// Mode reports the approval mode for mutating tools: "auto" runs them,
+	// "ask" asks Approver first, "readonly" refuses them. Nil means auto.
+	Mode func() string
+	// Approver answers approval requests in ask mode; nil declines them.
+	Approver Approver
 }
+
+// Approver settles approval requests.
+type Approver interface {
+	// Ask registers approval id, calls announce (which emits the request,
+	// so an answer can never arrive before the id is known), then waits for
+	// the answer and returns the outcome: approved, declined, timed_out, or
+	// cancelled when ctx ends first.
+	Ask(ctx context.Context, id string, announce func()) string
+}
+
+// Approval outcomes.
+const (
+	OutcomeApproved  = "approved"
+	OutcomeDeclined  = "declined"
+	OutcomeCancelled = "cancelled"
+)
 
 func (e *Engine) panicked(r any) {
 	if e.OnPanic != nil {
@@ -327,6 +348,10 @@ func (t *turn) runTools(ctx context.Context, calls []provider.ToolCall) string {
 		case !ok:
 			res = tool.Failed("unknown tool %q", c.Name)
 		default:
+			if outcome := t.gate(ctx, c, tl, args); outcome != "" {
+				res = tool.Failed("not run: %s", outcome)
+				break
+			}
 			res, crash = t.runTool(ctx, tl, args)
 		}
 		if ctx.Err() != nil && !res.OK && res.Output == "" {
@@ -354,6 +379,44 @@ func (t *turn) runTools(ctx context.Context, calls []provider.ToolCall) string {
 		return wire.StopCancelled
 	}
 	return ""
+}
+
+// gate applies the approval mode to a mutating tool call. It returns why
+// the call must not run, or "" to run it.
+func (t *turn) gate(ctx context.Context, c provider.ToolCall, tl tool.Tool, args json.RawMessage) string {
+	m, ok := tl.(tool.Mutator)
+	if !ok || !m.Mutating() {
+		return ""
+	}
+	mode := "auto"
+	if t.e.Mode != nil {
+		mode = t.e.Mode()
+	}
+	switch mode {
+	case "readonly":
+		return fmt.Sprintf("%s changes the project, and the approval mode is readonly", c.Name)
+	case "ask":
+	default:
+		return ""
+	}
+	id := "approve-" + c.ID
+	announce := func() {
+		t.emit(wire.ApprovalRequest{
+			ApprovalID: id, Name: c.Name, Reason: "gate",
+			Summary: fmt.Sprintf("%s wants to run", c.Name), Detail: string(args),
+		})
+	}
+	outcome := OutcomeDeclined
+	if t.e.Approver != nil {
+		outcome = t.e.Approver.Ask(ctx, id, announce)
+	} else {
+		announce()
+	}
+	t.emit(wire.ApprovalSettled{ApprovalID: id, Outcome: outcome})
+	if outcome == OutcomeApproved {
+		return ""
+	}
+	return fmt.Sprintf("the call was %s", strings.ReplaceAll(outcome, "_", " "))
 }
 
 func (t *turn) runTool(ctx context.Context, tl tool.Tool, args json.RawMessage) (res tool.Result, crash any) {

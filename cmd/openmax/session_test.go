@@ -83,6 +83,17 @@ func echoArgsTool() tool.Tool {
 	}
 }
 
+// touchTool is a mutating tool: in ask mode it waits for approval.
+type touchTool struct{}
+
+func (touchTool) Spec() provider.ToolSpec {
+	return provider.ToolSpec{Name: "touch", Description: "changes the project", Schema: json.RawMessage(`{"type":"object"}`)}
+}
+func (touchTool) Run(context.Context, json.RawMessage) tool.Result {
+	return tool.Result{OK: true, Output: "touched"}
+}
+func (touchTool) Mutating() bool { return true }
+
 // panicTool crashes.
 func panicTool() tool.Tool {
 	return tool.Func{
@@ -145,7 +156,7 @@ func runSession(t *testing.T, dir string, prefix []string) (transcript, stdin []
 	defer cancel()
 	var stderr bytes.Buffer
 	go func() {
-		code := run(ctx, args, inR, outW, &stderr, env{clock: fake, tools: []tool.Tool{blockTool(fake), echoArgsTool(), panicTool()}, getenv: testEnv})
+		code := run(ctx, args, inR, outW, &stderr, env{clock: fake, tools: []tool.Tool{blockTool(fake), echoArgsTool(), panicTool(), touchTool{}}, getenv: testEnv})
 		outW.Close()
 		s.result <- code
 	}()

@@ -8,10 +8,12 @@ package stdio
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/openmax/openmax/core"
@@ -32,9 +34,8 @@ type Options struct {
 	Project    string // absolute project directory, reported by hello
 	// Modes persists approval_mode; nil keeps the mode in memory only.
 	Modes ModeStore
-	// Approvals answers approve commands; nil means no approval is ever
-	// pending, so every approve names an unknown id.
-	Approvals Approvals
+	// The server settles the engine's approval requests itself: it sets
+	// Engine.Approver and, when unset, Engine.Mode (from Modes).
 	// Log receives diagnostics (never protocol lines); nil discards them.
 	Log io.Writer
 	// Handled, when set, is called from the serve loop after each stdin
@@ -53,30 +54,95 @@ type ModeStore interface {
 	SetMode(mode string) error
 }
 
-// Approvals settles pending approval requests.
-type Approvals interface {
-	// Answer settles approval id. It fails when the id was never issued or
-	// has already settled.
-	Answer(id string, approved bool) error
+// MemoryModes is a ModeStore that keeps the mode in memory. It is safe
+// for concurrent use.
+type MemoryModes struct {
+	mu   sync.Mutex
+	mode string
 }
-
-// MemoryModes is a ModeStore that keeps the mode in memory.
-type MemoryModes struct{ mode string }
 
 // NewMemoryModes returns a store starting at mode.
 func NewMemoryModes(mode string) *MemoryModes { return &MemoryModes{mode: mode} }
 
 // Mode returns the mode.
-func (m *MemoryModes) Mode() string { return m.mode }
+func (m *MemoryModes) Mode() string { m.mu.Lock(); defer m.mu.Unlock(); return m.mode }
 
 // SetMode sets the mode.
-func (m *MemoryModes) SetMode(mode string) error { m.mode = mode; return nil }
-
-type noApprovals struct{}
-
-func (noApprovals) Answer(id string, _ bool) error {
-	return fmt.Errorf("approval_id %q was never issued or has already settled", id)
+func (m *MemoryModes) SetMode(mode string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.mode = mode
+	return nil
 }
+
+// approvals holds the pending approval requests of a session. Once
+// shutdown starts (quit, EOF, a signal) pending and later requests are
+// declined so the drain ends promptly. It is safe for concurrent use.
+type approvals struct {
+	mu        sync.Mutex
+	pending   map[string]chan string
+	declining bool
+}
+
+func newApprovals() *approvals { return &approvals{pending: map[string]chan string{}} }
+
+// Ask implements core.Approver.
+func (a *approvals) Ask(ctx context.Context, id string, announce func()) string {
+	a.mu.Lock()
+	if a.declining {
+		a.mu.Unlock()
+		announce()
+		return core.OutcomeDeclined
+	}
+	ch := make(chan string, 1)
+	a.pending[id] = ch
+	a.mu.Unlock()
+	announce()
+	select {
+	case outcome := <-ch:
+		return outcome
+	case <-ctx.Done():
+		a.mu.Lock()
+		delete(a.pending, id)
+		a.mu.Unlock()
+		select { // an answer that raced the cancel still wins
+		case outcome := <-ch:
+			return outcome
+		default:
+			return core.OutcomeCancelled
+		}
+	}
+}
+
+// answer settles a pending request from an approve command.
+func (a *approvals) answer(id string, approved bool) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	ch, ok := a.pending[id]
+	if !ok {
+		return fmt.Errorf("approval_id %s was never issued or has already settled", quote(id))
+	}
+	delete(a.pending, id)
+	if approved {
+		ch <- core.OutcomeApproved
+	} else {
+		ch <- core.OutcomeDeclined
+	}
+	return nil
+}
+
+// declineAll declines what is pending and everything asked from now on.
+func (a *approvals) declineAll() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.declining = true
+	for id, ch := range a.pending {
+		ch <- core.OutcomeDeclined
+		delete(a.pending, id)
+	}
+}
+
+func quote(s string) string { b, _ := json.Marshal(s); return string(b) }
 
 // Serve runs one session: it writes hello, answers commands read from in
 // until quit or EOF (or until ctx is cancelled, which cancels the running
@@ -96,8 +162,12 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, opts Options) (int,
 	if s.opts.Modes == nil {
 		s.opts.Modes = NewMemoryModes("ask")
 	}
-	if s.opts.Approvals == nil {
-		s.opts.Approvals = noApprovals{}
+	s.approvals = newApprovals()
+	if opts.Engine != nil {
+		opts.Engine.Approver = s.approvals
+		if opts.Engine.Mode == nil {
+			opts.Engine.Mode = s.opts.Modes.Mode
+		}
 	}
 	if s.opts.Log == nil {
 		s.opts.Log = io.Discard
@@ -110,10 +180,11 @@ type server struct {
 	w    *wire.Writer
 	sess *core.Session
 
-	running  *running    // the in-flight turn, nil when idle
-	ended    chan string // the running turn's stop_reason
-	lastStop string
-	quitting bool
+	running   *running    // the in-flight turn, nil when idle
+	ended     chan string // the running turn's stop_reason
+	lastStop  string
+	quitting  bool
+	approvals *approvals
 }
 
 type running struct {
@@ -148,8 +219,11 @@ func (s *server) serve(ctx context.Context, in io.Reader) (int, error) {
 
 	shutdown, failed := ctx.Done(), s.w.Failed()
 	for {
-		if s.quitting && s.running == nil {
-			return s.exitCode(), s.w.Err()
+		if s.quitting {
+			s.approvals.declineAll()
+			if s.running == nil {
+				return s.exitCode(), s.w.Err()
+			}
 		}
 		select {
 		case <-failed:
@@ -279,7 +353,7 @@ func (s *server) handle(in input) {
 		}
 		s.emitEvent(s.refreeze())
 	case wire.Approve:
-		if err := s.opts.Approvals.Answer(c.ApprovalID, c.Approved); err != nil {
+		if err := s.approvals.answer(c.ApprovalID, c.Approved); err != nil {
 			s.protocolError(in.n, "approve: %v", err)
 		}
 	case wire.ApprovalMode:
