@@ -25,6 +25,7 @@ import (
 	"github.com/openmax/openmax/core/stdio"
 	"github.com/openmax/openmax/core/store"
 	"github.com/openmax/openmax/core/tool"
+	"github.com/openmax/openmax/core/tool/builtin"
 	"github.com/openmax/openmax/core/wire"
 	"github.com/openmax/openmax/provider/clock"
 )
@@ -47,6 +48,7 @@ type env struct {
 	getenv    func(string) string // nil means os.Getenv
 	transport http.RoundTripper   // the provider's HTTP transport; nil means the default
 	seed      uint64              // seeds the retry jitter
+	noBuiltin bool                // leave out the built-in tools (a replay answers from the recording)
 }
 
 func (e env) env(key string) string {
@@ -305,6 +307,8 @@ func runPrompt(ctx context.Context, o *options, stdout, stderr io.Writer, e env)
 		fmt.Fprintf(stderr, "openmax: %v\n", err)
 		return 2
 	}
+	// Nobody can answer an approval here: mutating calls are declined.
+	eng.Mode = func() string { return "ask" }
 	sid := o.sessionID
 	if sid == "" {
 		sid = newSessionID()
@@ -358,7 +362,15 @@ func buildEngine(o *options, e env, stderr io.Writer) (*core.Engine, string, err
 	if err != nil {
 		return nil, "", err
 	}
-	tools, err := tool.NewRegistry(e.tools...)
+	all := e.tools
+	if !e.noBuiltin {
+		builtins, err := builtin.New(project, builtin.Options{})
+		if err != nil {
+			return nil, "", err
+		}
+		all = append(builtins, e.tools...)
+	}
+	tools, err := tool.NewRegistry(all...)
 	if err != nil {
 		return nil, "", err
 	}

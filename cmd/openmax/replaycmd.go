@@ -129,7 +129,7 @@ func replayOne(ctx context.Context, path string, pace replay.Pace, ignore []stri
 			}
 			return ""
 		}
-		re.tools = recordedTools(f.Session)
+		re.tools, re.noBuiltin = recordedTools(f.Session), true
 		eng, _, err := buildEngine(o, re, stderr)
 		return eng, err
 	}
