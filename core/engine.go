@@ -39,6 +39,11 @@ type Engine struct {
 	MaxIterations int
 	// ContextTokens is the model's window, reported by budget.
 	ContextTokens int
+	// MaxAgentTokens caps the tokens one turn may spend (prompt plus
+	// completion, as the provider reports them, or as estimated when it
+	// does not): once reached, the next request is refused before it is
+	// sent and the turn ends budget_exhausted. Zero means no cap.
+	MaxAgentTokens int
 	// OnPanic, when set, receives a panic recovered inside a turn with its
 	// stack (the binary logs it to stderr). The turn itself reports error.
 	OnPanic func(r any, stack []byte)
@@ -79,6 +84,9 @@ type Session struct {
 	mu       sync.Mutex
 	messages []provider.Message
 	persist  func(provider.Message) error
+	// scale corrects the estimate when the server counted more prompt
+	// tokens than estimated for the last request.
+	scale float64
 }
 
 // NewSession returns an empty session kept in memory only.
@@ -143,6 +151,22 @@ func (e *Engine) RunTurn(ctx context.Context, s *Session, text string, emit Emit
 // budget estimates how full the window is: about four bytes per token over
 // the transcript and the tool schemas sent with every request.
 func (e *Engine) budget(s *Session) wire.Budget {
+	used := e.estimate(s)
+	s.mu.Lock()
+	if s.scale > 1 {
+		used = int(float64(used)*s.scale + 0.5)
+	}
+	s.mu.Unlock()
+	window := e.ContextTokens
+	if window <= 0 {
+		window = DefaultContextTokens
+	}
+	return wire.Budget{UsedTokens: used, ContextTokens: window}
+}
+
+// estimate is the token estimate of the next request: about four bytes a
+// token over the transcript and the tool schemas sent with every request.
+func (e *Engine) estimate(s *Session) int {
 	n := len(e.System)
 	for _, m := range s.Messages() {
 		n += len(m.Text) + len(m.CallID)
@@ -156,11 +180,7 @@ func (e *Engine) budget(s *Session) wire.Budget {
 	for _, sp := range e.Tools.Specs() {
 		n += len(sp.Name) + len(sp.Description) + len(sp.Schema)
 	}
-	window := e.ContextTokens
-	if window <= 0 {
-		window = DefaultContextTokens
-	}
-	return wire.Budget{UsedTokens: (n + 3) / 4, ContextTokens: window}
+	return (n + 3) / 4
 }
 
 type turn struct {
@@ -168,6 +188,7 @@ type turn struct {
 	s        *Session
 	emit     Emit
 	requests int // model requests made so far
+	spent    int // tokens this turn has spent
 }
 
 func (t *turn) run(ctx context.Context) string {
@@ -178,6 +199,9 @@ func (t *turn) run(ctx context.Context) string {
 	for i := 1; ; i++ {
 		if ctx.Err() != nil {
 			return wire.StopCancelled
+		}
+		if cap := t.e.MaxAgentTokens; cap > 0 && t.spent >= cap {
+			return wire.StopBudgetExhausted
 		}
 		r := t.stream(ctx)
 		if r.stop != "" {
@@ -210,6 +234,13 @@ type reply struct {
 // failures and cancellation.
 func (t *turn) stream(ctx context.Context) reply {
 	t.requests++
+	estimate := t.e.estimate(t.s)
+	reported := false
+	defer func() {
+		if !reported {
+			t.spent += estimate
+		}
+	}()
 	req := provider.Request{
 		Model:    t.e.Model,
 		System:   t.e.System,
@@ -248,6 +279,13 @@ func (t *turn) stream(ctx context.Context) reply {
 			}
 			calls = append(calls, c)
 		case provider.Usage:
+			reported = true
+			t.spent += p.PromptTokens + p.CompletionTokens
+			if estimate > 0 {
+				t.s.mu.Lock()
+				t.s.scale = float64(p.PromptTokens) / float64(estimate)
+				t.s.mu.Unlock()
+			}
 			t.emit(wire.Usage{PromptTokens: p.PromptTokens, CompletionTokens: p.CompletionTokens, CachedTokens: p.CachedTokens})
 		case provider.Finish:
 			finish, finished = p.Reason, true

@@ -441,3 +441,46 @@ func TestMessagesArePersistedBeforeTheirEvents(t *testing.T) {
 		t.Errorf("events %s %+v", got, rec2.events)
 	}
 }
+
+// TestMaxAgentTokens: once a turn has spent its cap the next request is
+// refused before it goes out (budget_exhausted), and the next turn goes on.
+func TestMaxAgentTokens(t *testing.T) {
+	p := mustScript(t, `
+replies:
+  - tool_calls: [{id: c1, name: echo_args}]
+    usage: {prompt_tokens: 100, completion_tokens: 50}
+  - tool_calls: [{id: c2, name: echo_args}]
+    usage: {prompt_tokens: 100, completion_tokens: 50}
+  - text: "Finished."
+`)
+	e := newEngine(t, p, echoTool())
+	e.MaxAgentTokens = 200
+	s := core.NewSession("s")
+	var rec recorder
+	if stop := e.RunTurn(context.Background(), s, "go", rec.emit); stop != wire.StopBudgetExhausted {
+		t.Fatalf("stop %q (%s)", stop, rec.types())
+	}
+	if n := len(p.Requests()); n != 2 {
+		t.Errorf("%d requests went out, want 2 (the third refused)", n)
+	}
+	var again recorder
+	if stop := e.RunTurn(context.Background(), s, "continue", again.emit); stop != "stop" || !strings.Contains(again.types(), "message_done") {
+		t.Errorf("resubmitting: stop %q (%s)", stop, again.types())
+	}
+}
+
+// TestBudgetScalesToReportedPromptTokens: when the server counted more
+// prompt tokens than estimated, later budgets scale up by that ratio.
+func TestBudgetScalesToReportedPromptTokens(t *testing.T) {
+	p := mustScript(t, "replies:\n  - text: a\n    usage: {prompt_tokens: 1000, completion_tokens: 1}\n  - text: b\n")
+	e := newEngine(t, p)
+	s := core.NewSession("s")
+	var first, second recorder
+	e.RunTurn(context.Background(), s, "x", first.emit)
+	e.RunTurn(context.Background(), s, "y", second.emit)
+	b1, b2 := first.events[0].(wire.Budget), second.events[0].(wire.Budget)
+	// The first request was estimated at b1.UsedTokens; the server said 1000.
+	if b2.UsedTokens < 1000 {
+		t.Errorf("budget %d then %d: not scaled to the reported 1000 prompt tokens", b1.UsedTokens, b2.UsedTokens)
+	}
+}

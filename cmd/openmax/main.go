@@ -69,6 +69,7 @@ type options struct {
 	baseURL                     string
 	project, sessionID          string
 	maxIterations, maxAttempts  int
+	maxAgentTokens              int
 	idleTimeout                 time.Duration
 }
 
@@ -88,6 +89,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.script, "script", "", "with --provider script: the scenario file (YAML)")
 	fs.StringVar(&o.model, "model", "", "the model name sent to the provider (openai default "+defaultOpenAIModel+", anthropic default "+defaultAnthropicModel+")")
 	fs.StringVar(&o.baseURL, "base-url", "", "the provider's base URL (default: $OPENAI_BASE_URL or $ANTHROPIC_BASE_URL, else the vendor's)")
+	fs.IntVar(&o.maxAgentTokens, "max-agent-tokens", 0, "tokens one turn may spend before its next request is refused (budget_exhausted); 0 means no cap")
 	fs.IntVar(&o.maxAttempts, "max-attempts", 4, "attempts per model request, the first included, before a retryable failure ends the turn")
 	fs.DurationVar(&o.idleTimeout, "idle-timeout", 120*time.Second, "a provider stream that sends no byte for this long counts as died")
 	fs.StringVar(&o.project, "project", "", "the project directory (default: the working directory)")
@@ -116,6 +118,9 @@ flags:
 	}
 	if o.maxIterations < 1 {
 		return nil, fmt.Errorf("%w: --max-iterations must be at least 1", errUsage)
+	}
+	if o.maxAgentTokens < 0 {
+		return nil, fmt.Errorf("%w: --max-agent-tokens must not be negative", errUsage)
 	}
 	if o.maxAttempts < 1 {
 		return nil, fmt.Errorf("%w: --max-attempts must be at least 1", errUsage)
@@ -375,11 +380,12 @@ func buildEngine(o *options, e env, stderr io.Writer) (*core.Engine, string, err
 		return nil, "", err
 	}
 	return &core.Engine{
-		Provider:      prov,
-		Tools:         tools,
-		Model:         o.model,
-		MaxIterations: o.maxIterations,
-		ContextTokens: window,
+		Provider:       prov,
+		Tools:          tools,
+		Model:          o.model,
+		MaxIterations:  o.maxIterations,
+		MaxAgentTokens: o.maxAgentTokens,
+		ContextTokens:  window,
 		OnPanic: func(r any, stack []byte) {
 			fmt.Fprintf(stderr, "openmax: recovered from a crash inside a turn: %v\n%s", r, stack)
 		},
