@@ -87,6 +87,8 @@ type Session struct {
 	// scale corrects the estimate when the server counted more prompt
 	// tokens than estimated for the last request.
 	scale float64
+	// warnedSchemas records that schemas_over_budget went out.
+	warnedSchemas bool
 }
 
 // NewSession returns an empty session kept in memory only.
@@ -166,9 +168,12 @@ func (e *Engine) budget(s *Session) wire.Budget {
 
 // estimate is the token estimate of the next request: about four bytes a
 // token over the transcript and the tool schemas sent with every request.
-func (e *Engine) estimate(s *Session) int {
+func (e *Engine) estimate(s *Session) int { return e.estimateOf(s.Messages()) }
+
+// estimateOf estimates a request carrying msgs.
+func (e *Engine) estimateOf(msgs []provider.Message) int {
 	n := len(e.System)
-	for _, m := range s.Messages() {
+	for _, m := range msgs {
 		n += len(m.Text) + len(m.CallID)
 		for _, th := range m.Thinking {
 			n += len(th.Text)
@@ -203,6 +208,7 @@ func (t *turn) run(ctx context.Context) string {
 		if cap := t.e.MaxAgentTokens; cap > 0 && t.spent >= cap {
 			return wire.StopBudgetExhausted
 		}
+		t.compact()
 		r := t.stream(ctx)
 		if r.stop != "" {
 			return r.stop
@@ -343,6 +349,59 @@ func (t *turn) stream(ctx context.Context) reply {
 		t.emit(wire.MessageDone{Text: partial})
 	}
 	return reply{finish: finish, calls: calls}
+}
+
+// Compaction thresholds, as fractions of the window: past compactAt the
+// oldest exchanges are dropped until the estimate is under compactTo.
+const (
+	compactAt = 0.8
+	compactTo = 0.6
+)
+
+// compact prunes the oldest exchanges (a user message and everything up to
+// the next one) when the next request nears the window, and reports it with
+// a compacted receipt. It never drops the latest exchange. The tool schemas
+// cost every request the same: when they take half the window or more the
+// client is told once (schemas_over_budget), and once they take all that
+// compaction could leave, pruning stops.
+func (t *turn) compact() {
+	window := t.e.ContextTokens
+	if window <= 0 {
+		window = DefaultContextTokens
+	}
+	schema := 0
+	for _, sp := range t.e.Tools.Specs() {
+		schema += (len(sp.Name) + len(sp.Description) + len(sp.Schema) + 3) / 4
+	}
+	target := int(float64(window) * compactTo)
+	if schema*2 >= window && !t.s.warnedSchemas {
+		t.s.warnedSchemas = true
+		t.emit(wire.SchemasOverBudget{SchemaTokens: schema, BudgetTokens: target})
+	}
+	before := t.e.estimate(t.s)
+	if float64(before) < float64(window)*compactAt || schema >= target {
+		return
+	}
+	t.s.mu.Lock()
+	msgs := t.s.messages
+	dropped := 0
+	for t.e.estimateOf(msgs) > target {
+		next := -1
+		for i := 1; i < len(msgs); i++ {
+			if msgs[i].Role == provider.RoleUser {
+				next = i
+				break
+			}
+		}
+		if next < 0 {
+			break // only the latest exchange is left
+		}
+		dropped += next
+		msgs = msgs[next:]
+	}
+	t.s.messages = append([]provider.Message(nil), msgs...)
+	t.s.mu.Unlock()
+	t.emit(wire.Compacted{TokensBefore: before, TokensAfter: t.e.estimate(t.s), CompactedMessages: dropped})
 }
 
 // fail ends the turn on a failure of the harness itself.

@@ -484,3 +484,45 @@ func TestBudgetScalesToReportedPromptTokens(t *testing.T) {
 		t.Errorf("budget %d then %d: not scaled to the reported 1000 prompt tokens", b1.UsedTokens, b2.UsedTokens)
 	}
 }
+
+// TestCompactionNearTheWindow: when the next request nears the window the
+// oldest exchanges are dropped, with a compacted receipt, and the latest
+// prompt always goes out.
+func TestCompactionNearTheWindow(t *testing.T) {
+	long := strings.Repeat("word ", 40) // 200 bytes, about 50 tokens
+	p := mustScript(t, "replies:\n  - text: '"+long+"'\n  - text: '"+long+"'\n  - text: ok\n")
+	e := newEngine(t, p)
+	e.ContextTokens = 200 // compaction past 160 estimated tokens, down to 120
+	s := core.NewSession("s")
+	var turns [3]recorder
+	for i, prompt := range []string{long, long, "last question"} {
+		e.RunTurn(context.Background(), s, prompt, turns[i].emit)
+	}
+	if got := turns[2].types(); !strings.HasPrefix(got, "budget compacted ") {
+		t.Fatalf("third turn: %s", got)
+	}
+	c := turns[2].events[1].(wire.Compacted)
+	if c.CompactedMessages == 0 || c.TokensAfter >= c.TokensBefore || c.TokensAfter > 120 {
+		t.Errorf("receipt %+v", c)
+	}
+	reqs := p.Requests()
+	last := reqs[len(reqs)-1].Messages
+	if last[len(last)-1].Text != "last question" || len(last) >= 5 {
+		t.Errorf("the compacted request: %+v", last)
+	}
+}
+
+func TestSchemasOverBudgetOncePerSession(t *testing.T) {
+	big := tool.Func{ToolSpec: provider.ToolSpec{Name: "big", Schema: json.RawMessage(`{"description":"` + strings.Repeat("x", 800) + `"}`)},
+		Fn: func(context.Context, json.RawMessage) tool.Result { return tool.Result{OK: true} }}
+	p := mustScript(t, "replies:\n  - text: a\n  - text: b\n")
+	e := newEngine(t, p, big)
+	e.ContextTokens = 300 // the schema (about 200 tokens) takes most of it
+	s := core.NewSession("s")
+	var first, second recorder
+	e.RunTurn(context.Background(), s, "x", first.emit)
+	e.RunTurn(context.Background(), s, "y", second.emit)
+	if !strings.Contains(first.types(), "schemas_over_budget") || strings.Contains(second.types(), "schemas_over_budget") {
+		t.Errorf("first %s / second %s", first.types(), second.types())
+	}
+}
