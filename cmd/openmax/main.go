@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/openmax/openmax/core"
+	"github.com/openmax/openmax/core/config"
 	"github.com/openmax/openmax/core/stdio"
 	"github.com/openmax/openmax/core/store"
 	"github.com/openmax/openmax/core/tool"
@@ -103,6 +104,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
   openmax record --cassette FILE [--proxy --upstream URL] [flags]  record a live session (or any client)
   openmax replay CASSETTE|DIR [--golden F] [--update] [--pace P]   replay through the real engine
   openmax cassette show|inject|import ...                          inspect, fault-inject, import
+  openmax trust [DIR]                                              trust a project (turns run only in trusted ones)
   openmax -p PROMPT --provider ... [flags]                          one turn, the answer on stdout
   openmax --spec stdio [--json]                                     print the wire contract
   openmax --check --stdio [--input STDIN.jsonl] < stream.jsonl     validate openmax stdout
@@ -139,6 +141,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			return runReplay(ctx, args[1:], stdout, stderr, e)
 		case "cassette":
 			return runCassette(args[1:], stdout, stderr)
+		case "trust":
+			return runTrust(args[1:], stdout, stderr, e)
 		}
 	}
 	o, err := parse(args, stderr)
@@ -235,15 +239,61 @@ func runStdio(ctx context.Context, o *options, stdin io.Reader, stdout, stderr i
 		return code
 	}
 	defer done()
+	trusted, modes := projectSettings(e, project, stderr)
 	code, err = stdio.Serve(ctx, stdin, stdout, stdio.Options{
 		Engine: eng, SessionID: sess.ID, Session: sess, Transcript: tx,
 		Version: Version, Project: project, Log: stderr,
+		Untrusted: !trusted, Modes: modes,
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "openmax: %v\n", err)
 		return 1
 	}
 	return code
+}
+
+// projectSettings reads whether project is trusted and binds its saved
+// approval mode. Without a readable config directory the project counts as
+// untrusted and the mode lives in memory.
+func projectSettings(e env, project string, stderr io.Writer) (bool, stdio.ModeStore) {
+	dir, err := config.Dir(e.env)
+	var p *config.Projects
+	if err == nil {
+		p, err = config.Open(dir)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "openmax: %v; the project counts as untrusted\n", err)
+		return false, stdio.NewMemoryModes(config.DefaultMode)
+	}
+	return p.Trusted(project), config.ModeStore{P: p, Project: project}
+}
+
+// runTrust is `openmax trust [DIR]`.
+func runTrust(args []string, stdout, stderr io.Writer, e env) int {
+	if len(args) > 1 {
+		fmt.Fprintln(stderr, "usage: openmax trust [DIR]")
+		return 2
+	}
+	dir := ""
+	if len(args) == 1 {
+		dir = args[0]
+	}
+	project, err := projectDir(dir)
+	if err == nil {
+		var cdir string
+		if cdir, err = config.Dir(e.env); err == nil {
+			var p *config.Projects
+			if p, err = config.Open(cdir); err == nil {
+				err = p.Trust(project)
+			}
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "openmax trust: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "trusted %s\n", project)
+	return 0
 }
 
 // openSession opens the session on disk: the project's latest one with
@@ -307,10 +357,14 @@ func runPrompt(ctx context.Context, o *options, stdout, stderr io.Writer, e env)
 		fmt.Fprintln(stderr, "openmax: -p needs a non-empty prompt")
 		return 2
 	}
-	eng, _, err := buildEngine(o, e, stderr)
+	eng, project, err := buildEngine(o, e, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "openmax: %v\n", err)
 		return 2
+	}
+	if trusted, _ := projectSettings(e, project, stderr); !trusted {
+		fmt.Fprintf(stderr, "openmax: the project %s is not trusted; run `openmax trust %s` first\n", project, project)
+		return 1
 	}
 	// Nobody can answer an approval here: mutating calls are declined.
 	eng.Mode = func() string { return "ask" }

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openmax/openmax/core/config"
 	"github.com/openmax/openmax/core/wire"
 	"github.com/openmax/openmax/provider/clock"
 )
@@ -24,7 +25,8 @@ func runCLI(t *testing.T, stdin string, args ...string) (stdout, stderr string, 
 	var out, errb bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	code = run(ctx, args, strings.NewReader(stdin), &out, &errb, env{clock: clock.Real{}, getenv: func(string) string { return "" }})
+	wd, _ := os.Getwd()
+	code = run(ctx, args, strings.NewReader(stdin), &out, &errb, env{clock: clock.Real{}, getenv: trustedEnv(t, func(string) string { return "" }, "/", wd)})
 	return out.String(), errb.String(), code
 }
 
@@ -144,8 +146,14 @@ func TestProcessSignalCancelsTurn(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	cmdEnv := append(os.Environ(), "XDG_STATE_HOME="+t.TempDir(), "XDG_CONFIG_HOME="+t.TempDir())
+	trust := exec.CommandContext(ctx, bin, "trust", dir)
+	trust.Env = cmdEnv
+	if out, err := trust.CombinedOutput(); err != nil || !strings.Contains(string(out), "trusted "+dir) {
+		t.Fatalf("openmax trust: %v %s", err, out)
+	}
 	cmd := exec.CommandContext(ctx, bin, "--stdio", "--provider", "script", "--script", sc, "--project", dir)
-	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+t.TempDir())
+	cmd.Env = cmdEnv
 	stdin, _ := cmd.StdinPipe()
 	stdoutPipe, _ := cmd.StdoutPipe()
 	var stderr bytes.Buffer
@@ -221,7 +229,7 @@ func runTurns(t *testing.T, n int, args ...string) (string, int) {
 	defer cancel()
 	codec := make(chan int, 1)
 	go func() {
-		codec <- run(ctx, args, inR, outW, io.Discard, env{clock: clock.Real{}, getenv: func(string) string { return "" }})
+		codec <- run(ctx, args, inR, outW, io.Discard, env{clock: clock.Real{}, getenv: trustedEnv(t, func(string) string { return "" }, "/")})
 		outW.Close()
 	}()
 	lines := make(chan string, 64)
@@ -332,12 +340,12 @@ func TestPromptMode(t *testing.T) {
 // it, and exits 2 where there is no session.
 func TestContinue(t *testing.T) {
 	state, project := t.TempDir(), t.TempDir()
-	e := env{clock: clock.Real{}, getenv: func(k string) string {
+	e := env{clock: clock.Real{}, getenv: trustedEnv(t, func(k string) string {
 		if k == "XDG_STATE_HOME" {
 			return state
 		}
 		return ""
-	}}
+	}, project)}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	runWith := func(stdin string, args ...string) (string, string, int) {
@@ -394,5 +402,42 @@ func TestContinue(t *testing.T) {
 	inW.Close()
 	if code := <-held; code != 0 {
 		t.Errorf("owner exit %d", code)
+	}
+}
+
+// TestTrust: turns run only in a trusted project; `openmax trust` trusts
+// one, and an approval_mode is saved for it and survives a restart.
+func TestTrust(t *testing.T) {
+	project, cfg := t.TempDir(), t.TempDir()
+	e := env{clock: clock.Real{}, getenv: func(k string) string {
+		if k == "XDG_CONFIG_HOME" {
+			return cfg
+		}
+		return ""
+	}}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	runWith := func(stdin string, args ...string) (string, string, int) {
+		var out, errb bytes.Buffer
+		code := run(ctx, args, strings.NewReader(stdin), &out, &errb, e)
+		return out.String(), errb.String(), code
+	}
+	out, _, code := runWith(`{"cmd":"user","text":"hi"}`+"\n", "--stdio", "--provider", "echo", "--project", project)
+	if code != 0 || !strings.Contains(out, "is not trusted") || !strings.Contains(out, `"stop_reason":"refused"`) {
+		t.Errorf("untrusted: exit %d\n%s", code, out)
+	}
+	if _, stderr, code := runWith("", "-p", "hi", "--provider", "echo", "--project", project); code != 1 || !strings.Contains(stderr, "not trusted") {
+		t.Errorf("-p untrusted: exit %d %s", code, stderr)
+	}
+	if out, _, code := runWith("", "trust", project); code != 0 || out != "trusted "+project+"\n" {
+		t.Fatalf("trust: exit %d %q", code, out)
+	}
+	out, _, _ = runWith(`{"cmd":"approval_mode","mode":"readonly"}`+"\n"+`{"cmd":"user","text":"hi"}`+"\n", "--stdio", "--provider", "echo", "--project", project)
+	if !strings.Contains(out, `{"type":"approval_mode","mode":"readonly"}`) || !strings.Contains(out, `"stop_reason":"stop"`) {
+		t.Errorf("trusted:\n%s", out)
+	}
+	p, err := config.Open(filepath.Join(cfg, "openmax"))
+	if err != nil || p.Mode(project) != "readonly" {
+		t.Errorf("the mode was not saved: %v %q", err, p.Mode(project))
 	}
 }

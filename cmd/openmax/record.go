@@ -134,8 +134,10 @@ func runRecord(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		fmt.Fprintf(stderr, "openmax record: %v\n", err)
 		return 1
 	}
+	trusted, modes := projectSettings(e, project, stderr)
 	code, err := stdio.Serve(ctx, cap.reader(stdin), cap.writer(stdout), stdio.Options{
 		Engine: eng, SessionID: sess.SessionID, Version: Version, Project: project, Log: stderr,
+		Untrusted: !trusted, Modes: modes,
 	})
 	serr := rec.SetSession(cap.snapshot())
 	cerr := rec.Close()

@@ -17,6 +17,7 @@ import (
 
 	"github.com/sebdah/goldie/v2"
 
+	"github.com/openmax/openmax/core/config"
 	"github.com/openmax/openmax/core/tool"
 	"github.com/openmax/openmax/core/wire"
 	"github.com/openmax/openmax/provider"
@@ -156,7 +157,7 @@ func runSession(t *testing.T, dir string, prefix []string) (transcript, stdin []
 	defer cancel()
 	var stderr bytes.Buffer
 	go func() {
-		code := run(ctx, args, inR, outW, &stderr, env{clock: fake, tools: []tool.Tool{blockTool(fake), echoArgsTool(), panicTool(), touchTool{}}, getenv: testEnv})
+		code := run(ctx, args, inR, outW, &stderr, env{clock: fake, tools: []tool.Tool{blockTool(fake), echoArgsTool(), panicTool(), touchTool{}}, getenv: trustedEnv(t, testEnv, "/")})
 		outW.Close()
 		s.result <- code
 	}()
@@ -214,6 +215,29 @@ const (
 )
 
 var loopbackPort = regexp.MustCompile(`127\.0\.0\.1:\d+`)
+
+// trustedEnv extends base with a fresh config directory in which projects
+// are trusted (each session gets its own, so a saved approval mode never
+// leaks into another test).
+func trustedEnv(t *testing.T, base func(string) string, projects ...string) func(string) string {
+	t.Helper()
+	home := t.TempDir()
+	p, err := config.Open(filepath.Join(home, "openmax"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pr := range projects {
+		if err := p.Trust(pr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return func(k string) string {
+		if k == "XDG_CONFIG_HOME" {
+			return home
+		}
+		return base(k)
+	}
+}
 
 func testEnv(k string) string {
 	switch k {

@@ -30,8 +30,11 @@ type Options struct {
 	// Transcript, when set, marks the session as continued: hello says so
 	// and this line follows it.
 	Transcript *wire.Transcript
-	Version    string
-	Project    string // absolute project directory, reported by hello
+	// Untrusted refuses every user command (protocol_error, then done
+	// refused): turns run only in a trusted project.
+	Untrusted bool
+	Version   string
+	Project   string // absolute project directory, reported by hello
 	// Modes persists approval_mode; nil keeps the mode in memory only.
 	Modes ModeStore
 	// The server settles the engine's approval requests itself: it sets
@@ -339,6 +342,10 @@ func (s *server) handle(in input) {
 		}
 		if s.running != nil {
 			s.refuseUser(in.n, "user refused")
+			return
+		}
+		if s.opts.Untrusted {
+			s.refuseUser(in.n, fmt.Sprintf("user refused: the project %s is not trusted; run `openmax trust %s` first", s.opts.Project, s.opts.Project))
 			return
 		}
 		s.startTurn(c.Text)
