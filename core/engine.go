@@ -68,6 +68,7 @@ const (
 	OutcomeApproved  = "approved"
 	OutcomeDeclined  = "declined"
 	OutcomeCancelled = "cancelled"
+	OutcomeTimedOut  = "timed_out"
 )
 
 func (e *Engine) panicked(r any) {
@@ -513,7 +514,10 @@ func (t *turn) gate(ctx context.Context, c provider.ToolCall, tl tool.Tool, args
 	if outcome == OutcomeApproved {
 		return ""
 	}
-	return fmt.Sprintf("the call was %s", strings.ReplaceAll(outcome, "_", " "))
+	if outcome == OutcomeTimedOut {
+		return "nobody answered the approval request in time"
+	}
+	return fmt.Sprintf("the call was %s", outcome)
 }
 
 func (t *turn) runTool(ctx context.Context, tl tool.Tool, args json.RawMessage) (res tool.Result, crash any) {

@@ -63,15 +63,15 @@ func (e env) env(key string) string {
 var errUsage = errors.New("usage")
 
 type options struct {
-	stdio, check, json, version bool
-	cont                        bool
-	spec, input, prompt         string
-	provider, script, model     string
-	baseURL                     string
-	project, sessionID          string
-	maxIterations, maxAttempts  int
-	maxAgentTokens              int
-	idleTimeout                 time.Duration
+	stdio, check, json, version  bool
+	cont                         bool
+	spec, input, prompt          string
+	provider, script, model      string
+	baseURL                      string
+	project, sessionID           string
+	maxIterations, maxAttempts   int
+	maxAgentTokens               int
+	idleTimeout, approvalTimeout time.Duration
 }
 
 func parse(args []string, stderr io.Writer) (*options, error) {
@@ -92,6 +92,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.baseURL, "base-url", "", "the provider's base URL (default: $OPENAI_BASE_URL or $ANTHROPIC_BASE_URL, else the vendor's)")
 	fs.IntVar(&o.maxAgentTokens, "max-agent-tokens", 0, "tokens one turn may spend before its next request is refused (budget_exhausted); 0 means no cap")
 	fs.IntVar(&o.maxAttempts, "max-attempts", 4, "attempts per model request, the first included, before a retryable failure ends the turn")
+	fs.DurationVar(&o.approvalTimeout, "approval-timeout", 0, "settle an unanswered approval request as timed_out after this long (0: wait)")
 	fs.DurationVar(&o.idleTimeout, "idle-timeout", 120*time.Second, "a provider stream that sends no byte for this long counts as died")
 	fs.StringVar(&o.project, "project", "", "the project directory (default: the working directory)")
 	fs.StringVar(&o.sessionID, "session-id", "", "use this session id instead of a random one (for reproducible transcripts)")
@@ -244,6 +245,7 @@ func runStdio(ctx context.Context, o *options, stdin io.Reader, stdout, stderr i
 		Engine: eng, SessionID: sess.ID, Session: sess, Transcript: tx,
 		Version: Version, Project: project, Log: stderr,
 		Untrusted: !trusted, Modes: modes,
+		ApprovalTimeout: o.approvalTimeout, Clock: e.clock,
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "openmax: %v\n", err)

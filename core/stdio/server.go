@@ -14,10 +14,12 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"github.com/openmax/openmax/core"
 	"github.com/openmax/openmax/core/wire"
+	"github.com/openmax/openmax/provider/clock"
 )
 
 // Options configure a Server.
@@ -33,8 +35,13 @@ type Options struct {
 	// Untrusted refuses every user command (protocol_error, then done
 	// refused): turns run only in a trusted project.
 	Untrusted bool
-	Version   string
-	Project   string // absolute project directory, reported by hello
+	// ApprovalTimeout settles an unanswered approval request as timed_out
+	// after this long on Clock; zero waits for as long as it takes.
+	ApprovalTimeout time.Duration
+	// Clock times approval timeouts; nil means real time.
+	Clock   clock.Clock
+	Version string
+	Project string // absolute project directory, reported by hello
 	// Modes persists approval_mode; nil keeps the mode in memory only.
 	Modes ModeStore
 	// The server settles the engine's approval requests itself: it sets
@@ -85,9 +92,16 @@ type approvals struct {
 	mu        sync.Mutex
 	pending   map[string]chan string
 	declining bool
+	timeout   time.Duration
+	clock     clock.Clock
 }
 
-func newApprovals() *approvals { return &approvals{pending: map[string]chan string{}} }
+func newApprovals(timeout time.Duration, c clock.Clock) *approvals {
+	if c == nil {
+		c = clock.Real{}
+	}
+	return &approvals{pending: map[string]chan string{}, timeout: timeout, clock: c}
+}
 
 // Ask implements core.Approver.
 func (a *approvals) Ask(ctx context.Context, id string, announce func()) string {
@@ -101,19 +115,34 @@ func (a *approvals) Ask(ctx context.Context, id string, announce func()) string 
 	a.pending[id] = ch
 	a.mu.Unlock()
 	announce()
+	waitCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	timedOut := make(chan struct{})
+	if a.timeout > 0 {
+		go func() {
+			if clock.Sleep(waitCtx, a.clock, a.timeout) == nil {
+				close(timedOut)
+			}
+		}()
+	}
+	giveUp := func(outcome string) string {
+		a.mu.Lock()
+		delete(a.pending, id)
+		a.mu.Unlock()
+		select { // an answer that raced still wins
+		case o := <-ch:
+			return o
+		default:
+			return outcome
+		}
+	}
 	select {
 	case outcome := <-ch:
 		return outcome
 	case <-ctx.Done():
-		a.mu.Lock()
-		delete(a.pending, id)
-		a.mu.Unlock()
-		select { // an answer that raced the cancel still wins
-		case outcome := <-ch:
-			return outcome
-		default:
-			return core.OutcomeCancelled
-		}
+		return giveUp(core.OutcomeCancelled)
+	case <-timedOut:
+		return giveUp(core.OutcomeTimedOut)
 	}
 }
 
@@ -165,7 +194,7 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, opts Options) (int,
 	if s.opts.Modes == nil {
 		s.opts.Modes = NewMemoryModes("ask")
 	}
-	s.approvals = newApprovals()
+	s.approvals = newApprovals(opts.ApprovalTimeout, opts.Clock)
 	if opts.Engine != nil {
 		opts.Engine.Approver = s.approvals
 		if opts.Engine.Mode == nil {
