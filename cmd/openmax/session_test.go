@@ -122,7 +122,16 @@ func runSession(t *testing.T, dir string, prefix []string) (transcript, stdin []
 		t.Fatal(err)
 	}
 	fake := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	args := append(append([]string(nil), prefix...), "--stdio", "--session-id", "s1", "--project", "/")
+	// A fixture with a project/ folder runs in a copy of it (its built-in
+	// tools touch real files); its path is the one thing normalised.
+	project := "/"
+	if _, err := os.Stat(filepath.Join(dir, "project")); err == nil {
+		project = t.TempDir()
+		if err := os.CopyFS(project, os.DirFS(filepath.Join(dir, "project"))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	args := append(append([]string(nil), prefix...), "--stdio", "--session-id", "s1", "--project", project)
 	var server *fakeprovider.Server
 	var base string
 	if _, err := os.Stat(filepath.Join(dir, "fake.yaml")); err == nil {
@@ -157,7 +166,7 @@ func runSession(t *testing.T, dir string, prefix []string) (transcript, stdin []
 	defer cancel()
 	var stderr bytes.Buffer
 	go func() {
-		code := run(ctx, args, inR, outW, &stderr, env{clock: fake, tools: []tool.Tool{blockTool(fake), echoArgsTool(), panicTool(), touchTool{}}, getenv: trustedEnv(t, testEnv, "/")})
+		code := run(ctx, args, inR, outW, &stderr, env{clock: fake, tools: []tool.Tool{blockTool(fake), echoArgsTool(), panicTool(), touchTool{}}, getenv: trustedEnv(t, testEnv, project)})
 		outW.Close()
 		s.result <- code
 	}()
@@ -199,6 +208,9 @@ func runSession(t *testing.T, dir string, prefix []string) (transcript, stdin []
 	}
 	// Loopback ports vary from run to run; nothing else is normalised.
 	normalised := loopbackPort.ReplaceAll(out.Bytes(), []byte("127.0.0.1:PORT"))
+	if project != "/" {
+		normalised = bytes.ReplaceAll(normalised, []byte(project), []byte("$PROJECT"))
+	}
 	out.Reset()
 	out.Write(normalised)
 	for _, key := range []string{testOpenAIKey, testAnthropicKey} {
