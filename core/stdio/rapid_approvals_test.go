@@ -30,7 +30,6 @@ import (
 	"github.com/openmax/openmax/core/tool"
 	"github.com/openmax/openmax/core/wire"
 	"github.com/openmax/openmax/provider"
-	"github.com/openmax/openmax/provider/clock"
 	"github.com/openmax/openmax/provider/script"
 )
 
@@ -90,21 +89,9 @@ func (o rpaObs) val() string {
 }
 
 type rpaSession struct {
-	clk      *clock.Fake
-	cur      atomic.Pointer[script.Provider]
-	runs     atomic.Int64 // runs of the mutating tool
-	shutdown context.CancelFunc
-	stdin    *io.PipeWriter
-	stdout   *io.PipeReader
-	lines    chan []byte
-	stop     chan struct{}
-	result   chan rpResult
-	served   bool
-	stdinEOF bool
-
-	checker *wire.Checker
-	all     [][]byte
-	sent    []string
+	rpWire
+	cur  atomic.Pointer[script.Provider]
+	runs atomic.Int64 // runs of the mutating tool
 
 	// The model.
 	mode     string   // the approval mode the server holds
@@ -142,14 +129,7 @@ func TestRapidApprovalStateMachine(t *testing.T) {
 
 func rpaStart(t *rapid.T) *rpaSession {
 	rpaStats.sessions.Add(1)
-	s := &rpaSession{
-		clk:     clock.NewFake(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)),
-		lines:   make(chan []byte, 256),
-		stop:    make(chan struct{}),
-		result:  make(chan rpResult, 1),
-		checker: wire.NewChecker(),
-		mode:    "ask",
-	}
+	s := &rpaSession{rpWire: newRPWire(), mode: "ask"}
 	mut := rpaMutator{
 		Func: tool.Func{
 			ToolSpec: provider.ToolSpec{Name: rpaTool, Description: "pretends to change the project", Schema: json.RawMessage(`{"type":"object"}`)},
@@ -207,49 +187,7 @@ func rpaStart(t *rapid.T) *rpaSession {
 
 func (s *rpaSession) close() {
 	s.shutdown()
-	s.stdin.Close()
-	close(s.stop)
-	s.stdout.Close()
-	if !s.served {
-		select {
-		case <-s.result:
-		case <-time.After(rpWait):
-		}
-	}
-}
-
-func (s *rpaSession) transcript() string {
-	var b strings.Builder
-	b.WriteString("stdin:\n")
-	for _, l := range s.sent {
-		fmt.Fprintf(&b, "  %s\n", l)
-	}
-	b.WriteString("stdout:\n")
-	for i, l := range s.all {
-		fmt.Fprintf(&b, "  %3d %s\n", i+1, l)
-	}
-	return b.String()
-}
-
-func (s *rpaSession) fatalf(t *rapid.T, format string, a ...any) {
-	t.Helper()
-	t.Fatalf("%s\n%s", fmt.Sprintf(format, a...), s.transcript())
-}
-
-func (s *rpaSession) send(t *rapid.T, line string) {
-	t.Helper()
-	s.sent = append(s.sent, strconv.Quote(line))
-	if _, err := io.WriteString(s.stdin, line); err != nil {
-		s.fatalf(t, "writing stdin: %v", err)
-	}
-}
-
-func (s *rpaSession) closeStdin() {
-	if !s.stdinEOF {
-		s.stdinEOF = true
-		s.sent = append(s.sent, "(EOF)")
-		s.stdin.Close()
-	}
+	s.closeIO()
 }
 
 // next returns the next stdout line, fed to the checker and counted.

@@ -234,9 +234,11 @@ type rpResult struct {
 	err  error
 }
 
-type rpSession struct {
+// rpWire is the plumbing both state machines share: the pipes to a
+// running Serve, what went through them, and the checker every stdout line
+// passes.
+type rpWire struct {
 	clk      *clock.Fake
-	cur      atomic.Pointer[script.Provider] // the admitted turn's replies
 	shutdown context.CancelFunc
 	stdin    *io.PipeWriter
 	stdout   *io.PipeReader
@@ -249,6 +251,69 @@ type rpSession struct {
 	checker *wire.Checker
 	all     [][]byte // stdout lines so far, without newlines
 	sent    []string // stdin as sent, for failure reports
+}
+
+func newRPWire() rpWire {
+	return rpWire{
+		clk:     clock.NewFake(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)),
+		lines:   make(chan []byte, 256),
+		stop:    make(chan struct{}),
+		result:  make(chan rpResult, 1),
+		checker: wire.NewChecker(),
+	}
+}
+
+// closeIO closes the pipes and waits (bounded) for Serve to return.
+func (s *rpWire) closeIO() {
+	s.stdin.Close()
+	close(s.stop)
+	s.stdout.Close()
+	if !s.served {
+		select {
+		case <-s.result:
+		case <-time.After(rpWait):
+		}
+	}
+}
+
+func (s *rpWire) transcript() string {
+	var b strings.Builder
+	b.WriteString("stdin:\n")
+	for _, l := range s.sent {
+		fmt.Fprintf(&b, "  %s\n", l)
+	}
+	b.WriteString("stdout:\n")
+	for i, l := range s.all {
+		fmt.Fprintf(&b, "  %3d %s\n", i+1, l)
+	}
+	return b.String()
+}
+
+func (s *rpWire) fatalf(t *rapid.T, format string, a ...any) {
+	t.Helper()
+	t.Fatalf("%s\n%s", fmt.Sprintf(format, a...), s.transcript())
+}
+
+// send writes one command line.
+func (s *rpWire) send(t *rapid.T, line string) {
+	t.Helper()
+	s.sent = append(s.sent, strconv.Quote(line))
+	if _, err := io.WriteString(s.stdin, line); err != nil {
+		s.fatalf(t, "writing stdin: %v", err)
+	}
+}
+
+func (s *rpWire) closeStdin() {
+	if !s.stdinEOF {
+		s.stdinEOF = true
+		s.sent = append(s.sent, "(EOF)")
+		s.stdin.Close()
+	}
+}
+
+type rpSession struct {
+	rpWire
+	cur atomic.Pointer[script.Provider] // the admitted turn's replies
 
 	state    rpState
 	stalled  rpPlan // the in-flight turn when state is not idle
@@ -262,13 +327,7 @@ type rpSession struct {
 
 func rpStart(t *rapid.T) *rpSession {
 	rpStats.sessions.Add(1)
-	s := &rpSession{
-		clk:     clock.NewFake(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)),
-		lines:   make(chan []byte, 256),
-		stop:    make(chan struct{}),
-		result:  make(chan rpResult, 1),
-		checker: wire.NewChecker(),
-	}
+	s := &rpSession{rpWire: newRPWire()}
 	block := tool.Func{
 		ToolSpec: provider.ToolSpec{Name: "block", Description: "waits an hour on the fake clock", Schema: json.RawMessage(`{"type":"object"}`)},
 		Fn: func(ctx context.Context, _ json.RawMessage) tool.Result {
@@ -328,42 +387,7 @@ func rpStart(t *rapid.T) *rpSession {
 func (s *rpSession) close() {
 	s.shutdown()
 	s.clk.Advance(2 * rpStall)
-	s.stdin.Close()
-	close(s.stop)
-	s.stdout.Close()
-	if !s.served {
-		select {
-		case <-s.result:
-		case <-time.After(rpWait):
-		}
-	}
-}
-
-func (s *rpSession) transcript() string {
-	var b strings.Builder
-	b.WriteString("stdin:\n")
-	for _, l := range s.sent {
-		fmt.Fprintf(&b, "  %s\n", l)
-	}
-	b.WriteString("stdout:\n")
-	for i, l := range s.all {
-		fmt.Fprintf(&b, "  %3d %s\n", i+1, l)
-	}
-	return b.String()
-}
-
-func (s *rpSession) fatalf(t *rapid.T, format string, a ...any) {
-	t.Helper()
-	t.Fatalf("%s\n%s", fmt.Sprintf(format, a...), s.transcript())
-}
-
-// send writes one command line.
-func (s *rpSession) send(t *rapid.T, line string) {
-	t.Helper()
-	s.sent = append(s.sent, strconv.Quote(line))
-	if _, err := io.WriteString(s.stdin, line); err != nil {
-		s.fatalf(t, "writing stdin: %v", err)
-	}
+	s.closeIO()
 }
 
 // next returns the next stdout line, fed to the checker and counted.
@@ -813,14 +837,6 @@ func (s *rpSession) finish(t *rapid.T) {
 	}
 	if err := s.checker.End(); err != nil {
 		s.fatalf(t, "checker at end of stream: %v", err)
-	}
-}
-
-func (s *rpSession) closeStdin() {
-	if !s.stdinEOF {
-		s.stdinEOF = true
-		s.sent = append(s.sent, "(EOF)")
-		s.stdin.Close()
 	}
 }
 
