@@ -138,6 +138,28 @@ func (p *project) openRoot() (*os.Root, error) {
 	return r, nil
 }
 
+// openTree resolves a directory or file argument ("" meaning the project
+// root) and opens the project root for walking from it; start is the
+// slash-separated path inside the root. The caller closes root.
+func (p *project) openTree(arg string) (root *os.Root, start string, err error) {
+	rel, err := p.resolve(orDot(arg))
+	if err != nil {
+		return nil, "", err
+	}
+	if root, err = p.openRoot(); err != nil {
+		return nil, "", err
+	}
+	return root, slashRel(rel), nil
+}
+
+// orDot is a path argument with "" meaning the project root.
+func orDot(arg string) string {
+	if arg == "" {
+		return "."
+	}
+	return arg
+}
+
 // resolve maps a path argument to the file it names: its path relative to
 // the root with every existing symbolic link resolved ("." for the root
 // itself), or an error naming the argument when that is outside the root.

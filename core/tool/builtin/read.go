@@ -236,20 +236,11 @@ func (t listFiles) Run(ctx context.Context, raw json.RawMessage) tool.Result {
 			return tool.Failed("%v", err)
 		}
 	}
-	arg := a.Path
-	if arg == "" {
-		arg = "."
-	}
-	rel, err := t.p.resolve(arg)
-	if err != nil {
-		return tool.Failed("%v", err)
-	}
-	root, err := t.p.openRoot()
+	root, start, err := t.p.openTree(a.Path)
 	if err != nil {
 		return tool.Failed("%v", err)
 	}
 	defer root.Close()
-	start := slashRel(rel)
 	var paths []string
 	err = walk(ctx, root, start, func(p string, d fs.DirEntry) {
 		if g != nil && !g.match(relTo(start, p), d.IsDir()) {
@@ -261,7 +252,7 @@ func (t listFiles) Run(ctx context.Context, raw json.RawMessage) tool.Result {
 		paths = append(paths, p)
 	})
 	if err != nil {
-		return tool.Failed("%v", fileError(arg, err))
+		return tool.Failed("%v", fileError(orDot(a.Path), err))
 	}
 	if len(paths) == 0 {
 		return tool.Result{OK: true, Output: "(no matches)"}
@@ -375,20 +366,11 @@ func (t search) Run(ctx context.Context, raw json.RawMessage) tool.Result {
 			return tool.Failed("%v", err)
 		}
 	}
-	arg := a.Path
-	if arg == "" {
-		arg = "."
-	}
-	rel, err := t.p.resolve(arg)
-	if err != nil {
-		return tool.Failed("%v", err)
-	}
-	root, err := t.p.openRoot()
+	root, start, err := t.p.openTree(a.Path)
 	if err != nil {
 		return tool.Failed("%v", err)
 	}
 	defer root.Close()
-	start := slashRel(rel)
 	var files []string
 	err = walk(ctx, root, start, func(p string, d fs.DirEntry) {
 		if !d.Type().IsRegular() {
@@ -400,7 +382,7 @@ func (t search) Run(ctx context.Context, raw json.RawMessage) tool.Result {
 		files = append(files, p)
 	})
 	if err != nil {
-		return tool.Failed("%v", fileError(arg, err))
+		return tool.Failed("%v", fileError(orDot(a.Path), err))
 	}
 	sort.Strings(files)
 	out := lineCap{cap: t.p.cap}
