@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openmax/openmax/internal/fixture"
+
 	vcr "github.com/dnaeon/go-vcr/v2/cassette"
 	"github.com/sebdah/goldie/v2"
 
@@ -207,7 +209,7 @@ func TestRecordProxyCommand(t *testing.T) {
 func TestCassetteCommands(t *testing.T) {
 	dir := t.TempDir()
 	imported := filepath.Join(dir, "a4.yaml")
-	out, stderr, code := runCLI(t, "", "cassette", "import", "../../../shared/fixtures/real/anthropic-sdk-go__tool_runner_streaming_all.yaml", imported)
+	out, stderr, code := runCLI(t, "", "cassette", "import", fixture.Real(t, "anthropic-sdk-go__tool_runner_streaming_all.yaml"), imported)
 	if code != 0 || !strings.Contains(out, "2 interaction(s)") {
 		t.Fatalf("import: exit %d\n%s%s", code, out, stderr)
 	}
@@ -232,8 +234,8 @@ func TestCassetteCommands(t *testing.T) {
 }
 
 // TestImportedRecordingsReplayThroughTheEngine: every real recording in
-// ../shared/fixtures/real, imported with `openmax cassette import`, replays
-// through the engine and the stdio wire with the reply SOURCES.md lists.
+// cassettes/real, imported with `openmax cassette import`, replays
+// through the engine and the stdio wire with the reply fixture.Expected lists.
 func TestImportedRecordingsReplayThroughTheEngine(t *testing.T) {
 	tests := map[string]string{
 		"simonw-llm__test_tool_use_basic.yaml":                             `The result of \\( 1231 \\times 2331 \\) is \\( 2,869,461 \\).`,
@@ -247,7 +249,7 @@ func TestImportedRecordingsReplayThroughTheEngine(t *testing.T) {
 	for file, want := range tests {
 		t.Run(file, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "imported.yaml")
-			if _, stderr, code := runCLI(t, "", "cassette", "import", filepath.Join("../../../shared/fixtures/real", file), out); code != 0 {
+			if _, stderr, code := runCLI(t, "", "cassette", "import", fixture.Real(t, file), out); code != 0 {
 				t.Fatalf("import: exit %d: %s", code, stderr)
 			}
 			transcript, stderr, _ := runCLI(t, "", "replay", out)

@@ -19,6 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openmax/openmax/internal/fixture"
+
 	"gopkg.in/yaml.v3"
 
 	"github.com/openmax/openmax/provider"
@@ -718,16 +720,8 @@ func TestReadFailureWrapping(t *testing.T) {
 
 // ---- Real recorded traffic ----
 
-// fixtureDir finds the shared real fixtures beside the repository.
-func fixtureDir(t *testing.T) string {
-	t.Helper()
-	dir := filepath.Join("..", "..", "..", "shared", "fixtures", "real")
-	if _, err := os.Stat(filepath.Join(dir, "SOURCES.md")); err != nil {
-		abs, _ := filepath.Abs(dir)
-		t.Fatalf("the real recorded fixtures are missing: expected them at %s (../shared/fixtures/real beside the repository): %v", abs, err)
-	}
-	return dir
-}
+// fixtureDir is the project's copy of the real recordings.
+func fixtureDir(t *testing.T) string { t.Helper(); return fixture.RealDir() }
 
 // cassette is the common part of vcrpy and go-vcr v1 cassettes.
 type cassette struct {
@@ -845,7 +839,7 @@ func replayServer(t *testing.T, c cassette, seenAcceptEncoding *[]string) *httpt
 	return srv
 }
 
-// a3Thinking and a3Signature are SOURCES.md's values for A3.
+// a3Thinking and a3Signature are the expected values for A3.
 const (
 	a3Thinking  = "The user wants two names for a pet pelican, and wants me to be brief. I'll give two simple, fitting names.\n\nSome options:\n- Pete\n- Percy\n- Captain\n- Scoop\n- Bill\n- Gully\n\nI'll pick two good ones and keep it very short."
 	a3Signature = "EvoCCkYICxgCKkCY593DZILKPT3+cK6Py3Hcu8WYGSW2vk6yge13JAuAYlQFzUC2c6UlsIWiBMvJjtDc6zfh73EOpWqxYB+pOh5zEgxoquY58aQkL5YJ9YUaDJpBRqMUVxU6SPYLRCIwcxSHXlhIWQw0QhiPV+lrMXgTdk4SuJnWVpHc+uTSxYmxetnHugsdCo6xWShRJaQLKuEBsfQzKHid0WmA8hdgz0mVpI+nAPvnhpHFIZbnGl2HQi7cc87o/HZzCod2tF8mEuqdyNtPHgx+H+Zyr/Pi0kmJF6hOoylmR5nGrXeqR1ttWFzzPF7XpmIr+vw3y/rNCDQVRWxmG/IDyHVLKXtALaFnDpNfvSGv6L3udrgkeWuV2VEzfGPclEIaailiMsxesYC/LJGUcPlqZ9kL18GQ16lr15u6kOUMlyYKA7AoeL6K7U3qCvpSdfGpMfgkasK5ugj0FL3UgFpUrrFbPlpLAdLsNeG2G+XBiOY0TtfokCiI1P7LGAE="

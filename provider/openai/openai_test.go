@@ -13,13 +13,14 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/openmax/openmax/internal/fixture"
 
 	"gopkg.in/yaml.v3"
 
@@ -908,15 +909,7 @@ type recorded struct {
 	body   []byte // as recorded: gzip stays gzip
 }
 
-func fixturePath(t *testing.T, name string) string {
-	t.Helper()
-	dir := filepath.Join("..", "..", "..", "shared", "fixtures", "real")
-	if _, err := os.Stat(filepath.Join(dir, "SOURCES.md")); err != nil {
-		abs, _ := filepath.Abs(dir)
-		t.Fatalf("the real-traffic fixtures are missing: expected %s (the shared/ folder beside the repository): %v", abs, err)
-	}
-	return filepath.Join(dir, name)
-}
+func fixturePath(t *testing.T, name string) string { t.Helper(); return fixture.Real(t, name) }
 
 func readFixture(t *testing.T, name string) []byte {
 	t.Helper()
@@ -1066,7 +1059,7 @@ func replay(t *testing.T, recs []recorded) *httptest.Server {
 	return srv
 }
 
-// expected is one interaction of the "Full values" in SOURCES.md.
+// expected is one interaction of fixture.Expected.
 type expected struct {
 	Interaction    int     `json:"interaction"`
 	Status         int     `json:"status"`
@@ -1092,23 +1085,13 @@ type expected struct {
 	} `json:"body_json"`
 }
 
-// expectations reads the JSON block SOURCES.md lists under "### <name>".
+// expectations reads what a correct client reconstructs from name.
 func expectations(t *testing.T, name string) []expected {
 	t.Helper()
-	doc := string(readFixture(t, "SOURCES.md"))
-	head := "### " + name + "\n```json\n"
-	i := strings.Index(doc, head)
-	if i < 0 {
-		t.Fatalf("SOURCES.md has no expected values for %s", name)
-	}
-	rest := doc[i+len(head):]
-	j := strings.Index(rest, "\n```")
-	if j < 0 {
-		t.Fatalf("SOURCES.md: unterminated block for %s", name)
-	}
+	data := fixture.Expected(t, name)
 	var exp []expected
-	if err := json.Unmarshal([]byte(rest[:j]), &exp); err != nil {
-		t.Fatalf("SOURCES.md block for %s: %v", name, err)
+	if err := json.Unmarshal(data, &exp); err != nil {
+		t.Fatalf("expected values for %s: %v", name, err)
 	}
 	return exp
 }
@@ -1125,7 +1108,7 @@ func TestRealFixtures(t *testing.T) {
 		// cached is the cached-token count the usage chunks carry (nil:
 		// the recording has no prompt_tokens_details).
 		cached *int
-		// spot checks the short-form values of SOURCES.md, independently
+		// spot checks the short-form values, independently
 		// of its JSON blocks.
 		spot func(*testing.T, []outcome)
 	}{
@@ -1169,14 +1152,14 @@ func TestRealFixtures(t *testing.T) {
 			recs := tt.load(t, tt.file)
 			exp := expectations(t, tt.file)
 			if len(recs) != len(exp) {
-				t.Fatalf("%d recorded responses, SOURCES.md lists %d", len(recs), len(exp))
+				t.Fatalf("%d recorded responses, %d are expected", len(recs), len(exp))
 			}
 			srv := replay(t, recs)
 			c := newClient(t, srv.URL+"/v1", tt.client())
 			var outs []outcome
 			for k, e := range exp {
 				if recs[k].status != e.Status {
-					t.Fatalf("#%d: recorded status %d, SOURCES.md says %d", k, recs[k].status, e.Status)
+					t.Fatalf("#%d: recorded status %d, expected %d", k, recs[k].status, e.Status)
 				}
 				got := run(t, context.Background(), c, simpleReq)
 				outs = append(outs, got)
@@ -1198,7 +1181,7 @@ func TestRealFixtures(t *testing.T) {
 					want.Calls = append(want.Calls, provider.ToolCall{ID: tc.ID, Name: tc.Name, Args: json.RawMessage(tc.Arguments)})
 				}
 				if e.Usage == nil {
-					t.Fatalf("#%d: SOURCES.md lists no usage", k)
+					t.Fatalf("#%d: expected no usage", k)
 				}
 				want.Usage = &provider.Usage{PromptTokens: e.Usage.PromptTokens, CompletionTokens: e.Usage.CompletionTokens, CachedTokens: tt.cached}
 				if !reflect.DeepEqual(got, want) {
@@ -1221,7 +1204,7 @@ func checkHTTPError(t *testing.T, k int, got outcome, e expected) {
 		t.Fatalf("#%d: error %v (%T), want *provider.HTTPError", k, got.Err, got.Err)
 	}
 	if e.BodyJSON == nil {
-		t.Fatalf("#%d: SOURCES.md lists no error body", k)
+		t.Fatalf("#%d: expected no error body", k)
 	}
 	want := provider.HTTPError{Status: e.Status, Code: e.BodyJSON.Error.Type, Message: e.BodyJSON.Error.Message}
 	if *he != want {

@@ -16,6 +16,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/openmax/openmax/internal/fixture"
+
 	vcr "github.com/dnaeon/go-vcr/v2/cassette"
 
 	"github.com/openmax/openmax/provider"
@@ -28,7 +30,7 @@ import (
 	"github.com/openmax/openmax/replay"
 )
 
-// The real recordings of shared/fixtures/real (see its SOURCES.md), with
+// The real recordings of cassettes/real (see its SOURCES.md), with
 // their format and the vendor client that replays them.
 var fixtures = []struct {
 	id, file, format, vendor string
@@ -42,6 +44,16 @@ var fixtures = []struct {
 	{"A7", "autogpt-cassettes-206c0689__test_write_file.yaml", importer.VCRPy, "openai"},
 }
 
+// responsesFixtures are the OpenAI Responses API recordings (A8–A11): the
+// Responses wire has no client yet, so they are checked by the importer's
+// own tests only, not reconstructed through a vendor client here.
+var responsesFixtures = []string{
+	"fantasy-responses__openai-gpt-4o-mini__multi_tool_streaming.yaml",
+	"pydantic-ai-openai-responses__test_openai_responses_thinking_part_iter.yaml",
+	"dd-trace-py__response_stream_incomplete.yaml",
+	"pydantic-ai-openai-responses__test_openai_responses_model_http_error.yaml",
+}
+
 // secrets are values in the fixtures that must not survive an import.
 var secrets = []string{
 	"fake-api-key-for-testing-only", // A4 X-Api-Key
@@ -49,16 +61,8 @@ var secrets = []string{
 	"_cfuvid=",                      // A2 Set-Cookie
 }
 
-// fixtureDir is shared/fixtures/real beside the repository.
-func fixtureDir(t *testing.T) string {
-	t.Helper()
-	dir := filepath.Join("..", "..", "..", "shared", "fixtures", "real")
-	if _, err := os.Stat(filepath.Join(dir, "SOURCES.md")); err != nil {
-		abs, _ := filepath.Abs(dir)
-		t.Fatalf("the real recorded fixtures are missing: expected them (with SOURCES.md) at %s, i.e. ../shared/fixtures/real beside the repository: %v", abs, err)
-	}
-	return dir
-}
+// fixtureDir is the project's copy of the real recordings.
+func fixtureDir(t *testing.T) string { t.Helper(); return fixture.RealDir() }
 
 func readFixture(t *testing.T, name string) []byte {
 	t.Helper()
@@ -77,6 +81,9 @@ func TestFixturesListed(t *testing.T) {
 		t.Fatal(err)
 	}
 	listed := map[string]bool{}
+	for _, f := range responsesFixtures {
+		listed[f] = true
+	}
 	for _, f := range fixtures {
 		listed[f.file] = true
 	}
@@ -110,7 +117,7 @@ func TestFormats(t *testing.T) {
 // TestRealFixtures imports every real recording, with auto detection and
 // with its format named, checks the cassette (round trip, stock go-vcr,
 // chunks, scrubbing), then replays it through our vendor clients and
-// checks their reconstructions against SOURCES.md.
+// checks their reconstructions against testdata/expected.
 func TestRealFixtures(t *testing.T) {
 	for _, fx := range fixtures {
 		t.Run(fx.id, func(t *testing.T) {
@@ -144,7 +151,7 @@ func TestRealFixtures(t *testing.T) {
 			}{{"auto", auto}, {fx.format, named}} {
 				t.Run(tc.name, func(t *testing.T) {
 					if len(tc.f.Interactions) != len(exp) {
-						t.Fatalf("%d interactions, SOURCES.md lists %d", len(tc.f.Interactions), len(exp))
+						t.Fatalf("%d interactions, %d are expected", len(tc.f.Interactions), len(exp))
 					}
 					checkCassette(t, tc.f)
 					checkRoundTrip(t, tc.f)
@@ -423,7 +430,7 @@ func collect(t *testing.T, parts func(func(provider.Part) bool)) outcome {
 }
 
 // checkReplay replays f through our vendor client, one reply per
-// interaction, and compares each with SOURCES.md.
+// interaction, and compares each with testdata/expected.
 func checkReplay(t *testing.T, vendor string, f *cassette.File, exp []expected) {
 	t.Helper()
 	rp := replay.New(f, replay.Options{})
@@ -453,7 +460,7 @@ func checkReplay(t *testing.T, vendor string, f *cassette.File, exp []expected) 
 	for k, e := range exp {
 		got := collect(t, stream(context.Background(), req))
 		if f.Interactions[k].Response.Code != e.Status {
-			t.Fatalf("#%d: imported status %d, SOURCES.md says %d", k, f.Interactions[k].Response.Code, e.Status)
+			t.Fatalf("#%d: imported status %d, expected %d", k, f.Interactions[k].Response.Code, e.Status)
 		}
 		if e.Status != http.StatusOK {
 			checkHTTPError(t, k, got, e)
@@ -486,7 +493,7 @@ func checkHTTPError(t *testing.T, k int, got outcome, e expected) {
 		t.Fatalf("#%d: %v (%T), want a *provider.HTTPError", k, got.Err, got.Err)
 	}
 	if e.BodyJSON == nil {
-		t.Fatalf("#%d: SOURCES.md lists no error body", k)
+		t.Fatalf("#%d: no error body is expected", k)
 	}
 	want := provider.HTTPError{Status: e.Status, Code: e.BodyJSON.Error.Type, Message: e.BodyJSON.Error.Message}
 	if *he != want {
@@ -497,7 +504,7 @@ func checkHTTPError(t *testing.T, k int, got outcome, e expected) {
 	}
 }
 
-// expected is one interaction of the "Full values" of SOURCES.md, for
+// expected is one interaction of testdata/expected/<name>.json, for
 // either vendor.
 type expected struct {
 	Interaction    int             `json:"interaction"`
@@ -529,7 +536,7 @@ func (e expected) outcome(t *testing.T, vendor string) outcome {
 		if e.MessageContent != nil {
 			o.Text = *e.MessageContent
 		} else if err := json.Unmarshal(e.Content, &o.Text); err != nil {
-			t.Fatalf("SOURCES.md #%d content: %v", e.Interaction, err)
+			t.Fatalf("expected #%d content: %v", e.Interaction, err)
 		}
 		for _, tc := range e.ToolCalls {
 			o.Calls = append(o.Calls, provider.ToolCall{ID: tc.ID, Name: tc.Name, Args: json.RawMessage(tc.Arguments)})
@@ -547,7 +554,7 @@ func (e expected) outcome(t *testing.T, vendor string) outcome {
 			Partial   *string `json:"streamed_partial_json_concat"`
 		}
 		if err := json.Unmarshal(e.Content, &blocks); err != nil {
-			t.Fatalf("SOURCES.md #%d content: %v", e.Interaction, err)
+			t.Fatalf("expected #%d content: %v", e.Interaction, err)
 		}
 		for _, b := range blocks {
 			switch b.Type {
@@ -562,7 +569,7 @@ func (e expected) outcome(t *testing.T, vendor string) outcome {
 				}
 				o.Calls = append(o.Calls, provider.ToolCall{ID: b.ID, Name: b.Name, Args: json.RawMessage(args)})
 			default:
-				t.Fatalf("SOURCES.md #%d: block type %q", e.Interaction, b.Type)
+				t.Fatalf("expected #%d: block type %q", e.Interaction, b.Type)
 			}
 		}
 		o.Usage = &[2]int{e.Usage["input_tokens"], e.Usage["output_tokens"]}
@@ -571,27 +578,19 @@ func (e expected) outcome(t *testing.T, vendor string) outcome {
 	return o
 }
 
-// expectations reads the JSON block SOURCES.md lists under "### <name>".
+// expectations reads what a correct client reconstructs from the real
+// recording name: testdata/expected/<name>.json, one entry per interaction,
+// read off the bodies when the recording was copied in.
 func expectations(t *testing.T, name string) []expected {
 	t.Helper()
-	doc := string(readFixture(t, "SOURCES.md"))
-	head := "### " + name + "\n```json\n"
-	i := strings.Index(doc, head)
-	if i < 0 {
-		t.Fatalf("SOURCES.md has no expected values for %s", name)
-	}
-	rest := doc[i+len(head):]
-	j := strings.Index(rest, "\n```")
-	if j < 0 {
-		t.Fatalf("SOURCES.md: unterminated block for %s", name)
-	}
+	data := fixture.Expected(t, name)
 	var exp []expected
-	if err := json.Unmarshal([]byte(rest[:j]), &exp); err != nil {
-		t.Fatalf("SOURCES.md block for %s: %v", name, err)
+	if err := json.Unmarshal(data, &exp); err != nil {
+		t.Fatalf("expected values for %s: %v", name, err)
 	}
 	for k, e := range exp {
 		if e.Interaction != k {
-			t.Fatalf("SOURCES.md block for %s: entry %d is interaction %d", name, k, e.Interaction)
+			t.Fatalf("expected values for %s: entry %d is interaction %d", name, k, e.Interaction)
 		}
 	}
 	return exp
