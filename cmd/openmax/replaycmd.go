@@ -104,6 +104,12 @@ func replayOne(ctx context.Context, path string, pace replay.Pace, ignore []stri
 	if err != nil {
 		return nil, err
 	}
+	return replayFile(ctx, f, path, pace, ignore, stderr, e)
+}
+
+// replayFile replays the cassette f (named name in diagnostics) and
+// returns its transcript as replayOne does.
+func replayFile(ctx context.Context, f *cassette.File, name string, pace replay.Pace, ignore []string, stderr io.Writer, e env) ([]byte, error) {
 	var paceClock clock.Clock = clock.Real{}
 	if e.clock != nil {
 		paceClock = e.clock
@@ -142,7 +148,7 @@ func replayOne(ctx context.Context, path string, pace replay.Pace, ignore []stri
 	}
 	fmt.Fprintf(&out, "exit: %d\n", code)
 	if unused := rp.Unused(); len(unused) > 0 {
-		fmt.Fprintf(stderr, "openmax replay: %s: %d recorded interaction(s) never requested: %v\n", path, len(unused), unused)
+		fmt.Fprintf(stderr, "openmax replay: %s: %d recorded interaction(s) never requested: %v\n", name, len(unused), unused)
 	}
 	return out.Bytes(), nil
 }
