@@ -149,7 +149,7 @@ func recordPaced(path string) (time.Duration, error) {
 	eng.RunTurn(context.Background(), s, "count to four", func(wire.Event) {})
 	wall := time.Since(start)
 	if err := rec.SetSession(&cassette.Session{SessionID: "s-bench", Seed: 1, Args: []string{"--provider", "openai", "--base-url", base + "/v1"},
-		Commands: []cassette.Command{{AfterLines: 1, Line: `{"cmd":"user","text":"count to four"}`}}}); err != nil {
+		Commands: []cassette.Command{{Anchor: cassette.Anchor{After: "hello", Nth: 1}, Line: `{"cmd":"user","text":"count to four"}`}}}); err != nil {
 		return 0, err
 	}
 	return wall, rec.Close()

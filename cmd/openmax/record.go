@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/binary"
@@ -215,13 +216,13 @@ func randomSeed() uint64 {
 	return binary.LittleEndian.Uint64(b[:])
 }
 
-// capture records the client's commands with how many stdout lines had
-// gone out when each arrived, saving the cassette after each one.
+// capture records the client's commands with the protocol point each
+// arrived at, saving the cassette after each one.
 type capture struct {
 	rec  *recorder.Recorder
 	mu   sync.Mutex
 	sess *cassette.Session
-	out  int
+	pos  cassette.Position
 }
 
 func (c *capture) snapshot() *cassette.Session {
@@ -235,10 +236,14 @@ func (c *capture) snapshot() *cassette.Session {
 
 func (c *capture) writer(w io.Writer) io.Writer {
 	return writerFunc(func(p []byte) (int, error) {
-		// Count before writing: once the client can read the line, a command
-		// it sends in answer must be recorded as coming after it.
+		// Observe before writing: once the client can read the line, a
+		// command it sends in answer must be recorded as coming after it.
 		c.mu.Lock()
-		c.out += strings.Count(string(p), "\n")
+		for rest := p; len(rest) > 0; {
+			var line []byte
+			line, rest, _ = bytes.Cut(rest, []byte("\n"))
+			c.pos.Observe(line)
+		}
 		c.mu.Unlock()
 		return w.Write(p)
 	})
@@ -298,7 +303,7 @@ func (c *capture) recordTools(reg *tool.Registry) (*tool.Registry, error) {
 
 func (c *capture) note(line string) {
 	c.mu.Lock()
-	c.sess.Commands = append(c.sess.Commands, cassette.Command{AfterLines: c.out, Line: line})
+	c.sess.Commands = append(c.sess.Commands, cassette.Command{Anchor: c.pos.Here(), Line: line})
 	c.mu.Unlock()
 	_ = c.rec.SetSession(c.snapshot())
 }

@@ -49,11 +49,19 @@ type Options struct {
 	// Log receives diagnostics (never protocol lines); nil discards them.
 	Log io.Writer
 	// Handled, when set, is called from the serve loop after each stdin
-	// line has been acted on and after each turn's done, with idle true
-	// when no turn is running (so nothing more will be written until the
-	// next command). A replay uses it to deliver each recorded command at
-	// the same point of the conversation.
-	Handled func(idle bool)
+	// line has been acted on and after each turn's done, with read the
+	// number of stdin lines acted on so far and idle true when no turn is
+	// running (so nothing more will be written until the next command). A
+	// replay uses it to deliver each recorded command at the same point of
+	// the conversation.
+	Handled func(read int, idle bool)
+	// Stepped, when set, is called on the turn's goroutine after each event
+	// the turn emits has been written, with no lock held; the turn goes on
+	// when it returns. A replay blocks in it until the recorded commands
+	// that event makes due have been acted on (Handled), which keeps the
+	// turn in step with the recorded client: a cancel recorded after the
+	// third token lands after the third token, every time.
+	Stepped func()
 }
 
 // ModeStore persists the approval mode of the project.
@@ -216,6 +224,7 @@ type server struct {
 	ended     chan string // the running turn's stop_reason
 	lastStop  string
 	quitting  bool
+	read      int // stdin lines acted on
 	approvals *approvals
 }
 
@@ -278,6 +287,7 @@ func (s *server) serve(ctx context.Context, in io.Reader) (int, error) {
 				continue
 			}
 			s.handle(in)
+			s.read = in.n
 			s.handled()
 		}
 	}
@@ -285,7 +295,7 @@ func (s *server) serve(ctx context.Context, in io.Reader) (int, error) {
 
 func (s *server) handled() {
 	if s.opts.Handled != nil {
-		s.opts.Handled(s.running == nil)
+		s.opts.Handled(s.read, s.running == nil)
 	}
 }
 
@@ -426,7 +436,11 @@ func (s *server) startTurn(text string) {
 			}
 			s.ended <- stop
 		}()
-		stop = s.opts.Engine.RunTurn(ctx, s.sess, text, s.emitEvent)
+		emit := s.emitEvent
+		if step := s.opts.Stepped; step != nil {
+			emit = func(e wire.Event) { s.emitEvent(e); step() }
+		}
+		stop = s.opts.Engine.RunTurn(ctx, s.sess, text, emit)
 	}()
 }
 

@@ -29,8 +29,13 @@ func (Real) After(d time.Duration) <-chan time.Time { return time.After(d) }
 
 // Sleep waits for d on c, or until ctx is done, whichever comes first. It
 // reports ctx.Err() when the context ended the wait.
+//
+// A context already done when the wait begins or ends wins over the
+// clock: when both are ready at once the outcome does not depend on which
+// channel a select happens to pick, so a virtual clock gives the same
+// answer every time.
 func Sleep(ctx context.Context, c Clock, d time.Duration) error {
-	if d <= 0 {
+	if d <= 0 || ctx.Err() != nil {
 		return ctx.Err()
 	}
 	if f, ok := c.(*Fake); ok {
@@ -40,7 +45,7 @@ func Sleep(ctx context.Context, c Clock, d time.Duration) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-c.After(d):
-		return nil
+		return ctx.Err()
 	}
 }
 

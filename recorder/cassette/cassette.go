@@ -117,11 +117,19 @@ type ToolResult struct {
 	Output string `yaml:"output"`
 }
 
-// Command is one stdin line and when it arrived: after how many stdout
-// lines, which is what lets a replay deliver it at the same point.
+// Command is one stdin line and the protocol point it arrived at: which
+// turn (how many done lines had gone out) and, within it, after which line.
+// A replay delivers it at the same point, so a fault injected earlier (an
+// extra retry line, a turn cut short) moves it with the conversation
+// instead of into the middle of another turn.
 type Command struct {
-	AfterLines int    `yaml:"after_lines"`
-	Line       string `yaml:"line"`
+	Line string `yaml:"line"`
+	// Anchor is where the command arrived; see Anchor.
+	Anchor `yaml:",inline"`
+	// AfterLines is the anchor of cassettes recorded before anchors
+	// existed: the number of stdout lines that had gone out. It is used
+	// only when Anchor.After is empty.
+	AfterLines int `yaml:"after_lines,omitempty"`
 }
 
 // New returns an empty cassette.

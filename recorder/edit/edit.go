@@ -59,11 +59,11 @@
 //
 // The recorded harness session (client commands, seed, flags, tool
 // results) is copied unchanged: the client's recorded commands still apply
-// to the edited cassette. Each is delivered once the transcript reaches
-// its recorded after_lines count or the harness goes idle, so a fault that
-// makes the harness print more lines (retry notices) can bring a later
-// command forward; the usual case, a command sent between turns, still
-// lands between turns.
+// to the edited cassette. Each command is anchored to a protocol point (its
+// turn, and the line of that turn it followed), so a fault that adds lines
+// (retry notices) or ends a turn early moves the commands with the
+// conversation: a command sent between turns still lands between the same
+// turns, and every recorded turn still runs.
 package edit
 
 import (

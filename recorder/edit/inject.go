@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -52,6 +53,11 @@ type Op struct {
 	// Byte is, for reset, how many bytes of the body are kept before the
 	// reset.
 	Byte int
+	// Recover is, for truncate, reset and stream_error, whether the fault
+	// is served once: the cut interaction is inserted before the recorded
+	// one, which then answers the client's next identical request (the
+	// retry). Without it the cut replaces the recorded reply.
+	Recover bool
 }
 
 // Inject returns a new cassette: a deep copy of f with op's fault in it.
@@ -68,6 +74,10 @@ func Inject(f *cassette.File, op Op) (*cassette.File, error) {
 		return nil, err
 	}
 	out := Clone(f)
+	var recorded *cassette.Interaction
+	if op.Recover && op.Interaction >= 0 && op.Interaction < len(f.Interactions) {
+		recorded = cloneInteraction(f.Interactions[op.Interaction])
+	}
 	var err error
 	switch op.Kind {
 	case KindRateLimit, KindServerError:
@@ -81,6 +91,9 @@ func Inject(f *cassette.File, op Op) (*cassette.File, error) {
 	}
 	if err != nil {
 		return nil, fmt.Errorf("edit: %s: %w", op, err)
+	}
+	if recorded != nil {
+		out.Interactions = slices.Insert(out.Interactions, op.Interaction+1, recorded)
 	}
 	return out, nil
 }
@@ -115,6 +128,7 @@ func (op Op) check() error {
 		zero(op.Interaction != 0, "Interaction")
 		zero(op.Chunk != 0, "Chunk")
 		zero(op.Byte != 0, "Byte")
+		zero(op.Recover, "Recover") // an inserted error is always served once
 	case KindTruncate, KindReset, KindStreamError:
 		if op.Interaction < 0 {
 			return fmt.Errorf("edit: %s op: interaction %d is negative", op.Kind, op.Interaction)

@@ -30,8 +30,13 @@ import (
 //	                 in-stream error event and drop the rest; chunk=K
 //	                 required (stream_error is accepted too)
 //
+// truncate, reset and stream-error also take recover=true: the fault is
+// served once, as a copy of interaction N inserted before it, and the
+// client's next identical request (the engine's retry) gets the recorded
+// reply. 429 and 5xx always work that way.
+//
 // For example "429@2:retry-after=5", "529@0", "truncate@1:chunk=3",
-// "reset@1:byte=400", "stream-error@1:chunk=2", and
+// "reset@1:byte=400,recover=true", "stream-error@1:chunk=2", and
 // "503@0:retry-after=Thu, 01 Jan 2026 00:00:07 GMT,retry-after-ms=1500".
 //
 // Kinds and keys are case-insensitive, and space around the spec, the
@@ -106,9 +111,9 @@ func ParseOp(spec string) (Op, error) {
 	case KindRateLimit, KindServerError:
 		allowed = []string{"retry-after", "retry-after-ms"}
 	case KindTruncate, KindStreamError:
-		allowed, required = []string{"chunk"}, "chunk"
+		allowed, required = []string{"chunk", "recover"}, "chunk"
 	case KindReset:
-		allowed, required = []string{"byte"}, "byte"
+		allowed, required = []string{"byte", "recover"}, "byte"
 	}
 	seen := map[string]bool{}
 	if hasOpts {
@@ -148,6 +153,12 @@ func ParseOp(spec string) (Op, error) {
 					return fail("retry-after-ms=%s is not a non-negative number of milliseconds", val)
 				}
 				op.RetryAfterMs = val
+			case "recover":
+				b, err := strconv.ParseBool(val)
+				if err != nil {
+					return fail("recover=%s is not true or false", val)
+				}
+				op.Recover = b
 			case "chunk", "byte":
 				v, err := strconv.Atoi(val)
 				if err != nil || v < 0 {
@@ -266,6 +277,9 @@ func (op Op) String() string {
 		opts = append(opts, "chunk="+strconv.Itoa(op.Chunk))
 	default:
 		return fmt.Sprintf("%s@%d", op.Kind, op.Interaction)
+	}
+	if op.Recover {
+		opts = append(opts, "recover=true")
 	}
 	s := kind + "@" + strconv.Itoa(n)
 	if len(opts) > 0 {

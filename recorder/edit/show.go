@@ -80,7 +80,11 @@ func showSession(p *printer, s *cassette.Session) {
 		p.printf("  commands: none\n")
 	}
 	for i, c := range s.Commands {
-		p.printf("  command %d after line %d: %s\n", i, c.AfterLines, oneLine(c.Line, 0))
+		where := c.Anchor.String()
+		if c.After == "" {
+			where = fmt.Sprintf("after line %d", c.AfterLines)
+		}
+		p.printf("  command %d %s: %s\n", i, where, oneLine(c.Line, 0))
 	}
 	for i, r := range s.ToolResults {
 		status := "ok"

@@ -7,10 +7,9 @@
 package session
 
 import (
-	"bufio"
+	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"sync"
@@ -37,7 +36,10 @@ type Options struct {
 	// after Build, which may learn it from the recorded flags.
 	Project func() string
 	Stdout  io.Writer // receives the transcript
-	Log     io.Writer // diagnostics
+	// Stdin, when set, receives a copy of every command line delivered to
+	// the harness, in order (what a checker needs to account each done).
+	Stdin io.Writer
+	Log   io.Writer // diagnostics
 }
 
 // Epoch is the virtual clock's start, fixed so replays are identical.
@@ -47,6 +49,16 @@ var Epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 var ErrNoSession = errors.New("the cassette holds no recorded session (a proxy recording?); serve it with `openmax fake-provider --cassette` instead")
 
 // Run replays the session and returns the harness's exit code.
+//
+// How it stays deterministic: the transcript is observed synchronously,
+// line by line, as the harness writes it (no pipe between them), so the
+// replay always knows exactly which protocol point the session is at.
+// After every event a turn emits, the turn waits (stdio's Stepped hook)
+// until every recorded command that point makes due has been written to
+// the harness and acted on (Handled). And virtual time passes only while no
+// command is due or in flight, while a context cancelled by a delivered
+// command wins over a wait that ends at the same moment (clock.Sleep).
+// Nothing is left to goroutine scheduling.
 func Run(ctx context.Context, o Options) (int, error) {
 	sess := o.Cassette.Session
 	if sess == nil {
@@ -55,62 +67,61 @@ func Run(ctx context.Context, o Options) (int, error) {
 	if o.Log == nil {
 		o.Log = io.Discard
 	}
-	f := newFeeder(sess.Commands)
+	f := newFeeder(sess.Commands, o.Stdin)
 	clk := &gatedClock{now: Epoch, f: f}
 	eng, err := o.Build(o.Transport, clk, sess.Seed, sess.Args)
 	if err != nil {
 		return 0, err
 	}
 	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	copied := make(chan error, 1)
-	go func() { copied <- f.copyOut(outR, o.Stdout) }()
+	out := &observer{f: f, w: o.Stdout}
 	go f.feed(inW)
-	code, err := stdio.Serve(ctx, inR, outW, stdio.Options{
+	code, err := stdio.Serve(ctx, inR, out, stdio.Options{
 		Engine: eng, SessionID: sess.SessionID, Version: o.Version, Project: o.Project(),
-		Log: o.Log, Handled: f.handled,
+		Log: o.Log, Handled: f.handled, Stepped: f.step, Clock: clk,
 	})
-	outW.Close()
 	f.stop()
 	inR.Close()
-	if cerr := <-copied; err == nil && cerr != nil {
-		err = cerr
-	}
 	return code, err
 }
 
-// feeder delivers the recorded commands: command i goes out once the
-// transcript has as many lines as it had when the command arrived during
-// recording, or once the harness is idle (nothing more would come).
+// feeder delivers the recorded commands in order, each once the session
+// has reached its anchor (or once the harness is idle with nothing more
+// to say, so a command whose point never came still goes out).
 type feeder struct {
-	cmds []cassette.Command
+	cmds  []cassette.Command
+	stdin io.Writer // a copy of what is delivered; nil for none
 
-	mu      sync.Mutex
-	cond    *sync.Cond
-	lines   int  // stdout lines so far
-	next    int  // index of the next command to deliver
-	idle    bool // the harness reported no turn running
-	inAck   bool // a command was written and not yet acted on
-	stopped bool
+	mu        sync.Mutex
+	cond      *sync.Cond
+	pos       cassette.Position
+	next      int  // index of the next command to deliver
+	delivered int  // stdin lines written
+	read      int  // stdin lines the harness has acted on
+	idle      bool // the harness reported no turn running
+	stopped   bool
 }
 
-func newFeeder(cmds []cassette.Command) *feeder {
-	f := &feeder{cmds: cmds, idle: true}
+func newFeeder(cmds []cassette.Command, stdin io.Writer) *feeder {
+	f := &feeder{cmds: cmds, stdin: stdin, idle: true}
 	f.cond = sync.NewCond(&f.mu)
 	return f
 }
 
+// inFlightLocked reports a command written and not yet acted on.
+func (f *feeder) inFlightLocked() bool { return f.read < f.delivered }
+
 // dueLocked reports whether the next command should go out now.
 func (f *feeder) dueLocked() bool {
-	if f.next >= len(f.cmds) || f.inAck {
+	if f.next >= len(f.cmds) || f.inFlightLocked() {
 		return false
 	}
-	return f.lines >= f.cmds[f.next].AfterLines || f.idle
+	return f.pos.Due(f.cmds[f.next]) || f.idle
 }
 
-// quietLocked reports that no command is due or in flight, so virtual time
-// may pass.
-func (f *feeder) quietLocked() bool { return f.stopped || (!f.inAck && !f.dueLocked()) }
+// quietLocked reports that no command is due or in flight, so the turn
+// may go on and virtual time may pass.
+func (f *feeder) quietLocked() bool { return f.stopped || (!f.inFlightLocked() && !f.dueLocked()) }
 
 func (f *feeder) feed(w *io.PipeWriter) {
 	defer w.Close()
@@ -123,22 +134,34 @@ func (f *feeder) feed(w *io.PipeWriter) {
 			f.mu.Unlock()
 			return
 		}
-		line := f.cmds[f.next].Line
+		line := f.cmds[f.next].Line + "\n"
 		f.next++
-		f.inAck = true
+		f.delivered++
 		f.mu.Unlock()
-		if _, err := io.WriteString(w, line+"\n"); err != nil {
+		if f.stdin != nil {
+			io.WriteString(f.stdin, line)
+		}
+		if _, err := io.WriteString(w, line); err != nil {
 			return
 		}
 	}
 }
 
-// handled is the server's acknowledgement of a command or a finished turn.
-func (f *feeder) handled(idle bool) {
+// handled is the server's acknowledgement of the stdin lines it has acted
+// on, or of a finished turn.
+func (f *feeder) handled(read int, idle bool) {
 	f.mu.Lock()
-	f.idle = idle
-	f.inAck = false
+	f.read, f.idle = read, idle
 	f.cond.Broadcast()
+	f.mu.Unlock()
+}
+
+// step holds the turn until the commands due at this point are acted on.
+func (f *feeder) step() {
+	f.mu.Lock()
+	for !f.quietLocked() {
+		f.cond.Wait()
+	}
 	f.mu.Unlock()
 }
 
@@ -149,33 +172,29 @@ func (f *feeder) stop() {
 	f.mu.Unlock()
 }
 
-// copyOut forwards the transcript line by line, counting lines.
-func (f *feeder) copyOut(r io.Reader, w io.Writer) error {
-	br := bufio.NewReaderSize(r, 64<<10)
-	var werr error
-	for {
-		line, err := br.ReadBytes('\n')
-		if len(line) > 0 {
-			if werr == nil {
-				_, werr = w.Write(line)
-			}
-			f.mu.Lock()
-			f.lines++
-			f.cond.Broadcast()
-			f.mu.Unlock()
-		}
-		if err != nil {
-			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrClosedPipe) {
-				return werr
-			}
-			return fmt.Errorf("replay: reading the transcript: %w", err)
-		}
+// observer passes the transcript through and moves the feeder's position
+// along it before the write returns: the harness writes whole lines.
+type observer struct {
+	f *feeder
+	w io.Writer
+}
+
+func (o *observer) Write(p []byte) (int, error) {
+	n, err := o.w.Write(p)
+	o.f.mu.Lock()
+	for rest := p; len(rest) > 0; {
+		line, tail, _ := bytes.Cut(rest, []byte("\n"))
+		o.f.pos.Observe(line)
+		rest = tail
 	}
+	o.f.cond.Broadcast()
+	o.f.mu.Unlock()
+	return n, err
 }
 
 // gatedClock is virtual time that only passes while no recorded command is
-// due: a wait during which the client sent a command (a cancel during a
-// backoff) sees that command first, exactly as in the recording.
+// due or in flight: a wait during which the client sent a command (a cancel
+// during a backoff) sees that command first, exactly as in the recording.
 type gatedClock struct {
 	mu  sync.Mutex
 	now time.Time

@@ -58,21 +58,102 @@ func run(t *testing.T, cmds []cassette.Command) string {
 // line lands during the wait, as it did live; without it the wait passes
 // in no wall time.
 func TestVirtualTimeWaitsForDueCommands(t *testing.T) {
-	user := cassette.Command{AfterLines: 1, Line: `{"cmd":"user","text":"go"}`}
-	cancelled := run(t, []cassette.Command{user, {AfterLines: 3, Line: `{"cmd":"cancel"}`}})
-	if !strings.Contains(cancelled, `"stop_reason":"cancelled"`) || strings.Contains(cancelled, "after the wait") {
-		t.Errorf("the cancel did not land in the wait:\n%s", cancelled)
-	}
-	// The hour passes on the virtual clock: run's 10 s context would end
-	// a real one.
-	waited := run(t, []cassette.Command{user})
-	if !strings.Contains(waited, "after the wait") || !strings.Contains(waited, `"stop_reason":"stop"`) {
-		t.Errorf("the virtual hour did not pass:\n%s", waited)
+	for _, tc := range []struct {
+		name         string
+		user, cancel cassette.Command
+	}{
+		{"anchored",
+			cassette.Command{Anchor: cassette.Anchor{After: "hello", Nth: 1}, Line: `{"cmd":"user","text":"go"}`},
+			cassette.Command{Anchor: cassette.Anchor{After: "retry", Nth: 1}, Line: `{"cmd":"cancel"}`}},
+		{"legacy line counts",
+			cassette.Command{AfterLines: 1, Line: `{"cmd":"user","text":"go"}`},
+			cassette.Command{AfterLines: 3, Line: `{"cmd":"cancel"}`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cancelled := run(t, []cassette.Command{tc.user, tc.cancel})
+			if !strings.Contains(cancelled, `"stop_reason":"cancelled"`) || strings.Contains(cancelled, "after the wait") {
+				t.Errorf("the cancel did not land in the wait:\n%s", cancelled)
+			}
+			// The hour passes on the virtual clock: run's 10 s context would
+			// end a real one.
+			waited := run(t, []cassette.Command{tc.user})
+			if !strings.Contains(waited, "after the wait") || !strings.Contains(waited, `"stop_reason":"stop"`) {
+				t.Errorf("the virtual hour did not pass:\n%s", waited)
+			}
+		})
 	}
 }
 
 func TestNoSession(t *testing.T) {
 	if _, err := Run(context.Background(), Options{Cassette: cassette.New()}); err != ErrNoSession {
 		t.Errorf("got %v", err)
+	}
+}
+
+// tokenProvider streams ten tokens, stopping early once ctx is done, as a
+// real stream does when its request is cancelled.
+func tokenProvider() provider.Provider {
+	return provider.Func(func(ctx context.Context, _ provider.Request) iter.Seq[provider.Part] {
+		return func(yield func(provider.Part) bool) {
+			for i := range 10 {
+				if ctx.Err() != nil {
+					return
+				}
+				if !yield(provider.TextDelta{Text: string(rune('a' + i))}) {
+					return
+				}
+			}
+			yield(provider.Finish{Reason: "stop"})
+		}
+	})
+}
+
+// TestCommandsLandAtTheirAnchor: a cancel anchored after the third token
+// and a user command refused mid-turn after the fifth land exactly there,
+// every time, although the turn streams on its own goroutine.
+func TestCommandsLandAtTheirAnchor(t *testing.T) {
+	f := cassette.New()
+	f.Session = &cassette.Session{SessionID: "s", Commands: []cassette.Command{
+		{Anchor: cassette.Anchor{After: "hello", Nth: 1}, Line: `{"cmd":"user","text":"go"}`},
+		{Anchor: cassette.Anchor{After: "token", Nth: 2}, Line: `{"cmd":"user","text":"too soon"}`},
+		{Anchor: cassette.Anchor{After: "token", Nth: 3}, Line: `{"cmd":"cancel"}`},
+		{Anchor: cassette.Anchor{Turn: 1, After: "done"}, Line: `{"cmd":"user","text":"again"}`},
+	}}
+	var first string
+	for i := range 50 {
+		var out, stdin bytes.Buffer
+		code, err := Run(context.Background(), Options{
+			Cassette: f, Stdout: &out, Stdin: &stdin, Version: "test", Project: func() string { return "/p" },
+			Build: func(http.RoundTripper, clock.Clock, uint64, []string) (*core.Engine, error) {
+				reg, _ := tool.NewRegistry()
+				return &core.Engine{Provider: tokenProvider(), Tools: reg}, nil
+			},
+		})
+		if err != nil || code != 0 {
+			t.Fatalf("Run: %d, %v\n%s", code, err, out.String())
+		}
+		got := out.String()
+		if i == 0 {
+			first = got
+			if n := strings.Count(got, `"type":"token"`); n != 3+10 {
+				t.Fatalf("%d tokens, want 3 before the cancel and 10 in the second turn:\n%s", n, got)
+			}
+			refused := strings.Index(got, `"type":"protocol_error"`)
+			if refused < 0 || strings.Count(got[:refused], `"type":"token"`) != 2 {
+				t.Fatalf("the mid-turn user was not refused right after the second token:\n%s", got)
+			}
+			if !strings.Contains(got, `"stop_reason":"cancelled"`) || !strings.HasSuffix(got, "{\"session_id\":\"s\",\"type\":\"done\",\"stop_reason\":\"stop\"}\n") {
+				t.Fatalf("want a cancelled turn, then a full one:\n%s", got)
+			}
+			var want strings.Builder
+			for _, c := range f.Session.Commands {
+				want.WriteString(c.Line + "\n")
+			}
+			if stdin.String() != want.String() {
+				t.Fatalf("delivered stdin %q, want %q", stdin.String(), want.String())
+			}
+		} else if got != first {
+			t.Fatalf("run %d differs:\n%s\nfirst:\n%s", i, got, first)
+		}
 	}
 }
