@@ -37,6 +37,8 @@ func runCassette(args []string, stdout, stderr io.Writer) int {
 	case "import":
 		fs.StringVar(&from, "from", "auto", "the recording's format: auto, "+strings.Join(importer.Formats(), ", "))
 	case "show":
+	case "sweep":
+		return runSweepCmd(args[1:], stdout, stderr)
 	default:
 		return usage()
 	}

@@ -1,0 +1,133 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestSweepLibrary sweeps every cassette of the library: every single
+// fault at every place, replayed through the real engine; none may break
+// an invariant. (Locally, --repeat 2 also replays each variant twice and
+// fails it when the two differ; that doubles the time, so CI leaves it to
+// the golden library test, which replays every cassette twice.)
+func TestSweepLibrary(t *testing.T) {
+	paths, _ := filepath.Glob(filepath.Join(libraryDir, "*.yaml"))
+	if len(paths) == 0 {
+		t.Fatal("no cassettes in " + libraryDir)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	start := time.Now()
+	code := runSweep(ctx, []string{libraryDir, "--max-variants", "0", "--json"}, &stdout, &stderr, env{})
+	elapsed := time.Since(start)
+	var rep struct {
+		Rows []struct {
+			Cassette, Variant string
+			Failures          []string
+		}
+		Variants, Cassettes, Failed int
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
+		t.Fatalf("exit %d, stdout is not the JSON report: %v\n%s%s", code, err, stdout.Bytes(), stderr.Bytes())
+	}
+	t.Logf("%d variants over %d cassettes in %s: %.0f variants/s",
+		rep.Variants, rep.Cassettes, elapsed.Round(time.Millisecond), float64(rep.Variants)/elapsed.Seconds())
+	if rep.Cassettes != len(paths) {
+		t.Errorf("%d cassettes swept, the library has %d", rep.Cassettes, len(paths))
+	}
+	if rep.Variants < 10*len(paths) {
+		t.Errorf("only %d variants over %d cassettes", rep.Variants, len(paths))
+	}
+	for _, r := range rep.Rows {
+		if len(r.Failures) > 0 {
+			t.Errorf("%s %s: %s", r.Cassette, r.Variant, strings.Join(r.Failures, "; "))
+		}
+	}
+	if code != 0 || rep.Failed != 0 {
+		t.Errorf("exit %d, %d failed; stderr:\n%s", code, rep.Failed, stderr.Bytes())
+	}
+}
+
+func TestSweepCLI(t *testing.T) {
+	one := filepath.Join(libraryDir, "openai_tool_round_trip.yaml")
+	tests := []struct {
+		name     string
+		args     []string
+		code     int
+		stdout   []string // each in stdout
+		stderr   string   // in stderr
+		noStdout bool
+	}{
+		{"no argument", nil, 2, nil, "usage: openmax cassette sweep", true},
+		{"two arguments", []string{one, one}, 2, nil, "usage: openmax cassette sweep", true},
+		{"a missing file", []string{"no/such.yaml"}, 2, nil, "no such file", true},
+		{"a bad flag", []string{one, "--parallel", "x"}, 2, nil, "invalid value", true},
+		{"a zero deadline", []string{one, "--deadline", "0s"}, 2, nil, "usage:", true},
+		{"an empty directory", []string{t.TempDir()}, 2, nil, "no cassettes", true},
+		{"one cassette, bounded", []string{one, "--max-variants", "11", "--parallel", "3"}, 0, []string{
+			"CASSETTE                     VARIANT",
+			"\nopenai_tool_round_trip.yaml  none ",
+			"\nopenai_tool_round_trip.yaml  429@1 ",
+			"\nopenai_tool_round_trip.yaml  truncate@0:chunk=1 ",
+			"\n12 variant(s) over 1 cassette(s), 0 failed\n",
+		}, "12 variants over 1 cassette(s), 0 failed", false},
+		{"flags before the file, JSON", []string{"--json", "--max-variants", "3", one}, 0, []string{
+			`"variant": "none"`, `"variants": 4`, `"failed": 0`,
+		}, "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := runSweep(context.Background(), tt.args, &stdout, &stderr, env{})
+			if code != tt.code {
+				t.Errorf("exit %d, want %d; stderr:\n%s", code, tt.code, stderr.Bytes())
+			}
+			for _, s := range tt.stdout {
+				if !strings.Contains(stdout.String(), s) {
+					t.Errorf("stdout lacks %q:\n%s", s, stdout.Bytes())
+				}
+			}
+			if !strings.Contains(stderr.String(), tt.stderr) {
+				t.Errorf("stderr lacks %q:\n%s", tt.stderr, stderr.Bytes())
+			}
+			if tt.noStdout && stdout.Len() > 0 {
+				t.Errorf("stdout on a usage error:\n%s", stdout.Bytes())
+			}
+		})
+	}
+}
+
+// The table holds no timing: two sweeps of a cassette print the same bytes
+// whatever the parallelism.
+func TestSweepDeterministic(t *testing.T) {
+	one := filepath.Join(libraryDir, "anthropic_tool_round_trip.yaml")
+	var first []byte
+	for _, par := range []string{"1", "4"} {
+		var stdout, stderr bytes.Buffer
+		if code := runSweep(context.Background(), []string{one, "--parallel", par}, &stdout, &stderr, env{}); code != 0 {
+			t.Fatalf("exit %d:\n%s%s", code, stdout.Bytes(), stderr.Bytes())
+		}
+		if first == nil {
+			first = stdout.Bytes()
+		} else if !bytes.Equal(first, stdout.Bytes()) {
+			t.Fatalf("--parallel %s printed other bytes:\n%s\nthan:\n%s", par, stdout.Bytes(), first)
+		}
+	}
+}
+
+// `openmax cassette sweep` is reachable from the binary's argument list.
+func TestSweepSubcommand(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), []string{"cassette", "sweep"}, strings.NewReader(""), &stdout, &stderr, env{}); code != 2 {
+		t.Errorf("exit %d, want 2 (usage)", code)
+	}
+	if !strings.Contains(stderr.String(), "usage: openmax cassette sweep") {
+		t.Errorf("stderr:\n%s", stderr.Bytes())
+	}
+}

@@ -1,0 +1,159 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/openmax/openmax/provider/clock"
+	"github.com/openmax/openmax/recorder/cassette"
+	"github.com/openmax/openmax/replay"
+	"github.com/openmax/openmax/replay/sweep"
+)
+
+// runSweepCmd is `openmax cassette sweep` as the binary runs it: SIGINT
+// and SIGTERM stop the sweep.
+func runSweepCmd(args []string, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return runSweep(ctx, args, stdout, stderr, env{clock: clock.Real{}})
+}
+
+// runSweep is `openmax cassette sweep FILE|DIR`: every single fault at
+// every place of each cassette, replayed through the real engine and
+// judged. The table goes to stdout (the same bytes every run), the summary
+// with the elapsed time to stderr. Exit 1 when any variant broke an
+// invariant, 2 on a usage error.
+func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer, e env) int {
+	fs := flag.NewFlagSet("openmax cassette sweep", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	maxVariants := fs.Int("max-variants", sweep.DefaultMaxVariants, "the most variants per cassette (chosen evenly over the fault kinds and places); 0 for all")
+	parallel := fs.Int("parallel", 0, "replays at once (0: GOMAXPROCS)")
+	deadline := fs.Duration("deadline", sweep.DefaultDeadline, "wall-clock limit of one replay; past it the variant fails as a hang")
+	repeat := fs.Int("repeat", 1, "replay every variant this many times; replays that differ fail the variant as nondeterministic")
+	asJSON := fs.Bool("json", false, "print the report as JSON instead of a table")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: openmax cassette sweep FILE|DIR [--max-variants N] [--parallel N] [--deadline D] [--repeat N] [--json]")
+		fs.PrintDefaults()
+	}
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return 2
+	}
+	if len(pos) != 1 || *maxVariants < 0 || *parallel < 0 || *repeat < 1 || *deadline <= 0 {
+		fs.Usage()
+		return 2
+	}
+	cs, err := loadSweep(pos[0])
+	if err != nil {
+		fmt.Fprintf(stderr, "openmax cassette sweep: %v\n", err)
+		return 2
+	}
+	start := time.Now()
+	rep, err := sweep.Run(ctx, cs, sweepReplayer(e), sweep.Options{
+		MaxVariants: *maxVariants, Parallel: *parallel, Deadline: *deadline, Repeat: *repeat,
+	})
+	if err != nil {
+		fmt.Fprintf(stderr, "openmax cassette sweep: %v\n", err)
+		return 1
+	}
+	elapsed := time.Since(start)
+	if *asJSON {
+		err = rep.WriteJSON(stdout)
+	} else {
+		err = rep.WriteTable(stdout)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "openmax cassette sweep: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(stderr, "openmax cassette sweep: %d variants over %d cassette(s), %d failed, %s (%.0f variants/s)\n",
+		len(rep.Rows), rep.Cassettes, rep.Failed, elapsed.Round(time.Millisecond), float64(len(rep.Rows))/elapsed.Seconds())
+	if rep.Failed > 0 {
+		fmt.Fprintf(stderr, "openmax cassette sweep: failures by kind: %s\n", rep.Summary(nil))
+		return 1
+	}
+	return 0
+}
+
+// loadSweep loads one cassette, or every *.yaml of a directory in name
+// order.
+func loadSweep(path string) ([]sweep.Cassette, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	paths := []string{path}
+	if fi.IsDir() {
+		paths, _ = filepath.Glob(filepath.Join(path, "*.yaml"))
+		sort.Strings(paths)
+		if len(paths) == 0 {
+			return nil, fmt.Errorf("no cassettes (*.yaml) in %s", path)
+		}
+	}
+	var cs []sweep.Cassette
+	for _, p := range paths {
+		f, err := cassette.Load(p)
+		if err != nil {
+			return nil, err
+		}
+		cs = append(cs, sweep.Cassette{Name: filepath.Base(p), File: f})
+	}
+	return cs, nil
+}
+
+// sweepReplayer replays a cassette as `openmax replay` does, instantly, and
+// collects the crashes the harness recovered from off its diagnostics.
+func sweepReplayer(e env) sweep.Replayer {
+	return func(ctx context.Context, f *cassette.File) (sweep.Result, error) {
+		var log lockedBuffer
+		t, err := replayFile(ctx, f, "variant", replay.Pace{Mode: replay.PaceInstant}, nil, &log, e)
+		if err != nil {
+			return sweep.Result{}, err
+		}
+		return sweep.Result{Stdout: transcriptBody(t), Exit: exitOf(t), Panics: recoveredPanics(log.Bytes())}, nil
+	}
+}
+
+// recoveredPanics are the crashes a replay's diagnostics report: the
+// engine's "recovered from a crash" and the stdio server's "turn crashed".
+func recoveredPanics(log []byte) []string {
+	var out []string
+	for _, l := range strings.Split(string(log), "\n") {
+		for _, p := range []string{"openmax: recovered from a crash inside a turn: ", "openmax: turn crashed: "} {
+			if rest, ok := strings.CutPrefix(l, p); ok {
+				out = append(out, rest)
+			}
+		}
+	}
+	return out
+}
+
+// lockedBuffer is a bytes.Buffer safe for the concurrent writes of a
+// replay's diagnostics.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) Bytes() []byte {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return bytes.Clone(l.b.Bytes())
+}
