@@ -39,8 +39,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -57,8 +60,15 @@ type Options struct {
 	// Path is the cassette file. It is written when the recorder is made
 	// (an empty cassette, so a bad path fails at once) and again,
 	// atomically, after every completed interaction, so a crash leaves
-	// what had completed.
+	// what had completed. Every write goes to a temporary file that is
+	// renamed over Path.
 	Path string
+	// Overwrite allows replacing a cassette that already exists at Path.
+	// Without it New refuses with ErrExists and claims Path with an
+	// exclusive create, so two recorders never write one file. With it the
+	// existing file is left alone until the first save (New only checks
+	// that the folder is writable).
+	Overwrite bool
 	// Transport is the real transport; nil means http.DefaultTransport.
 	Transport http.RoundTripper
 	// Clock measures the offsets; nil means the wall clock.
@@ -69,6 +79,10 @@ type Options struct {
 	// patterns (ScrubRequest) to match them.
 	Scrub []*regexp.Regexp
 }
+
+// ErrExists reports that a cassette is already at the path and Overwrite
+// was not set.
+var ErrExists = errors.New("recorder: the cassette already exists")
 
 // ErrClosed is returned by RoundTrip once the recorder is closed.
 var ErrClosed = errors.New("recorder: closed")
@@ -133,10 +147,52 @@ func New(opts Options) (*Recorder, error) {
 		r.clk = clock.Real{}
 	}
 	r.t0 = r.clk.Now()
-	if err := r.save(); err != nil {
+	if opts.Overwrite {
+		if err := checkReplaceable(opts.Path); err != nil {
+			return nil, err
+		}
+		return r, nil
+	}
+	if err := r.claim(); err != nil {
 		return nil, err
 	}
 	return r, nil
+}
+
+// claim creates Path exclusively, holding an empty cassette.
+func (r *Recorder) claim() error {
+	data, err := cassette.New().Marshal()
+	if err != nil {
+		return fmt.Errorf("recorder: %w", err)
+	}
+	f, err := os.OpenFile(r.path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("%w: %s (record to a new file, or pass --overwrite to replace it)", ErrExists, r.path)
+	}
+	if err != nil {
+		return fmt.Errorf("recorder: %w", err)
+	}
+	_, werr := f.Write(data)
+	if err := errors.Join(werr, f.Sync(), f.Close()); err != nil {
+		os.Remove(r.path)
+		return fmt.Errorf("recorder: %w", err)
+	}
+	return nil
+}
+
+// checkReplaceable fails when path cannot be replaced by a rename: it is a
+// directory, or its folder does not take new files.
+func checkReplaceable(path string) error {
+	if fi, err := os.Lstat(path); err == nil && fi.IsDir() {
+		return fmt.Errorf("recorder: %s is a directory", path)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return fmt.Errorf("recorder: cannot write beside %s: %w", path, err)
+	}
+	tmp.Close()
+	os.Remove(tmp.Name())
+	return nil
 }
 
 // RoundTrip sends req through the real transport and records the exchange.

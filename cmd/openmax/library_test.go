@@ -46,7 +46,7 @@ func TestRecordLibrary(t *testing.T) {
 		name := strings.TrimPrefix(filepath.Base(dir), "http_")
 		t.Run(name, func(t *testing.T) {
 			path := filepath.Join(libraryDir, name+".yaml")
-			transcript, _ := runSession(t, dir, []string{"record", "--cassette", path})
+			transcript, _ := runSession(t, dir, []string{"record", "--overwrite", "--cassette", path})
 			// The recording run is the live session: it must match that
 			// session's golden transcript.
 			want, err := os.ReadFile(filepath.Join("../../golden/sessions", filepath.Base(dir)+".golden"))

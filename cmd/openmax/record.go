@@ -13,8 +13,8 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -28,11 +28,12 @@ import (
 // recordFlags are the flags of `openmax record`; everything else is a
 // harness flag passed on as for --stdio.
 type recordFlags struct {
-	cassette string
-	proxy    bool
-	upstream string
-	addr     string
-	scrub    []*regexp.Regexp
+	cassette  string
+	proxy     bool
+	upstream  string
+	addr      string
+	overwrite bool
+	scrub     []*regexp.Regexp
 }
 
 // splitRecordArgs takes record's own flags out of args.
@@ -75,7 +76,9 @@ func splitRecordArgs(args []string) (recordFlags, []string, error) {
 				}
 			}
 		case "proxy":
-			rf.proxy = !hasVal || val == "true"
+			rf.proxy, err = boolFlag(name, val, hasVal)
+		case "overwrite":
+			rf.overwrite, err = boolFlag(name, val, hasVal)
 		default:
 			rest = append(rest, a)
 		}
@@ -92,19 +95,21 @@ func splitRecordArgs(args []string) (recordFlags, []string, error) {
 // runRecord is `openmax record`: the live harness (exactly as --stdio)
 // with every provider exchange recorded, or with --proxy a recording
 // reverse proxy in front of --upstream.
+//
+// Every flag, the provider's key and the upstream are checked before the
+// cassette path is touched, and an existing cassette is replaced only with
+// --overwrite: a mistake on the command line never costs a recording.
 func runRecord(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, e env) int {
 	rf, rest, err := splitRecordArgs(args)
 	if err != nil {
 		fmt.Fprintf(stderr, "openmax record: %v\n", err)
 		return 2
 	}
-	rec, err := recorder.New(recorder.Options{Path: rf.cassette, Transport: e.transport, Clock: e.clock, Scrub: rf.scrub})
-	if err != nil {
-		fmt.Fprintf(stderr, "openmax record: %v\n", err)
-		return 1
+	newRecorder := func() (*recorder.Recorder, error) {
+		return recorder.New(recorder.Options{Path: rf.cassette, Transport: e.transport, Clock: e.clock, Scrub: rf.scrub, Overwrite: rf.overwrite})
 	}
 	if rf.proxy {
-		return runRecordProxy(ctx, rf, rest, rec, stdout, stderr)
+		return runRecordProxy(ctx, rf, rest, newRecorder, stdout, stderr)
 	}
 	o, err := parse(append([]string{"--stdio"}, withoutFlag(rest, "stdio")...), stderr)
 	if err != nil {
@@ -115,13 +120,19 @@ func runRecord(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	if sess.SessionID == "" {
 		sess.SessionID = newSessionID()
 	}
-	e.transport, e.seed = rec, sess.Seed
-	eng, project, err := buildEngine(o, e, stderr)
+	// The engine is built (and the key checked) first; its transport
+	// reaches the recorder, made only once everything is known good.
+	var rec *recorder.Recorder
+	live := e
+	live.transport, live.seed = roundTripFunc(func(r *http.Request) (*http.Response, error) { return rec.RoundTrip(r) }), sess.Seed
+	eng, project, err := buildEngine(o, live, stderr)
 	if err != nil {
-		rec.Close()
-		os.Remove(rf.cassette)
 		fmt.Fprintf(stderr, "openmax record: %v\n", err)
 		return 2
+	}
+	if rec, err = newRecorder(); err != nil {
+		fmt.Fprintf(stderr, "openmax record: %v\n", err)
+		return 1
 	}
 	if !hasFlag(sess.Args, "project") {
 		sess.Args = append(sess.Args, "--project", project)
@@ -149,18 +160,27 @@ func runRecord(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	return code
 }
 
-func runRecordProxy(ctx context.Context, rf recordFlags, rest []string, rec *recorder.Recorder, stdout, stderr io.Writer) int {
-	defer rec.Close()
+func runRecordProxy(ctx context.Context, rf recordFlags, rest []string, newRecorder func() (*recorder.Recorder, error), stdout, stderr io.Writer) int {
 	if len(rest) > 0 {
-		fmt.Fprintf(stderr, "openmax record --proxy: unexpected argument %q\n", rest[0])
+		fmt.Fprintf(stderr, "openmax record --proxy: unexpected argument %q (a proxy takes only --cassette, --upstream, --addr, --scrub and --overwrite)\n", rest[0])
+		return 2
+	}
+	if rf.upstream == "" {
+		fmt.Fprintln(stderr, "openmax record --proxy: --upstream URL is required (the API the proxy forwards to, such as https://api.openai.com)")
 		return 2
 	}
 	up, err := url.Parse(rf.upstream)
-	if err != nil || up.Scheme == "" || up.Host == "" {
-		fmt.Fprintf(stderr, "openmax record --proxy: --upstream must be an absolute URL, got %q\n", rf.upstream)
+	if err != nil || (up.Scheme != "http" && up.Scheme != "https") || up.Host == "" {
+		fmt.Fprintf(stderr, "openmax record --proxy: --upstream must be an absolute http(s) URL, got %q\n", rf.upstream)
 		return 2
 	}
 	l, err := net.Listen("tcp", rf.addr)
+	if err != nil {
+		fmt.Fprintf(stderr, "openmax record --proxy: %v\n", err)
+		return 1
+	}
+	defer l.Close()
+	rec, err := newRecorder()
 	if err != nil {
 		fmt.Fprintf(stderr, "openmax record --proxy: %v\n", err)
 		return 1
@@ -176,6 +196,22 @@ func runRecordProxy(ctx context.Context, rf recordFlags, rest []string, rec *rec
 	}
 	return 0
 }
+
+// boolFlag reads a boolean flag given as --name or --name=VALUE.
+func boolFlag(name, val string, hasVal bool) (bool, error) {
+	if !hasVal {
+		return true, nil
+	}
+	b, err := strconv.ParseBool(val)
+	if err != nil {
+		return false, fmt.Errorf("%w: --%s=%s: want true or false", errUsage, name, val)
+	}
+	return b, nil
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 // sessionArgs are the harness flags worth replaying with: all but the
 // session id (kept separately) and --stdio.
