@@ -32,7 +32,9 @@
 // one chunk. Every chunk is at offset 0 and the stream starts at 0: the
 // formats record no arrival times (go-vcr's duration, when present, is
 // kept as Response.Duration only). Imported traffic has no harness
-// session, so the cassette has none.
+// session, so the cassette Import returns has none; Session makes one up,
+// and Load, which every command taking a cassette reads through, does
+// both.
 //
 // Header names are canonicalised (vcrpy often writes them in lower case),
 // which is what lets a replay's resp.Header.Get find them.
@@ -54,6 +56,15 @@
 // headers. A Content-Length is otherwise kept as recorded (some tools
 // rewrote bodies without updating it) and only shifted when scrubbing
 // changed the body's length.
+//
+// A body stored as a YAML structure rather than as text (pydantic-ai's
+// vcrpy serializer writes JSON bodies as a parsed_body mapping) becomes
+// JSON text of the same value; what of the recorded text that keeps and
+// what it cannot is said at parsedBody. A body with no text form (a value
+// JSON cannot hold, a vcrpy body mapping without its string member, a
+// member such as json_body the importer does not read) fails the import
+// with an error naming the interaction and the member: nothing is
+// imported as an empty body.
 //
 // # Secrets
 //

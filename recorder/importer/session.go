@@ -15,22 +15,48 @@ import (
 // following requests sent back. It fails when the first request is not a
 // Chat Completions or Messages call with a user message.
 //
+// A recording of the OpenAI Responses API, which the harness has no client
+// for, gets a session only when every exchange in it is an HTTP error (the
+// vendor rejected the request): an error body is the same object on every
+// OpenAI endpoint, so the harness's OpenAI client reads the rejection as
+// the recording's client did. Replies are another matter, and for a
+// recording with any the error says so.
+//
 // The harness builds its own request bodies, so such a session is replayed
-// with the interactions served in order (replay.Options.InOrder).
+// with the interactions served in order (replay.Options.InOrder). Nothing
+// in it says where the recording ends: a replay that has served every
+// interaction knows (see `openmax replay`).
 func Session(f *cassette.File) (*cassette.Session, error) {
 	if len(f.Interactions) == 0 {
 		return nil, fmt.Errorf("no interactions")
 	}
 	first := f.Interactions[0].Request
 	wire := "openai"
-	if strings.Contains(first.URL, "/messages") {
+	responses := false
+	switch {
+	case strings.Contains(first.URL, "/messages"):
 		wire = "anthropic"
-	} else if !strings.Contains(first.URL, "/chat/completions") {
+	case strings.Contains(first.URL, "/chat/completions"):
+	case strings.Contains(first.URL, "/responses"):
+		responses = true
+		for i, it := range f.Interactions {
+			if it.Response.Code < 400 {
+				return nil, fmt.Errorf("the first request (%s) is the OpenAI Responses API, which openmax has no client for yet, and interaction %d is a reply (HTTP %d), not a rejection", first.URL, i, it.Response.Code)
+			}
+		}
+	default:
 		return nil, fmt.Errorf("the first request (%s) is neither Chat Completions nor Messages", first.URL)
 	}
 	var body reqBody
 	if err := json.Unmarshal([]byte(first.Body), &body); err != nil {
 		return nil, fmt.Errorf("the first request body: %w", err)
+	}
+	if responses {
+		msgs, err := responsesInput(body.Input)
+		if err != nil {
+			return nil, fmt.Errorf("the first request body: %w", err)
+		}
+		body.Messages = msgs
 	}
 	text := ""
 	for _, m := range body.Messages {
@@ -49,12 +75,14 @@ func Session(f *cassette.File) (*cassette.Session, error) {
 		Imported:  true,
 		// The turn may make as many requests as were recorded, no more.
 		Args:     []string{"--provider", wire, "--model", body.Model, "--project", "/imported", "--max-iterations", fmt.Sprint(len(f.Interactions))},
-		Commands: []cassette.Command{{AfterLines: 1, Line: string(line)}},
+		Commands: []cassette.Command{{Anchor: cassette.Anchor{After: "hello", Nth: 1}, Line: string(line)}},
 	}
 	for _, t := range body.Tools {
 		tl := cassette.Tool{Name: t.Name, Description: t.Description, Schema: string(t.InputSchema)}
 		if t.Function != nil {
 			tl = cassette.Tool{Name: t.Function.Name, Description: t.Function.Description, Schema: string(t.Function.Parameters)}
+		} else if len(t.Parameters) > 0 { // Responses: a flat function tool
+			tl.Schema = string(t.Parameters)
 		}
 		s.Tools = append(s.Tools, tl)
 	}
@@ -82,12 +110,14 @@ type reqMessage struct {
 }
 
 type reqBody struct {
-	Model    string       `json:"model"`
-	Messages []reqMessage `json:"messages"`
+	Model    string          `json:"model"`
+	Messages []reqMessage    `json:"messages"`
+	Input    json.RawMessage `json:"input"` // Responses
 	Tools    []struct {
 		Name        string          `json:"name"`
 		Description string          `json:"description"`
 		InputSchema json.RawMessage `json:"input_schema"`
+		Parameters  json.RawMessage `json:"parameters"` // Responses
 		Function    *struct {
 			Name        string          `json:"name"`
 			Description string          `json:"description"`
@@ -165,4 +195,39 @@ func trailingResults(msgs []reqMessage) []cassette.ToolResult {
 		}
 	}
 	return out
+}
+
+// responsesInput reads a Responses request's input as messages: a string
+// is one user message; a list holds messages ({role, content}, content a
+// string or input_text parts) among other items, which are skipped.
+func responsesInput(raw json.RawMessage) ([]reqMessage, error) {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		text, _ := json.Marshal(s)
+		return []reqMessage{{Role: "user", Content: text}}, nil
+	}
+	var items []struct {
+		Role    string          `json:"role"`
+		Content json.RawMessage `json:"content"`
+	}
+	if err := json.Unmarshal(raw, &items); err != nil {
+		return nil, fmt.Errorf("input: %w", err)
+	}
+	var out []reqMessage
+	for _, it := range items {
+		if it.Role == "" {
+			continue
+		}
+		var parts []block
+		if json.Unmarshal(it.Content, &parts) == nil {
+			for i := range parts {
+				if parts[i].Type == "input_text" || parts[i].Type == "output_text" {
+					parts[i].Type = "text"
+				}
+			}
+			it.Content, _ = json.Marshal(parts)
+		}
+		out = append(out, reqMessage{Role: it.Role, Content: it.Content})
+	}
+	return out, nil
 }

@@ -19,21 +19,27 @@ type yamlDoc struct {
 	Version      int `yaml:"version"`
 	Interactions []struct {
 		Request struct {
-			Body    yaml.Node `yaml:"body"`
-			Headers yaml.Node `yaml:"headers"`
-			Method  string    `yaml:"method"`
-			URI     string    `yaml:"uri"` // vcrpy
-			URL     string    `yaml:"url"` // go-vcr
+			Body       yaml.Node `yaml:"body"`
+			ParsedBody yaml.Node `yaml:"parsed_body"` // a JSON body stored as YAML (see parsedBody)
+			Headers    yaml.Node `yaml:"headers"`
+			Method     string    `yaml:"method"`
+			URI        string    `yaml:"uri"` // vcrpy
+			URL        string    `yaml:"url"` // go-vcr
 		} `yaml:"request"`
 		Response struct {
-			Body     yaml.Node `yaml:"body"`
-			Headers  yaml.Node `yaml:"headers"`
-			Status   yaml.Node `yaml:"status"`   // vcrpy {code, message}; go-vcr "200 OK"
-			Code     int       `yaml:"code"`     // go-vcr
-			Duration yaml.Node `yaml:"duration"` // go-vcr
+			Body       yaml.Node `yaml:"body"`
+			ParsedBody yaml.Node `yaml:"parsed_body"`
+			Headers    yaml.Node `yaml:"headers"`
+			Status     yaml.Node `yaml:"status"`   // vcrpy {code, message}; go-vcr "200 OK"
+			Code       int       `yaml:"code"`     // go-vcr
+			Duration   yaml.Node `yaml:"duration"` // go-vcr
 		} `yaml:"response"`
 	} `yaml:"interactions"`
 	hasInteractions bool
+	// strayBodies names, per interaction, the members of its request and
+	// response that look like a body but are not one the importer reads
+	// ("request.json_body").
+	strayBodies [][]string
 }
 
 func decodeYAML(data []byte) (*yamlDoc, error) {
@@ -52,9 +58,39 @@ func decodeYAML(data []byte) (*yamlDoc, error) {
 	for i := 0; i+1 < len(m.Content); i += 2 {
 		if m.Content[i].Value == "interactions" {
 			doc.hasInteractions = true
+			doc.strayBodies = strayBodies(m.Content[i+1])
 		}
 	}
 	return &doc, nil
+}
+
+// strayBodies lists, per interaction of the interactions node, the members
+// of its request and response whose name says body but that are neither
+// body nor parsed_body: a tool's own way of storing a body, which the
+// importer would otherwise drop without a word.
+func strayBodies(seq *yaml.Node) [][]string {
+	if seq.Kind != yaml.SequenceNode {
+		return nil
+	}
+	out := make([][]string, len(seq.Content))
+	for i, in := range seq.Content {
+		if in.Kind != yaml.MappingNode {
+			continue
+		}
+		for j := 0; j+1 < len(in.Content); j += 2 {
+			side, msg := in.Content[j].Value, in.Content[j+1]
+			if (side != "request" && side != "response") || msg.Kind != yaml.MappingNode {
+				continue
+			}
+			for k := 0; k+1 < len(msg.Content); k += 2 {
+				name := msg.Content[k].Value
+				if strings.Contains(strings.ToLower(name), "body") && name != "body" && name != "parsed_body" {
+					out[i] = append(out[i], side+"."+name)
+				}
+			}
+		}
+	}
+	return out
 }
 
 // parseYAML reads a vcrpy or go-vcr cassette, checking it is of format.
@@ -78,20 +114,23 @@ func parseYAML(format string, data []byte) ([]exchange, error) {
 		fail := func(format string, args ...any) error {
 			return fmt.Errorf("interaction %d: %s", i, fmt.Sprintf(format, args...))
 		}
+		if i < len(doc.strayBodies) && len(doc.strayBodies[i]) > 0 {
+			return nil, fail("%s: a body member the importer does not read (it reads body and parsed_body)", strings.Join(doc.strayBodies[i], ", "))
+		}
 		var e exchange
 		e.method = strings.ToUpper(strings.TrimSpace(in.Request.Method))
 		var err error
 		if e.reqHdr, err = headerOf(&in.Request.Headers); err != nil {
 			return nil, fail("request headers: %v", err)
 		}
-		if e.reqBody, err = bodyOf(&in.Request.Body); err != nil {
-			return nil, fail("request body: %v", err)
+		if e.reqBody, err = messageBody("request", &in.Request.Body, &in.Request.ParsedBody, e.reqHdr); err != nil {
+			return nil, fail("%v", err)
 		}
 		if e.respHdr, err = headerOf(&in.Response.Headers); err != nil {
 			return nil, fail("response headers: %v", err)
 		}
-		if e.respBody, err = bodyOf(&in.Response.Body); err != nil {
-			return nil, fail("response body: %v", err)
+		if e.respBody, err = messageBody("response", &in.Response.Body, &in.Response.ParsedBody, e.respHdr); err != nil {
+			return nil, fail("%v", err)
 		}
 		switch format {
 		case VCRPy:
@@ -135,9 +174,39 @@ func parseYAML(format string, data []byte) ([]exchange, error) {
 	return out, nil
 }
 
+// messageBody reads the body of one side ("request" or "response") of an
+// exchange from its body member or, failing that, its parsed_body (see
+// parsedBody); when the JSON text of a parsed_body is not the length h's
+// Content-Length gives, that is set to its length. A message with both
+// is read from body when the two hold the same JSON value, and refused
+// otherwise. Errors name the member.
+func messageBody(side string, body, parsed *yaml.Node, h http.Header) ([]byte, error) {
+	b, err := bodyOf(body)
+	if err != nil {
+		return nil, fmt.Errorf("%s body: %w", side, err)
+	}
+	if parsed.Kind == 0 || (parsed.Kind == yaml.ScalarNode && parsed.ShortTag() == "!!null") {
+		return b, nil
+	}
+	p, stale, err := parsedBody(parsed, h)
+	if err != nil {
+		return nil, fmt.Errorf("%s parsed_body: %w", side, err)
+	}
+	if len(b) > 0 {
+		if !sameJSON(b, p) {
+			return nil, fmt.Errorf("%s: %w", side, errBothBodies)
+		}
+		return b, nil
+	}
+	if stale {
+		h.Set("Content-Length", strconv.Itoa(len(p)))
+	}
+	return p, nil
+}
+
 // bodyOf reads a body: absent or null is empty; a scalar is its string
 // (a !!binary one base64-decoded, by yaml.v3); a mapping is vcrpy's
-// {string: ...}.
+// {string: ...}, and one without that member, or with others, is refused.
 func bodyOf(n *yaml.Node) ([]byte, error) {
 	switch n.Kind {
 	case 0:
@@ -152,12 +221,24 @@ func bodyOf(n *yaml.Node) ([]byte, error) {
 		}
 		return []byte(s), nil
 	case yaml.MappingNode:
+		var str *yaml.Node
+		var others []string
 		for i := 0; i+1 < len(n.Content); i += 2 {
-			if n.Content[i].Value == "string" {
-				return bodyOf(n.Content[i+1])
+			if k := n.Content[i].Value; k == "string" {
+				str = n.Content[i+1]
+			} else {
+				others = append(others, k)
 			}
 		}
-		return nil, nil
+		switch {
+		case len(others) > 0:
+			return nil, fmt.Errorf("a mapping with members %s at line %d (the importer reads only {string: ...})", strings.Join(others, ", "), n.Line)
+		case str == nil:
+			return nil, fmt.Errorf("an empty mapping at line %d (the importer reads {string: ...})", n.Line)
+		case str.Kind != yaml.ScalarNode && str.Kind != yaml.AliasNode:
+			return nil, fmt.Errorf("string is a %s at line %d, not text", kindName(str.Kind), str.Line)
+		}
+		return bodyOf(str)
 	case yaml.AliasNode:
 		return bodyOf(n.Alias)
 	}
