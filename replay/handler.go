@@ -40,9 +40,16 @@ type Handler struct {
 //   - timeout or cancel: the server goes silent and holds the connection
 //     until the client gives up, as the recorded client did.
 //
-// A request no unserved interaction matches gets a 404 whose JSON body
-// is {"error": {"type": "replay_miss", "message": ..., "nearest": N,
-// "fields": [...]}, "diff": ...}, the message and diff as in MissError.
+// A request no unserved interaction matches gets an HTTP 400 (MissStatus)
+// in the error shape of the vendor it was meant for, so that a client
+// prints its message: Anthropic's {"type": "error", "error": {"type":
+// "invalid_request_error", "message": ...}} for a request to a /messages
+// path or one carrying an anthropic-version header, otherwise OpenAI's
+// {"error": {"message": ..., "type": "invalid_request_error", "param":
+// null, "code": "replay_miss"}}. The message is MissError.Summary; both
+// shapes add a "replay" member holding the request number, the nearest
+// interaction, whether it was already served, the differing fields and
+// the diff.
 func NewHandler(f *cassette.File, opts Options) http.Handler {
 	clk := opts.Clock
 	if clk == nil {
@@ -54,6 +61,14 @@ func NewHandler(f *cassette.File, opts Options) http.Handler {
 // Unused returns the indices of the interactions never served, ascending.
 func (h *Handler) Unused() []int { return h.m.unused() }
 
+// Misses returns the requests no interaction answered so far, in arrival
+// order.
+func (h *Handler) Misses() []Miss { return h.m.missed() }
+
+// Summary is a one-line account of what was served so far: requests
+// served and missed, interactions never requested.
+func (h *Handler) Summary() string { return h.m.summary() }
+
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p := newPacer(h.clk, h.pace)
 	ctx := r.Context()
@@ -61,21 +76,24 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.TLS != nil {
 		scheme = "https"
 	}
-	q, raw, err := h.m.live(r.Method, scheme+"://"+r.Host+r.URL.RequestURI(), r.Header, r.Body)
+	rawURL := scheme + "://" + r.Host + r.URL.RequestURI()
+	q, raw, err := h.m.live(r.Method, rawURL, r.Header, r.Body)
 	if err != nil {
-		writeJSON(w, http.StatusBadRequest, map[string]any{"error": map[string]any{"type": "replay_bad_request", "message": err.Error()}})
+		n := h.m.unreadable(r.Method, rawURL, err)
+		writeBody(w, http.StatusBadRequest, vendorError(r.URL.Path, r.Header, "replay_bad_request", err.Error(), map[string]any{"request": n}))
 		return
 	}
-	i, err := h.m.take(q, raw)
+	n, i, err := h.m.serve(q, raw)
 	if err != nil {
-		writeJSON(w, http.StatusNotFound, missBody(err))
+		writeBody(w, MissStatus, missBody(r.URL.Path, r.Header, n, err))
 		return
 	}
 	it := h.m.f.Interactions[i]
 	if it.Response.Code == 0 {
 		e := noResponse(it)
 		if e == nil {
-			writeJSON(w, http.StatusInternalServerError, map[string]any{"error": map[string]any{"type": "replay_bad_cassette", "message": fmt.Sprintf("replay: interaction %d has neither a response nor a recorded error", i)}})
+			writeBody(w, http.StatusInternalServerError, vendorError(r.URL.Path, r.Header, "replay_bad_cassette",
+				fmt.Sprintf("replay: interaction %d has neither a response nor a recorded error", i), map[string]any{"request": n}))
 			return
 		}
 		if p.wait(ctx, e.At) != nil {
@@ -93,7 +111,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	code := it.Response.Code
 	if code < 100 || code > 999 {
-		writeJSON(w, http.StatusInternalServerError, map[string]any{"error": map[string]any{"type": "replay_bad_cassette", "message": fmt.Sprintf("replay: interaction %d has status %d", i, code)}})
+		writeBody(w, http.StatusInternalServerError, vendorError(r.URL.Path, r.Header, "replay_bad_cassette",
+			fmt.Sprintf("replay: interaction %d has status %d", i, code), map[string]any{"request": n}))
 		return
 	}
 	chunks, term := planOf(it)
@@ -144,17 +163,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// writeJSON writes a JSON response.
-func writeJSON(w http.ResponseWriter, code int, v any) {
-	data, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
-	}
+// writeBody writes a JSON response.
+func writeBody(w http.ResponseWriter, code int, data []byte) {
 	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(len(data)+1))
+	w.Header().Set("Content-Length", strconv.Itoa(len(data)))
 	w.WriteHeader(code)
-	w.Write(append(data, '\n')) //nolint:errcheck // the client went away
+	w.Write(data) //nolint:errcheck // the client went away
 }
 
 // reset takes the connection over and closes it so that the peer sees a
@@ -181,22 +195,65 @@ func closeConn(w http.ResponseWriter) {
 	conn.Close()
 }
 
-// missBody is the JSON answer to a request the cassette does not hold,
-// shaped like a vendor error so clients report its message.
-func missBody(err error) map[string]any {
-	miss := &MissError{}
-	errors.As(err, &miss)
-	return map[string]any{
-		"error": map[string]any{"type": "replay_miss", "message": err.Error(), "nearest": miss.Nearest, "fields": miss.Fields},
-		"diff":  miss.Diff,
-	}
+// MissStatus is the HTTP status a miss is answered with. Vendor SDKs
+// retry 408, 409, 429 and 5xx (claude-code keeps retrying those for
+// minutes), and clients read a 404 as an unknown model ("There's an issue
+// with the selected model"); a 400 is neither retried nor reinterpreted, so
+// the client shows the error's message and stops.
+const MissStatus = http.StatusBadRequest
+
+// anthropicWire reports whether a request was meant for Anthropic's API:
+// a Messages path (also /v1/messages/count_tokens) or an
+// anthropic-version header.
+func anthropicWire(path string, h http.Header) bool {
+	return strings.HasSuffix(path, "/messages") || strings.Contains(path, "/messages/") || h.Get("Anthropic-Version") != ""
 }
 
-// missResponse is missBody as an HTTP 404 response to req.
-func missResponse(req *http.Request, err error) *http.Response {
-	body, _ := json.Marshal(missBody(err))
+// vendorError is an error body in the shape of the vendor the request was
+// meant for (see NewHandler), with code as OpenAI's error code and extra
+// as the "replay" member when it is not nil. Anthropic has no code field;
+// its type is invalid_request_error, as for any 400.
+func vendorError(path string, h http.Header, code, message string, extra map[string]any) []byte {
+	var v map[string]any
+	if anthropicWire(path, h) {
+		v = map[string]any{"type": "error", "error": map[string]any{"type": "invalid_request_error", "message": message}}
+	} else {
+		v = map[string]any{"error": map[string]any{"message": message, "type": "invalid_request_error", "param": nil, "code": code}}
+	}
+	if extra != nil {
+		v["replay"] = extra
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		panic(err) // maps of strings, ints and slices always encode
+	}
+	return buf.Bytes()
+}
+
+// missBody is the answer to request n, which the cassette does not hold.
+func missBody(path string, h http.Header, n int, err error) []byte {
+	miss := &MissError{Nearest: -1}
+	errors.As(err, &miss)
+	msg := miss.Summary()
+	if miss.Diff != "" {
+		msg += ` (the diff is in this response's "replay" member)`
+	}
+	fields := miss.Fields
+	if fields == nil {
+		fields = []string{}
+	}
+	return vendorError(path, h, "replay_miss", msg, map[string]any{
+		"request": n, "nearest": miss.Nearest, "served": miss.Served, "fields": fields, "diff": miss.Diff,
+	})
+}
+
+// missResponse is missBody as the response to req.
+func missResponse(req *http.Request, n int, err error) *http.Response {
+	body := missBody(req.URL.Path, req.Header, n, err)
 	return &http.Response{
-		Status: "404 Not Found", StatusCode: http.StatusNotFound,
+		Status: "400 Bad Request", StatusCode: MissStatus,
 		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
 		Header:        http.Header{"Content-Type": {"application/json"}},
 		Body:          io.NopCloser(bytes.NewReader(body)),

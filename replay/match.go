@@ -43,23 +43,30 @@ type MissError struct {
 }
 
 func (e *MissError) Error() string {
+	s := e.Summary()
+	if e.Nearest < 0 || e.Served {
+		return s
+	}
+	return strings.TrimRight(s+":\n"+e.Diff, "\n")
+}
+
+// Summary is the message without the diff: one line naming the request,
+// the nearest interaction and the fields that differ.
+func (e *MissError) Summary() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "replay: no recorded interaction matches %s %s", e.Method, e.URL)
 	switch {
 	case e.Nearest < 0:
 		b.WriteString(": the cassette has no interactions")
-		return b.String()
 	case e.Served:
 		fmt.Fprintf(&b, ": it is identical to interaction %d, which was already served (each recorded interaction is served once)", e.Nearest)
-		return b.String()
+	default:
+		fmt.Fprintf(&b, "; the nearest is interaction %d", e.Nearest)
+		if len(e.Fields) > 0 {
+			fmt.Fprintf(&b, ", which differs in %s", strings.Join(e.Fields, ", "))
+		}
 	}
-	fmt.Fprintf(&b, "; the nearest is interaction %d", e.Nearest)
-	if len(e.Fields) > 0 {
-		fmt.Fprintf(&b, ", which differs in %s", strings.Join(e.Fields, ", "))
-	}
-	b.WriteString(":\n")
-	b.WriteString(e.Diff)
-	return strings.TrimRight(b.String(), "\n")
+	return b.String()
 }
 
 // Is makes errors.Is(err, ErrNoMatch) hold.
@@ -112,19 +119,29 @@ type matcher struct {
 	matchHost bool
 	inOrder   bool
 	scrub     func(method, url string, header http.Header, body []byte) (string, http.Header, []byte)
+	norm      *normaliser // nil: strings compare as they are
+	onRequest func(Event)
 
 	recs []*request // by interaction index
 
-	mu   sync.Mutex
-	used []bool
+	mu       sync.Mutex
+	used     []bool
+	requests int    // requests received so far
+	served   int    // of which answered from the cassette
+	misses   []Miss // in arrival order
 }
 
 func newMatcher(f *cassette.File, opts Options) *matcher {
 	if f == nil {
 		f = cassette.New()
 	}
-	m := &matcher{f: f, matchHost: opts.MatchHost, inOrder: opts.InOrder, scrub: opts.Scrub}
-	for _, p := range opts.Ignore {
+	m := &matcher{f: f, matchHost: opts.MatchHost, inOrder: opts.InOrder, scrub: opts.Scrub, onRequest: opts.OnRequest}
+	ignore := opts.Ignore
+	if !opts.NoDefaults {
+		ignore = append(append([]string(nil), DefaultIgnore...), ignore...)
+		m.norm = defaultNormaliser()
+	}
+	for _, p := range ignore {
 		var segs []string
 		for _, s := range strings.Split(p, ".") {
 			if s != "" {
@@ -168,6 +185,7 @@ func (m *matcher) normalise(method, rawURL string, body []byte) *request {
 		for _, p := range m.ignore {
 			v = drop(v, p)
 		}
+		v = m.norm.value(v)
 		q.json, q.value, q.body = true, v, pretty(v)
 	} else {
 		q.body = string(body)
@@ -192,11 +210,46 @@ func (m *matcher) live(method, rawURL string, header http.Header, body io.ReadCl
 	return m.normalise(method, rawURL, data), rawURL, nil
 }
 
-// take claims the first unserved interaction that matches q, or explains
-// the miss.
-func (m *matcher) take(q *request, rawURL string) (int, error) {
+// serve numbers a request in arrival order and claims the first unserved
+// interaction that matches it, or explains the miss; a miss is kept for
+// Misses. The event goes to Options.OnRequest (outside the lock).
+func (m *matcher) serve(q *request, rawURL string) (n, i int, err error) {
 	m.mu.Lock()
-	defer m.mu.Unlock()
+	n = m.requests
+	m.requests++
+	i, err = m.take(q, rawURL)
+	ev := Event{Request: n, Method: q.method, URL: rawURL, Interaction: i}
+	if err != nil {
+		ev.Miss = err.(*MissError)
+		m.misses = append(m.misses, Miss{Request: n, MissError: ev.Miss})
+	} else {
+		m.served++
+		if it := m.f.Interactions[i]; it != nil {
+			ev.Status = it.Response.Code
+		}
+	}
+	m.mu.Unlock()
+	if m.onRequest != nil {
+		m.onRequest(ev)
+	}
+	return n, i, err
+}
+
+// unreadable numbers a request whose body could not be read and reports it.
+func (m *matcher) unreadable(method, rawURL string, err error) int {
+	m.mu.Lock()
+	n := m.requests
+	m.requests++
+	m.mu.Unlock()
+	if m.onRequest != nil {
+		m.onRequest(Event{Request: n, Method: strings.ToUpper(method), URL: rawURL, Interaction: -1, Err: err})
+	}
+	return n
+}
+
+// take claims the first unserved interaction that matches q, or explains
+// the miss with a *MissError. The caller holds m.mu.
+func (m *matcher) take(q *request, rawURL string) (int, error) {
 	served := -1
 	for i, r := range m.recs {
 		if m.inOrder && r != nil && !m.used[i] && r.method == q.method && r.path == q.path {
@@ -264,6 +317,21 @@ func (m *matcher) nearest(q *request, miss *MissError) {
 	miss.Nearest = best
 	miss.Fields = fields(r, q)
 	miss.Diff = unified(bestOps, fmt.Sprintf("recorded interaction %d", best), "live request", 3)
+}
+
+// missed lists the misses so far.
+func (m *matcher) missed() []Miss {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]Miss(nil), m.misses...)
+}
+
+// summary is the one-line account of the replay so far.
+func (m *matcher) summary() string {
+	unused := m.unused()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return summary(m.requests, m.served, len(m.misses), unused, len(m.used))
 }
 
 // unused lists the interactions never served.

@@ -14,15 +14,19 @@
 //     so a cassette recorded against http://127.0.0.1:PORT replays against
 //     any base URL; Options.MatchHost compares them too;
 //   - the body: when both parse as a single JSON value they are compared
-//     structurally, after dropping the Options.Ignore paths (key order,
-//     whitespace and escaping do not matter; numbers compare by their
-//     literal text); otherwise byte for byte.
+//     structurally, after dropping the DefaultIgnore and Options.Ignore
+//     paths and putting placeholders in place of volatile text in strings
+//     (temporary and home paths, UUIDs, dates; Options.NoDefaults turns
+//     the built-in rules off); key order, whitespace and escaping do not
+//     matter, and numbers compare by their literal text. Other bodies are
+//     compared byte for byte.
 //
 // Headers are not compared. Each recorded interaction is served at most
 // once; identical requests get the identical recordings in recorded order
 // (the first unserved match). A miss is a *MissError (errors.Is ErrNoMatch)
 // whose message holds a unified diff against the nearest recorded request
-// and names its index.
+// and names its index; Misses lists them after a run, and
+// Options.OnRequest hears of every request as it is matched.
 //
 // # Serving
 //
@@ -72,11 +76,22 @@ type Options struct {
 	// element, a number picks an array element, and a name met at an array
 	// applies to each of its elements ("messages.cache_control").
 	Ignore []string
+	// NoDefaults turns off the built-in matching rules for the volatile
+	// parts of known clients' requests: the DefaultIgnore paths, and the
+	// normalisation that puts <tmp>, <home>, <uuid> and <date> in place of
+	// temporary and home paths, UUIDs and dates inside JSON strings of both
+	// bodies (see defaultNormaliser). With it, only Ignore is dropped and
+	// strings compare exactly.
+	NoDefaults bool
 	// MissAsResponse answers a request the cassette does not hold with an
-	// HTTP 404 whose JSON error carries the diff (as the handler does),
-	// instead of failing the round trip: a harness then reports the miss as
-	// a provider error rather than retrying it as a transport failure.
+	// HTTP 400 in the vendor's error shape (as the handler does, see
+	// NewHandler), instead of failing the round trip: a harness then
+	// reports the miss as a provider error rather than retrying it as a
+	// transport failure.
 	MissAsResponse bool
+	// OnRequest, when set, is called once per request, after it was
+	// matched and before it is answered, from the goroutine serving it.
+	OnRequest func(Event)
 	// InOrder serves the interactions in recorded order, matching only the
 	// method and path: for recordings made by another client (imported),
 	// whose request bodies the harness cannot reproduce.
@@ -113,6 +128,15 @@ func New(f *cassette.File, opts Options) *Replayer {
 // Unused returns the indices of the interactions never served, ascending.
 func (r *Replayer) Unused() []int { return r.m.unused() }
 
+// Misses returns the requests no interaction answered so far, in arrival
+// order; a caller that wants every request served checks it is empty
+// after the run.
+func (r *Replayer) Misses() []Miss { return r.m.missed() }
+
+// Summary is a one-line account of the replay so far: requests served and
+// missed, interactions never requested.
+func (r *Replayer) Summary() string { return r.m.summary() }
+
 // RoundTrip serves the first unserved interaction matching req.
 func (r *Replayer) RoundTrip(req *http.Request) (*http.Response, error) {
 	p := newPacer(r.clk, r.pace)
@@ -124,12 +148,13 @@ func (r *Replayer) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	q, raw, err := r.m.live(req.Method, req.URL.String(), req.Header, req.Body)
 	if err != nil {
+		r.m.unreadable(req.Method, req.URL.String(), err)
 		return nil, err
 	}
-	i, err := r.m.take(q, raw)
+	n, i, err := r.m.serve(q, raw)
 	if err != nil {
 		if r.missAsResponse {
-			return missResponse(req, err), nil
+			return missResponse(req, n, err), nil
 		}
 		return nil, err
 	}

@@ -406,10 +406,15 @@ func TestIgnore(t *testing.T) {
 	live := `{"model":"claude","metadata":{"user_id":"u-2","tag":"t"},"messages":[{"role":"user","content":"hi"}]}`
 	f := file(streamed(url, rec, chunks(0, 0, "ok"), nil))
 
-	_, err := post(t, context.Background(), New(f, Options{}), url, live)
+	_, err := post(t, context.Background(), New(f, Options{NoDefaults: true}), url, live)
 	var miss *MissError
 	if !errors.As(err, &miss) || !reflect.DeepEqual(miss.Fields, []string{"messages[0].cache_control", "metadata.user_id", "stream_options"}) {
 		t.Fatalf("without Ignore: %v (fields %v)", err, miss.Fields)
+	}
+	// metadata.user_id is on the built-in list.
+	_, err = post(t, context.Background(), New(f, Options{}), url, live)
+	if !errors.As(err, &miss) || !reflect.DeepEqual(miss.Fields, []string{"messages[0].cache_control", "stream_options"}) {
+		t.Fatalf("with the defaults: %v (fields %v)", err, miss.Fields)
 	}
 	r := New(f, Options{Ignore: []string{"metadata.user_id", "stream_options", "messages.cache_control"}})
 	resp := mustPost(t, r, url, live)
@@ -844,7 +849,13 @@ func TestHandlerReset(t *testing.T) {
 
 func TestHandlerMiss(t *testing.T) {
 	f := file(streamed(recordedBase+"/chat/completions", chat("gpt-a", "hi"), chunks(0, 0, "ok"), nil))
-	base, h, client := serve(t, f, Options{})
+	var events []Event
+	var mu sync.Mutex
+	base, h, client := serve(t, f, Options{OnRequest: func(e Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		events = append(events, e)
+	}})
 	resp, err := post(t, context.Background(), client.Transport, base+"/v1/chat/completions", chat("gpt-b", "hi"))
 	if err != nil {
 		t.Fatal(err)
@@ -852,22 +863,35 @@ func TestHandlerMiss(t *testing.T) {
 	defer resp.Body.Close()
 	var body struct {
 		Error struct {
-			Type    string   `json:"type"`
-			Message string   `json:"message"`
+			Type    string  `json:"type"`
+			Message string  `json:"message"`
+			Code    *string `json:"code"`
+		} `json:"error"`
+		Replay struct {
+			Request int      `json:"request"`
 			Nearest int      `json:"nearest"`
 			Fields  []string `json:"fields"`
-		} `json:"error"`
-		Diff string `json:"diff"`
+			Diff    string   `json:"diff"`
+		} `json:"replay"`
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
 		t.Fatal(err)
 	}
-	if resp.StatusCode != 404 || body.Error.Type != "replay_miss" || body.Error.Nearest != 0 || !reflect.DeepEqual(body.Error.Fields, []string{"model"}) ||
-		!strings.Contains(body.Diff, "-  \"model\": \"gpt-a\",\n+  \"model\": \"gpt-b\",") || !strings.Contains(body.Error.Message, "the nearest is interaction 0") {
+	if resp.StatusCode != 400 || body.Error.Type != "invalid_request_error" || body.Error.Code == nil || *body.Error.Code != "replay_miss" ||
+		body.Replay.Nearest != 0 || !reflect.DeepEqual(body.Replay.Fields, []string{"model"}) ||
+		!strings.Contains(body.Replay.Diff, "-  \"model\": \"gpt-a\",\n+  \"model\": \"gpt-b\",") || !strings.Contains(body.Error.Message, "the nearest is interaction 0, which differs in model") {
 		t.Errorf("%d %+v", resp.StatusCode, body)
 	}
 	if u := h.Unused(); !reflect.DeepEqual(u, []int{0}) {
 		t.Errorf("unused %v", u)
+	}
+	if m := h.Misses(); len(m) != 1 || m[0].Request != 0 || m[0].Nearest != 0 {
+		t.Errorf("misses %+v", m)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(events) != 1 || events[0].String() != "request 0: POST /v1/chat/completions: MISS, nearest interaction 0 differs in model" {
+		t.Errorf("events %v", events)
 	}
 }
 
