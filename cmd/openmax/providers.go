@@ -21,6 +21,7 @@ import (
 	"github.com/openmax/openmax/provider/retry"
 	"github.com/openmax/openmax/provider/script"
 	"github.com/openmax/openmax/recorder"
+	"github.com/openmax/openmax/recorder/cassette"
 	"github.com/openmax/openmax/replay"
 )
 
@@ -166,7 +167,7 @@ type cassetteServing struct {
 // what differs); when ctx ends a summary line names the interactions never
 // requested. It exits 1 when any request missed.
 func serveCassette(ctx context.Context, c cassetteServing, stdout, stderr io.Writer, e env) int {
-	f, err := loadCassette(c.path, "openmax fake-provider", stderr)
+	f, err := cassette.Load(c.path)
 	if err != nil {
 		fmt.Fprintf(stderr, "openmax fake-provider: %v\n", err)
 		return 2
