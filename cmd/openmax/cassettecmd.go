@@ -8,7 +8,6 @@ import (
 	"os"
 	"strings"
 
-	"github.com/openmax/openmax/recorder/cassette"
 	"github.com/openmax/openmax/recorder/edit"
 	"github.com/openmax/openmax/recorder/importer"
 )
@@ -51,7 +50,7 @@ func runCassette(args []string, stdout, stderr io.Writer) int {
 		if len(pos) != 1 {
 			return usage()
 		}
-		f, err := cassette.Load(pos[0])
+		f, err := loadCassette(pos[0], "openmax cassette show", stderr)
 		if err == nil {
 			err = edit.Show(stdout, f)
 		}
@@ -63,7 +62,7 @@ func runCassette(args []string, stdout, stderr io.Writer) int {
 		if len(pos) != 2 || len(ops) == 0 {
 			return usage()
 		}
-		f, err := cassette.Load(pos[0])
+		f, err := loadCassette(pos[0], "openmax cassette inject", stderr)
 		if err != nil {
 			fmt.Fprintf(stderr, "openmax cassette inject: %v\n", err)
 			return 1

@@ -100,7 +100,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer, e e
 // replayOne replays a cassette and returns its transcript: the stdout
 // lines, then "exit: N".
 func replayOne(ctx context.Context, path string, pace replay.Pace, ignore []string, stderr io.Writer, e env) ([]byte, error) {
-	f, err := cassette.Load(path)
+	f, err := loadCassette(path, "openmax replay", stderr)
 	if err != nil {
 		return nil, err
 	}
@@ -136,8 +136,7 @@ func replayFile(ctx context.Context, f *cassette.File, name string, pace replay.
 			return ""
 		}
 		re.tools, re.noBuiltin = recordedTools(f.Session), true
-		eng, _, err := buildEngine(o, re, stderr)
-		return eng, err
+		return buildReplayEngine(o, re, f, stderr)
 	}
 	code, err := replaysession.Run(ctx, replaysession.Options{
 		Cassette: f, Transport: rp, Build: build, Version: Version, Stdout: &out, Log: stderr,
