@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -74,9 +75,9 @@ type options struct {
 	idleTimeout, approvalTimeout time.Duration
 }
 
-func parse(args []string, stderr io.Writer) (*options, error) {
+// flagSet defines the harness's flags, bound to a fresh options.
+func flagSet() (*flag.FlagSet, *options) {
 	fs := flag.NewFlagSet("openmax", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	o := &options{}
 	fs.BoolVar(&o.stdio, "stdio", false, "serve a session over the openmax-stdio/6 wire on stdin/stdout (with --check: validate such a stream)")
 	fs.BoolVar(&o.check, "check", false, "with --stdio: read openmax stdout lines on stdin and report a verdict per line")
@@ -97,23 +98,19 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.project, "project", "", "the project directory (default: the working directory)")
 	fs.StringVar(&o.sessionID, "session-id", "", "use this session id instead of a random one (for reproducible transcripts)")
 	fs.IntVar(&o.maxIterations, "max-iterations", core.DefaultMaxIterations, "model requests allowed per turn before it ends with max_iterations")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, `usage:
-  openmax --stdio --provider openai|anthropic|echo|script [flags]  serve a session on stdin/stdout
-  openmax fake-provider --scenario FILE [--addr 127.0.0.1:0]       serve a scenario as a fake OpenAI/Anthropic API
-  openmax fake-provider --cassette FILE [--pace recorded]          serve a recording over HTTP
-  openmax record --cassette FILE [--proxy --upstream URL] [flags]  record a live session (or any client)
-  openmax replay CASSETTE|DIR [--golden F] [--update] [--pace P]   replay through the real engine
-  openmax cassette show|inject|import ...                          inspect, fault-inject, import
-  openmax trust [DIR]                                              trust a project (turns run only in trusted ones)
-  openmax -p PROMPT --provider ... [flags]                          one turn, the answer on stdout
-  openmax --spec stdio [--json]                                     print the wire contract
-  openmax --check --stdio [--input STDIN.jsonl] < stream.jsonl     validate openmax stdout
-flags:
-`)
-		fs.PrintDefaults()
-	}
+	return fs, o
+}
+
+// parse reads the harness's flags; -h/--help is flag.ErrHelp, any other
+// mistake wraps errUsage.
+func parse(args []string, stderr io.Writer) (*options, error) {
+	fs, o := flagSet()
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, err
+		}
 		return nil, fmt.Errorf("%w: %v", errUsage, err)
 	}
 	if fs.NArg() > 0 {
@@ -131,9 +128,58 @@ flags:
 	return o, nil
 }
 
+// mainUsage is `openmax --help`: every way to run, then the flags of
+// --stdio and -p.
+func mainUsage(w io.Writer) {
+	fmt.Fprint(w, `openmax is an agent harness driven over line-delimited JSON on stdin/stdout
+(openmax-stdio/6), with record and replay of model traffic for tests.
+
+usage:
+  openmax --stdio --provider openai|anthropic|echo|script [flags]  serve a session on stdin/stdout
+  openmax -p PROMPT --provider ... [flags]                         one turn, the answer on stdout
+  openmax replay CASSETTE|DIR [--view] [--golden F] [--update]     replay through the real engine, offline
+  openmax record --cassette FILE [--proxy --upstream URL] [flags]  record a live session (or any client)
+  openmax fake-provider --scenario FILE | --cassette FILE          serve a scripted or recorded API on loopback
+  openmax cassette show|inject|import|sweep ...                    inspect, fault-inject, import, sweep faults
+  openmax view [FILE]                                              show a transcript for people
+  openmax trust [DIR]                                              trust a project (turns run only in trusted ones)
+  openmax --spec stdio [--json]                                    print the wire contract
+  openmax --check --stdio [--input STDIN.jsonl] < stream.jsonl    validate openmax stdout
+  openmax help [COMMAND]                                           this help, or a command's
+  openmax version                                                  the version
+
+Each command takes -h/--help. Exit codes: 0 done (help included), 2 usage
+error, 1 failure; -p also exits 4 on max_iterations, budget_exhausted or
+unverified.
+
+flags of --stdio and -p:
+`)
+	fs, _ := flagSet()
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+}
+
+// subcommands are the first words openmax knows.
+var subcommands = []string{"fake-provider", "record", "replay", "cassette", "trust", "view", "help", "version"}
+
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, e env) int {
 	if len(args) > 0 {
 		switch args[0] {
+		case "help":
+			if len(args) == 1 {
+				mainUsage(stdout)
+				return 0
+			}
+			if !slices.Contains(subcommands, args[1]) || args[1] == "help" || args[1] == "version" {
+				fmt.Fprintf(stderr, "openmax help: no command %q (commands: %s)\n", args[1], strings.Join(subcommands, ", "))
+				return 2
+			}
+			return run(ctx, []string{args[1], "--help"}, stdin, stdout, stderr, e)
+		case "version":
+			fmt.Fprintln(stdout, "openmax", Version)
+			return 0
+		case "view":
+			return runView(args[1:], stdin, stdout, stderr)
 		case "fake-provider":
 			return runFakeProvider(ctx, args[1:], stdout, stderr, e)
 		case "record":
@@ -146,11 +192,21 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			return runTrust(args[1:], stdout, stderr, e)
 		}
 	}
-	o, err := parse(args, stderr)
-	if err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintf(stderr, "openmax: %v\n", err)
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		msg := fmt.Sprintf("openmax: unknown command %q", args[0])
+		if s := suggest(args[0], subcommands); s != "" {
+			msg += fmt.Sprintf("; did you mean %q?", s)
 		}
+		fmt.Fprintf(stderr, "%s (see openmax help)\n", msg)
+		return 2
+	}
+	o, err := parse(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		mainUsage(stdout)
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "openmax: %v (see openmax --help)\n", err)
 		return 2
 	}
 	switch {

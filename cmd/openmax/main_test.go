@@ -109,7 +109,9 @@ func TestUsageErrorsStayOffStdout(t *testing.T) {
 		{[]string{"fake-provider"}, "give --scenario FILE or --cassette FILE"},
 		{[]string{"fake-provider", "--scenario", "/nonexistent.yaml"}, "no such file"},
 		{[]string{"--bogus"}, "flag provided but not defined"},
-		{[]string{"stray"}, `unexpected argument "stray"`},
+		{[]string{"stray"}, `unknown command "stray"`},
+		{[]string{"--stdio", "stray"}, `unexpected argument "stray"`},
+		{[]string{"replya"}, `did you mean "replay"?`},
 		{nil, "nothing to do"},
 	}
 	for _, tt := range tests {

@@ -279,6 +279,9 @@ func (c *capture) writer(w io.Writer) io.Writer {
 			var line []byte
 			line, rest, _ = bytes.Cut(rest, []byte("\n"))
 			c.pos.Observe(line)
+			if n, ok := wire.AnswersLine(line); ok && n <= len(c.sess.Commands) {
+				c.sess.Commands[n-1].Refused = true
+			}
 		}
 		c.mu.Unlock()
 		return w.Write(p)

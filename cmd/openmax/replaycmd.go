@@ -5,13 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -19,6 +19,8 @@ import (
 
 	"github.com/openmax/openmax/core"
 	"github.com/openmax/openmax/core/tool"
+	"github.com/openmax/openmax/core/wire/view"
+	"github.com/openmax/openmax/internal/report"
 	"github.com/openmax/openmax/provider"
 	"github.com/openmax/openmax/provider/clock"
 	"github.com/openmax/openmax/recorder"
@@ -30,71 +32,105 @@ import (
 // replayKey stands in for API keys on replay: nothing is sent anywhere.
 const replayKey = "replay-no-key"
 
+var replayCommand = command{
+	name:    "openmax replay",
+	usage:   "CASSETTE|DIR [--view] [--golden FILE|DIR [--update]] [--pace instant|recorded|xN] [--allow-unused] [--junit FILE] [--json FILE]",
+	purpose: "Replay recorded sessions through the real turn engine and stdio wire, offline, on virtual time.",
+}
+
 // runReplay is `openmax replay CASSETTE|DIR`.
 func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer, e env) int {
-	fs := flag.NewFlagSet("openmax replay", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	c := replayCommand
+	fs := c.flags()
 	golden := fs.String("golden", "", "compare the transcript with this golden file (for a directory: the folder of golden files, default DIR/../golden/<DIR's name>)")
-	update := fs.Bool("update", false, "with --golden: write the transcript as the new golden file")
+	update := fs.Bool("update", false, "write the transcript as the new golden file (with --golden, or a directory's default golden folder)")
 	paceFlag := fs.String("pace", "instant", "response pacing: instant, recorded, or xN (recorded, N times faster)")
 	var ignore multiFlag
 	fs.Var(&ignore, "ignore", "a request-body field to ignore when matching, as a dotted path (metadata.user_id, messages.*.cache_control); repeatable")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: openmax replay CASSETTE|DIR [--golden FILE|DIR] [--update] [--pace instant|recorded|xN]")
-		fs.PrintDefaults()
-	}
-	// Accept flags after the positional argument too.
-	var pos []string
-	for len(args) > 0 {
-		if err := fs.Parse(args); err != nil {
-			return 2
-		}
-		args = fs.Args()
-		if len(args) > 0 {
-			pos, args = append(pos, args[0]), args[1:]
-		}
+	allowUnused := fs.Bool("allow-unused", false, "accept recorded interactions the replay never requested (a refused command or a missed request still fails)")
+	viewFlag := fs.Bool("view", false, "show the replay for people (prompts, text, retries and their virtual waits, stop reasons, a summary) instead of the JSONL transcript")
+	colorFlag := fs.String("color", "auto", "with --view: colour when stdout is a terminal (auto), always or never")
+	junitFlag := fs.String("junit", "", "for a directory: also write the results as JUnit XML to this file (- for stdout)")
+	jsonFlag := fs.String("json", "", "for a directory: also write the results as one JSON document to this file (- for stdout)")
+	pos, code, ok := c.parse(fs, args, stdout, stderr)
+	if !ok {
+		return code
 	}
 	if len(pos) != 1 {
-		fs.Usage()
-		return 2
+		return c.usageError(stderr, "want one cassette or directory, got %d arguments", len(pos))
 	}
 	pace, err := replay.ParsePace(*paceFlag)
 	if err != nil {
-		fmt.Fprintf(stderr, "openmax replay: %v\n", err)
-		return 2
+		return c.usageError(stderr, "%v", err)
 	}
-	if *update && *golden == "" {
-		fmt.Fprintln(stderr, "openmax replay: --update needs --golden")
-		return 2
+	if _, err := colorFor(*colorFlag, stdout); err != nil {
+		return c.usageError(stderr, "%v", err)
 	}
 	fi, err := os.Stat(pos[0])
 	if err != nil {
 		fmt.Fprintf(stderr, "openmax replay: %v\n", err)
-		return 2
+		return 1
+	}
+	if *junitFlag == "-" && *jsonFlag == "-" {
+		return c.usageError(stderr, "--junit and --json cannot both go to stdout")
 	}
 	if fi.IsDir() {
-		return replayDir(ctx, pos[0], *golden, *update, pace, ignore, stdout, stderr, e)
+		if *viewFlag {
+			return c.usageError(stderr, "--view shows one cassette, not a directory")
+		}
+		return replayDir(ctx, pos[0], dirOptions{golden: *golden, update: *update, allowUnused: *allowUnused, junit: *junitFlag, json: *jsonFlag}, pace, ignore, stdout, stderr, e)
 	}
-	transcript, err := replayOne(ctx, pos[0], pace, ignore, stderr, e)
+	if *junitFlag != "" || *jsonFlag != "" {
+		return c.usageError(stderr, "--junit and --json report on a directory of cassettes")
+	}
+	if *update && *golden == "" {
+		return c.usageError(stderr, "--update needs --golden FILE for a single cassette")
+	}
+	f, err := loadCassette(pos[0], "openmax replay", stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "openmax replay: %v\n", err)
 		return 1
 	}
-	if *golden == "" {
-		stdout.Write(transcriptBody(transcript))
-		return exitOf(transcript)
-	}
-	ok, diff, err := compareGolden(*golden, transcript, *update)
+	r, err := replayCassette(ctx, f, pace, ignore, stderr, e)
 	if err != nil {
-		fmt.Fprintf(stderr, "openmax replay: %v\n", err)
+		fmt.Fprintf(stderr, "openmax replay: %s: %v\n", pos[0], err)
 		return 1
 	}
-	if !ok {
-		fmt.Fprintf(stderr, "openmax replay: %s differs from %s:\n%s", pos[0], *golden, diff)
+	problems := r.problems(*allowUnused)
+	for _, p := range problems {
+		fmt.Fprintf(stderr, "openmax replay: %s did not reproduce the recording: %s\n", pos[0], p)
+	}
+	code = exitOf(r.transcript)
+	switch {
+	case *golden != "":
+		ok, diff, err := compareGolden(*golden, r.transcript, *update)
+		if err != nil {
+			fmt.Fprintf(stderr, "openmax replay: %v\n", err)
+			return 1
+		}
+		if !ok {
+			fmt.Fprintf(stderr, "openmax replay: %s differs from %s:\n%s", pos[0], *golden, diff)
+			return 1
+		}
+		verb := "matches"
+		if *update {
+			verb = "updated"
+		}
+		fmt.Fprintf(stdout, "%s: %s %s\n", pos[0], verb, *golden)
+		code = 0
+	case *viewFlag:
+		color, _ := colorFor(*colorFlag, stdout)
+		if _, err := view.Render(stdout, bytes.NewReader(transcriptBody(r.transcript)), view.Options{Color: color, Virtual: true, Stdin: bytes.NewReader(r.stdin)}); err != nil {
+			fmt.Fprintf(stderr, "openmax replay: %v\n", err)
+			return 1
+		}
+	default:
+		stdout.Write(transcriptBody(r.transcript))
+	}
+	if len(problems) > 0 {
 		return 1
 	}
-	fmt.Fprintf(stdout, "%s: matches %s\n", pos[0], *golden)
-	return 0
+	return code
 }
 
 // replayOne replays a cassette and returns its transcript: the stdout
@@ -108,8 +144,45 @@ func replayOne(ctx context.Context, path string, pace replay.Pace, ignore []stri
 }
 
 // replayFile replays the cassette f (named name in diagnostics) and
-// returns its transcript as replayOne does.
+// returns its transcript as replayOne does; what did not reproduce goes to
+// stderr.
 func replayFile(ctx context.Context, f *cassette.File, name string, pace replay.Pace, ignore []string, stderr io.Writer, e env) ([]byte, error) {
+	r, err := replayCassette(ctx, f, pace, ignore, stderr, e)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range r.problems(false) {
+		fmt.Fprintf(stderr, "openmax replay: %s: %s\n", name, p)
+	}
+	return r.transcript, nil
+}
+
+// replayed is what a replay produced and where it did not reproduce the
+// recording.
+type replayed struct {
+	transcript []byte   // the stdout lines, then "exit: N"
+	refused    []string // recorded commands the replay refused
+	misses     []string // requests no recorded interaction answered
+	unused     []int    // recorded interactions never requested
+	stdin      []byte   // the commands delivered, one per line
+}
+
+// problems lists why the replay did not reproduce the recording, unused
+// interactions left out when allowUnused.
+func (r replayed) problems(allowUnused bool) []string {
+	out := append(append([]string(nil), r.refused...), r.misses...)
+	if len(r.unused) > 0 && !allowUnused {
+		ids := make([]string, len(r.unused))
+		for i, u := range r.unused {
+			ids[i] = strconv.Itoa(u)
+		}
+		out = append(out, fmt.Sprintf("%d recorded interaction(s) never requested: %s (--allow-unused accepts that)", len(r.unused), strings.Join(ids, ", ")))
+	}
+	return out
+}
+
+// replayCassette replays f through the real engine and stdio server.
+func replayCassette(ctx context.Context, f *cassette.File, pace replay.Pace, ignore []string, stderr io.Writer, e env) (replayed, error) {
 	var paceClock clock.Clock = clock.Real{}
 	if e.clock != nil {
 		paceClock = e.clock
@@ -118,7 +191,8 @@ func replayFile(ctx context.Context, f *cassette.File, name string, pace replay.
 	// ignores it so a cassette survives a change of tools.
 	rp := replay.New(f, replay.Options{Clock: paceClock, Pace: pace, MissAsResponse: true, Ignore: append([]string{"tools"}, ignore...),
 		Scrub: recorder.ScrubFunc(nil), InOrder: f.Session != nil && f.Session.Imported})
-	var out bytes.Buffer
+	var out, stdin bytes.Buffer
+	var r replayed
 	var project string
 	build := func(t http.RoundTripper, clk clock.Clock, seed uint64, args []string) (*core.Engine, error) {
 		o, err := parse(append([]string{"--stdio"}, args...), stderr)
@@ -139,17 +213,32 @@ func replayFile(ctx context.Context, f *cassette.File, name string, pace replay.
 		return buildReplayEngine(o, re, f, stderr)
 	}
 	code, err := replaysession.Run(ctx, replaysession.Options{
-		Cassette: f, Transport: rp, Build: build, Version: Version, Stdout: &out, Log: stderr,
+		Cassette: f, Transport: rp, Build: build, Version: Version, Stdout: &out, Stdin: &stdin, Log: stderr,
 		Project: func() string { return project },
+		Refused: func(i int, c cassette.Command, msg string) {
+			r.refused = append(r.refused, fmt.Sprintf("recorded command %d (%s) was refused: %s", i, oneLine(c.Line), msg))
+		},
 	})
 	if err != nil {
-		return nil, err
+		if errors.Is(err, replaysession.ErrNoSession) {
+			return r, fmt.Errorf("%w\n  serve it to the client that made it: openmax fake-provider --cassette FILE\n  or make up a session from its first request: openmax cassette import FILE OUT.yaml, then openmax replay OUT.yaml", err)
+		}
+		return r, err
 	}
 	fmt.Fprintf(&out, "exit: %d\n", code)
-	if unused := rp.Unused(); len(unused) > 0 {
-		fmt.Fprintf(stderr, "openmax replay: %s: %d recorded interaction(s) never requested: %v\n", name, len(unused), unused)
+	for _, m := range rp.Misses() {
+		r.misses = append(r.misses, fmt.Sprintf("request %d missed: %v", m.Request, m.MissError))
 	}
-	return out.Bytes(), nil
+	r.transcript, r.unused, r.stdin = out.Bytes(), rp.Unused(), stdin.Bytes()
+	return r, nil
+}
+
+// oneLine shortens a command line for a message.
+func oneLine(s string) string {
+	if len(s) > 80 {
+		return s[:77] + "..."
+	}
+	return s
 }
 
 func transcriptBody(t []byte) []byte {
@@ -189,9 +278,18 @@ func compareGolden(path string, got []byte, update bool) (bool, string, error) {
 	return false, diff, nil
 }
 
+// dirOptions are replayDir's settings.
+type dirOptions struct {
+	golden      string // folder of golden files; "" for the default
+	update      bool
+	allowUnused bool
+	junit, json string // report files; "-" is stdout
+}
+
 // replayDir replays every cassette of dir against its golden file and
-// prints a pass/fail table.
-func replayDir(ctx context.Context, dir, goldenDir string, update bool, pace replay.Pace, ignore []string, stdout, stderr io.Writer, e env) int {
+// prints a pass/fail table (on stderr when a report goes to stdout).
+func replayDir(ctx context.Context, dir string, o dirOptions, pace replay.Pace, ignore []string, stdout, stderr io.Writer, e env) int {
+	goldenDir := o.golden
 	if goldenDir == "" {
 		abs, _ := filepath.Abs(dir)
 		goldenDir = filepath.Join(filepath.Dir(abs), "golden", filepath.Base(abs))
@@ -200,33 +298,50 @@ func replayDir(ctx context.Context, dir, goldenDir string, update bool, pace rep
 	sort.Strings(paths)
 	if len(paths) == 0 {
 		fmt.Fprintf(stderr, "openmax replay: no cassettes (*.yaml) in %s\n", dir)
-		return 2
+		return 1
 	}
-	failed := 0
+	table := stdout
+	if o.junit == "-" || o.json == "-" {
+		table = stderr // stdout carries the report
+	}
+	var rows []report.Row
 	for _, p := range paths {
 		name := strings.TrimSuffix(filepath.Base(p), ".yaml")
 		golden := filepath.Join(goldenDir, name+".golden")
-		verdict := "pass"
-		transcript, err := replayOne(ctx, p, pace, ignore, io.Discard, e)
-		if err == nil {
-			var ok bool
-			var diff string
-			ok, diff, err = compareGolden(golden, transcript, update)
-			if err == nil && !ok {
-				err = errors.New("differs from " + golden)
-				fmt.Fprintf(stderr, "== %s\n%s", name, diff)
+		row := report.Row{Name: name, Verdict: report.Pass}
+		err := func() error {
+			f, err := loadCassette(p, "openmax replay", io.Discard)
+			if err != nil {
+				return err
 			}
-		}
+			r, err := replayCassette(ctx, f, pace, ignore, io.Discard, e)
+			if err != nil {
+				return err
+			}
+			if problems := r.problems(o.allowUnused); len(problems) > 0 {
+				return errors.New("did not reproduce the recording: " + strings.Join(problems, "; "))
+			}
+			ok, diff, err := compareGolden(golden, r.transcript, o.update)
+			if err == nil && !ok {
+				fmt.Fprintf(stderr, "== %s\n%s", name, diff)
+				err = errors.New("differs from " + golden)
+			}
+			return err
+		}()
 		if err != nil {
-			verdict = "FAIL  " + err.Error()
-			failed++
-		} else if update {
-			verdict = "updated"
+			row.Verdict, row.Reason = report.Fail, err.Error()
+		} else if o.update {
+			row.Verdict = report.Updated
 		}
-		fmt.Fprintf(stdout, "%-40s %s\n", name, verdict)
+		rows = append(rows, row)
+		io.WriteString(table, row.TableLine())
 	}
-	fmt.Fprintf(stdout, "%d passed, %d failed\n", len(paths)-failed, failed)
-	if failed > 0 {
+	io.WriteString(table, report.Totals(rows))
+	if err := writeReports(rows, o.junit, o.json, "openmax replay "+filepath.Base(dir), stdout); err != nil {
+		fmt.Fprintf(stderr, "openmax replay: %v\n", err)
+		return 1
+	}
+	if _, failed, _ := report.Counts(rows); failed > 0 {
 		return 1
 	}
 	return 0

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -24,6 +25,35 @@ type clientInput struct {
 }
 
 var lineRef = regexp.MustCompile(`^line (\d+): `)
+
+// AnswersLine reports the stdin line a whole protocol_error line of
+// openmax output answers; ok is false for any other line.
+func AnswersLine(line []byte) (n int, ok bool) {
+	if !bytes.Contains(line, []byte(`"protocol_error"`)) {
+		return 0, false
+	}
+	var pe struct {
+		Type    string `json:"type"`
+		Message string `json:"message"`
+	}
+	if json.Unmarshal(line, &pe) != nil || pe.Type != "protocol_error" {
+		return 0, false
+	}
+	n, ok = AnsweredLine(pe.Message)
+	return n, ok && n > 0
+}
+
+// AnsweredLine is the stdin line (numbered from 1, one per newline) a
+// protocol_error message answers, from its "line N: " prefix; ok is false
+// for a message without one.
+func AnsweredLine(message string) (n int, ok bool) {
+	sub := lineRef.FindStringSubmatch(message)
+	if sub == nil {
+		return 0, false
+	}
+	n, err := strconv.Atoi(sub[1])
+	return n, err == nil
+}
 
 // SetInput gives the checker the client's stdin (the commands it sent), so
 // it can also check that every user command got exactly one done, or a
@@ -62,8 +92,8 @@ func (c *Checker) observeInput(typ string, message, stop string) {
 	pe := 0
 	switch typ {
 	case "protocol_error":
-		if sub := lineRef.FindStringSubmatch(message); sub != nil {
-			pe, _ = strconv.Atoi(sub[1])
+		if n, ok := AnsweredLine(message); ok {
+			pe = n
 			if in.users[pe] {
 				in.refusals[pe] = true
 			}

@@ -126,6 +126,10 @@ type Command struct {
 	Line string `yaml:"line"`
 	// Anchor is where the command arrived; see Anchor.
 	Anchor `yaml:",inline"`
+	// Refused marks a command the harness answered with a protocol_error
+	// when it was recorded: a replay that refuses any other command did
+	// not reproduce the session.
+	Refused bool `yaml:"refused,omitempty"`
 	// AfterLines is the anchor of cassettes recorded before anchors
 	// existed: the number of stdout lines that had gone out. It is used
 	// only when Anchor.After is empty.

@@ -9,6 +9,7 @@ package session
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/openmax/openmax/core"
 	"github.com/openmax/openmax/core/stdio"
+	"github.com/openmax/openmax/core/wire"
 	"github.com/openmax/openmax/provider/clock"
 	"github.com/openmax/openmax/recorder/cassette"
 )
@@ -40,13 +42,18 @@ type Options struct {
 	// the harness, in order (what a checker needs to account each done).
 	Stdin io.Writer
 	Log   io.Writer // diagnostics
+	// Refused, when set, is told of every recorded command the harness
+	// refused (a protocol_error answering it) although it was accepted
+	// when recorded: the replay did not reproduce the session there.
+	// index is the command's place in the cassette's list.
+	Refused func(index int, cmd cassette.Command, message string)
 }
 
 // Epoch is the virtual clock's start, fixed so replays are identical.
 var Epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // ErrNoSession reports a cassette without a recorded harness session.
-var ErrNoSession = errors.New("the cassette holds no recorded session (a proxy recording?); serve it with `openmax fake-provider --cassette` instead")
+var ErrNoSession = errors.New("the cassette holds no recorded harness session (a proxy recording, or another tool's), so there is nothing to replay through the engine")
 
 // Run replays the session and returns the harness's exit code.
 //
@@ -74,7 +81,7 @@ func Run(ctx context.Context, o Options) (int, error) {
 		return 0, err
 	}
 	inR, inW := io.Pipe()
-	out := &observer{f: f, w: o.Stdout}
+	out := &observer{f: f, w: o.Stdout, refused: o.Refused}
 	go f.feed(inW)
 	code, err := stdio.Serve(ctx, inR, out, stdio.Options{
 		Engine: eng, SessionID: sess.SessionID, Version: o.Version, Project: o.Project(),
@@ -175,8 +182,9 @@ func (f *feeder) stop() {
 // observer passes the transcript through and moves the feeder's position
 // along it before the write returns: the harness writes whole lines.
 type observer struct {
-	f *feeder
-	w io.Writer
+	f       *feeder
+	w       io.Writer
+	refused func(int, cassette.Command, string)
 }
 
 func (o *observer) Write(p []byte) (int, error) {
@@ -185,6 +193,15 @@ func (o *observer) Write(p []byte) (int, error) {
 	for rest := p; len(rest) > 0; {
 		line, tail, _ := bytes.Cut(rest, []byte("\n"))
 		o.f.pos.Observe(line)
+		if o.refused != nil {
+			// Commands are delivered one per stdin line, so stdin line N
+			// is command N-1.
+			if k, ok := wire.AnswersLine(line); ok && k <= len(o.f.cmds) && !o.f.cmds[k-1].Refused {
+				var pe wire.ProtocolError
+				json.Unmarshal(line, &pe)
+				o.refused(k-1, o.f.cmds[k-1], pe.Message)
+			}
+		}
 		rest = tail
 	}
 	o.f.cond.Broadcast()
