@@ -6,9 +6,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 
 	"github.com/openmax/openmax/provider"
 	"github.com/openmax/openmax/provider/anthropic"
@@ -111,6 +113,8 @@ func runFakeProvider(ctx context.Context, args []string, stdout, stderr io.Write
 	scenario := fs.String("scenario", "", "the scenario file (YAML) scripting each response in order")
 	cassettePath := fs.String("cassette", "", "serve a recorded cassette instead, with its recorded pacing and faults")
 	paceFlag := fs.String("pace", "recorded", "with --cassette: instant, recorded, or xN")
+	missDiff := fs.Bool("miss-diff", false, "with --cassette: after each MISS line, print the diff against the nearest recorded request")
+	match := addMatchFlags(fs)
 	addr := fs.String("addr", "127.0.0.1:0", "the address to listen on")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -127,7 +131,7 @@ func runFakeProvider(ctx context.Context, args []string, stdout, stderr io.Write
 		return 2
 	}
 	if *cassettePath != "" {
-		return serveCassette(ctx, *cassettePath, *paceFlag, *addr, stdout, stderr, e)
+		return serveCassette(ctx, cassetteServing{path: *cassettePath, pace: *paceFlag, addr: *addr, match: match, missDiff: *missDiff}, stdout, stderr, e)
 	}
 	sc, err := script.Load(*scenario)
 	if err != nil {
@@ -149,29 +153,57 @@ func runFakeProvider(ctx context.Context, args []string, stdout, stderr io.Write
 	return 0
 }
 
+// cassetteServing is what `fake-provider --cassette` was asked to do.
+type cassetteServing struct {
+	path, pace, addr string
+	match            *matchFlags
+	missDiff         bool
+}
+
 // serveCassette serves a recording over HTTP with its pacing and faults,
-// so any process can be tested against it.
-func serveCassette(ctx context.Context, path, paceFlag, addr string, stdout, stderr io.Writer, e env) int {
-	f, err := loadCassette(path, "openmax fake-provider", stderr)
+// so any process can be tested against it. Each request gets one line on
+// stderr (served interaction N, or MISS with the nearest interaction and
+// what differs); when ctx ends a summary line names the interactions never
+// requested. It exits 1 when any request missed.
+func serveCassette(ctx context.Context, c cassetteServing, stdout, stderr io.Writer, e env) int {
+	f, err := loadCassette(c.path, "openmax fake-provider", stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "openmax fake-provider: %v\n", err)
 		return 2
 	}
-	pace, err := replay.ParsePace(paceFlag)
+	pace, err := replay.ParsePace(c.pace)
 	if err != nil {
 		fmt.Fprintf(stderr, "openmax fake-provider: %v\n", err)
 		return 2
 	}
-	l, err := net.Listen("tcp", addr)
+	l, err := net.Listen("tcp", c.addr)
 	if err != nil {
 		fmt.Fprintf(stderr, "openmax fake-provider: %v\n", err)
 		return 1
 	}
-	h := replay.NewHandler(f, replay.Options{Clock: e.clock, Pace: pace, Ignore: []string{"tools"}, Scrub: recorder.ScrubFunc(nil)})
-	srv := &http.Server{Handler: h}
-	go srv.Serve(l)
+	var logMu sync.Mutex
+	opts := replay.Options{Clock: e.clock, Pace: pace, Scrub: recorder.ScrubFunc(nil), OnRequest: func(ev replay.Event) {
+		logMu.Lock()
+		defer logMu.Unlock()
+		fmt.Fprintf(stderr, "openmax fake-provider: %s\n", ev)
+		if c.missDiff && ev.Miss != nil && ev.Miss.Diff != "" {
+			for _, line := range strings.Split(strings.TrimRight(ev.Miss.Diff, "\n"), "\n") {
+				fmt.Fprintf(stderr, "    %s\n", line)
+			}
+		}
+	}}
+	c.match.apply(&opts)
+	h := replay.NewHandler(f, opts).(*replay.Handler)
+	srv := &http.Server{Handler: h, ErrorLog: log.New(io.Discard, "", 0)}
+	go srv.Serve(l) //nolint:errcheck // returns ErrServerClosed on Close
 	fmt.Fprintf(stdout, "http://%s\n", l.Addr())
 	<-ctx.Done()
 	srv.Close()
+	logMu.Lock()
+	defer logMu.Unlock()
+	fmt.Fprintf(stderr, "openmax fake-provider: %s: %s\n", c.path, h.Summary())
+	if len(h.Misses()) > 0 {
+		return 1
+	}
 	return 0
 }
