@@ -45,8 +45,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer, e e
 	golden := fs.String("golden", "", "compare the transcript with this golden file (for a directory: the folder of golden files, default DIR/../golden/<DIR's name>)")
 	update := fs.Bool("update", false, "write the transcript as the new golden file (with --golden, or a directory's default golden folder)")
 	paceFlag := fs.String("pace", "instant", "response pacing: instant, recorded, or xN (recorded, N times faster)")
-	var ignore multiFlag
-	fs.Var(&ignore, "ignore", "a request-body field to ignore when matching, as a dotted path (metadata.user_id, messages.*.cache_control); repeatable")
+	ignore := addMatchFlags(fs) // the same matching flags as fake-provider --cassette
 	allowUnused := fs.Bool("allow-unused", false, "accept recorded interactions the replay never requested (a refused command or a missed request still fails)")
 	viewFlag := fs.Bool("view", false, "show the replay for people (prompts, text, retries and their virtual waits, stop reasons, a summary) instead of the JSONL transcript")
 	colorFlag := fs.String("color", "auto", "with --view: colour when stdout is a terminal (auto), always or never")
@@ -135,7 +134,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer, e e
 
 // replayOne replays a cassette and returns its transcript: the stdout
 // lines, then "exit: N".
-func replayOne(ctx context.Context, path string, pace replay.Pace, ignore []string, stderr io.Writer, e env) ([]byte, error) {
+func replayOne(ctx context.Context, path string, pace replay.Pace, ignore *matchFlags, stderr io.Writer, e env) ([]byte, error) {
 	f, err := loadCassette(path, "openmax replay", stderr)
 	if err != nil {
 		return nil, err
@@ -146,7 +145,7 @@ func replayOne(ctx context.Context, path string, pace replay.Pace, ignore []stri
 // replayFile replays the cassette f (named name in diagnostics) and
 // returns its transcript as replayOne does; what did not reproduce goes to
 // stderr.
-func replayFile(ctx context.Context, f *cassette.File, name string, pace replay.Pace, ignore []string, stderr io.Writer, e env) ([]byte, error) {
+func replayFile(ctx context.Context, f *cassette.File, name string, pace replay.Pace, ignore *matchFlags, stderr io.Writer, e env) ([]byte, error) {
 	r, err := replayCassette(ctx, f, pace, ignore, stderr, e)
 	if err != nil {
 		return nil, err
@@ -182,15 +181,15 @@ func (r replayed) problems(allowUnused bool) []string {
 }
 
 // replayCassette replays f through the real engine and stdio server.
-func replayCassette(ctx context.Context, f *cassette.File, pace replay.Pace, ignore []string, stderr io.Writer, e env) (replayed, error) {
+func replayCassette(ctx context.Context, f *cassette.File, pace replay.Pace, ignore *matchFlags, stderr io.Writer, e env) (replayed, error) {
 	var paceClock clock.Clock = clock.Real{}
 	if e.clock != nil {
 		paceClock = e.clock
 	}
-	// The tool list is the harness's, not the conversation's: matching
-	// ignores it so a cassette survives a change of tools.
-	rp := replay.New(f, replay.Options{Clock: paceClock, Pace: pace, MissAsResponse: true, Ignore: append([]string{"tools"}, ignore...),
-		Scrub: recorder.ScrubFunc(nil), InOrder: f.Session != nil && f.Session.Imported})
+	opts := replay.Options{Clock: paceClock, Pace: pace, MissAsResponse: true,
+		Scrub: recorder.ScrubFunc(nil), InOrder: f.Session != nil && f.Session.Imported}
+	ignore.apply(&opts)
+	rp := replay.New(f, opts)
 	var out, stdin bytes.Buffer
 	var r replayed
 	var project string
@@ -288,7 +287,7 @@ type dirOptions struct {
 
 // replayDir replays every cassette of dir against its golden file and
 // prints a pass/fail table (on stderr when a report goes to stdout).
-func replayDir(ctx context.Context, dir string, o dirOptions, pace replay.Pace, ignore []string, stdout, stderr io.Writer, e env) int {
+func replayDir(ctx context.Context, dir string, o dirOptions, pace replay.Pace, ignore *matchFlags, stdout, stderr io.Writer, e env) int {
 	goldenDir := o.golden
 	if goldenDir == "" {
 		abs, _ := filepath.Abs(dir)
