@@ -165,3 +165,13 @@ func TestReplayView(t *testing.T) {
 		t.Error("colour on a non-terminal")
 	}
 }
+
+// TestDemoScript keeps docs/examples/demo.yaml in step with the harness:
+// its tool call runs (list_files is built in) and the turn ends stop.
+func TestDemoScript(t *testing.T) {
+	stdout, stderr, code := runCLI(t, `{"cmd":"user","text":"hi"}`+"\n", "--stdio", "--provider", "script", "--script", "../../docs/examples/demo.yaml", "--session-id", "demo")
+	if code != 0 || !strings.Contains(stdout, `"type":"tool_end","call_id":"call_1","ok":true`) || !strings.Contains(stdout, `"stop_reason":"stop"`) {
+		t.Errorf("exit %d\n%s%s", code, stdout, stderr)
+	}
+	checkTranscript(t, []byte(stdout+"exit: 0\n"), []byte(`{"cmd":"user","text":"hi"}`+"\n"))
+}
