@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"compress/zlib"
+	"errors"
 	"net/http"
 	"reflect"
 	"strings"
@@ -90,5 +91,15 @@ func TestDecodeBody(t *testing.T) {
 		if !reflect.DeepEqual(tt.h, in) {
 			t.Errorf("%s: the input header was modified", tt.name)
 		}
+	}
+}
+
+// TestBodyErrorsWrap: a refused body's error keeps its cause through the
+// interaction and format it is reported under.
+func TestBodyErrorsWrap(t *testing.T) {
+	doc := "version: 1\ninteractions:\n- request: {method: POST, uri: 'http://h/', body: '{\"a\": 1}', parsed_body: {a: 2}}\n  response: {status: {code: 200, message: OK}}\n"
+	_, err := Import(VCRPy, []byte(doc))
+	if !errors.Is(err, errBothBodies) || !strings.Contains(err.Error(), "interaction 0: request: ") {
+		t.Fatalf("error %v, want one wrapping errBothBodies for interaction 0's request", err)
 	}
 }

@@ -124,13 +124,13 @@ func parseYAML(format string, data []byte) ([]exchange, error) {
 			return nil, fail("request headers: %v", err)
 		}
 		if e.reqBody, err = messageBody("request", &in.Request.Body, &in.Request.ParsedBody, e.reqHdr); err != nil {
-			return nil, fail("%v", err)
+			return nil, fmt.Errorf("interaction %d: %w", i, err)
 		}
 		if e.respHdr, err = headerOf(&in.Response.Headers); err != nil {
 			return nil, fail("response headers: %v", err)
 		}
 		if e.respBody, err = messageBody("response", &in.Response.Body, &in.Response.ParsedBody, e.respHdr); err != nil {
-			return nil, fail("%v", err)
+			return nil, fmt.Errorf("interaction %d: %w", i, err)
 		}
 		switch format {
 		case VCRPy:
