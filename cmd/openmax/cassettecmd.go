@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -12,39 +11,66 @@ import (
 	"github.com/openmax/openmax/recorder/importer"
 )
 
-// runCassette is `openmax cassette show|inject|import`.
-func runCassette(args []string, stdout, stderr io.Writer) int {
-	usage := func() int {
-		fmt.Fprint(stderr, `usage:
+// cassetteUsage lists the cassette subcommands.
+func cassetteUsage(w io.Writer) {
+	fmt.Fprint(w, `usage:
   openmax cassette show FILE                                  a readable timeline of a cassette
   openmax cassette inject FILE OUT --op SPEC [--op SPEC ...]  write a copy of FILE with faults injected
   openmax cassette import [--from auto|`+strings.Join(importer.Formats(), "|")+`] IN OUT
                                                               convert another tool's recording
+  openmax cassette sweep FILE|DIR [flags]                     every single fault at every place, judged
+
+Each takes -h/--help.
 `)
+}
+
+// cassetteCommands describe the subcommands that share runCassette's body.
+var cassetteCommands = map[string]command{
+	"show": {name: "openmax cassette show", usage: "FILE",
+		purpose: "Print a readable timeline of a cassette (any format cassette import reads): session, commands, each interaction's chunks, text, signal and end."},
+	"inject": {name: "openmax cassette inject", usage: "FILE OUT --op SPEC [--op SPEC ...]",
+		purpose: "Write a copy of FILE with faults injected (429/5xx before an interaction; truncate, reset or stream-error inside one, recover=true to serve it once)."},
+	"import": {name: "openmax cassette import", usage: "[--from auto|" + strings.Join(importer.Formats(), "|") + "] IN OUT",
+		purpose: "Convert another tool's recording (vcrpy, go-vcr v1/v4, httprr) into an openmax cassette with a made-up session."},
+}
+
+// runCassette is `openmax cassette show|inject|import|sweep`.
+func runCassette(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		cassetteUsage(stderr)
 		return 2
 	}
-	if len(args) == 0 {
-		return usage()
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		cassetteUsage(stdout)
+		return 0
+	case "sweep":
+		return runSweepCmd(args[1:], stdout, stderr)
 	}
-	fs := flag.NewFlagSet("openmax cassette "+args[0], flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	c, known := cassetteCommands[args[0]]
+	if !known {
+		msg := fmt.Sprintf("openmax cassette: unknown command %q", args[0])
+		if s := suggest(args[0], []string{"show", "inject", "import", "sweep"}); s != "" {
+			msg += fmt.Sprintf("; did you mean %q?", s)
+		}
+		fmt.Fprintln(stderr, msg)
+		cassetteUsage(stderr)
+		return 2
+	}
+	fs := c.flags()
 	var ops multiFlag
 	from := "auto"
 	switch args[0] {
 	case "inject":
-		fs.Var(&ops, "op", "a fault: 429@N[:retry-after=S], 5xx codes like 503@N, truncate@N:chunk=K, reset@N:byte=B, stream-error@N:chunk=K")
+		fs.Var(&ops, "op", "a fault: 429@N[:retry-after=S], 5xx codes like 503@N, truncate@N:chunk=K[,recover=true], reset@N:byte=B[,recover=true], stream-error@N:chunk=K[,recover=true]; repeatable")
 	case "import":
 		fs.StringVar(&from, "from", "auto", "the recording's format: auto, "+strings.Join(importer.Formats(), ", "))
-	case "show":
-	case "sweep":
-		return runSweepCmd(args[1:], stdout, stderr)
-	default:
-		return usage()
 	}
-	pos, err := parseInterleaved(fs, args[1:])
-	if err != nil {
-		return 2
+	pos, code, ok := c.parse(fs, args[1:], stdout, stderr)
+	if !ok {
+		return code
 	}
+	usage := func() int { return c.usageError(stderr, "wrong arguments") }
 	switch args[0] {
 	case "show":
 		if len(pos) != 1 {
@@ -111,22 +137,6 @@ func runCassette(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "%s: %d interaction(s) written to %s\n", pos[0], len(f.Interactions), pos[1])
 	}
 	return 0
-}
-
-// parseInterleaved parses flags that may come before, between or after
-// the positional arguments, which it returns.
-func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		args = fs.Args()
-		if len(args) == 0 {
-			return pos, nil
-		}
-		pos, args = append(pos, args[0]), args[1:]
-	}
 }
 
 type multiFlag []string

@@ -17,7 +17,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -110,29 +109,11 @@ func installNPM(t *testing.T, dir string) {
 	t.Logf("npm ci took %v", time.Since(start).Round(time.Millisecond))
 }
 
-// syncedLog is an io.Writer safe to read while a process writes it.
-type syncedLog struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncedLog) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncedLog) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // server is an openmax child process that prints its base URL first.
 type childServer struct {
 	cmd    *exec.Cmd
 	URL    string
-	stderr *syncedLog
+	stderr *syncBuffer
 	done   chan struct{} // closed once stdout was read to its end
 }
 
@@ -140,7 +121,7 @@ type childServer struct {
 // stdout line.
 func startServer(t *testing.T, ctx context.Context, bin string, args ...string) *childServer {
 	t.Helper()
-	s := &childServer{cmd: exec.CommandContext(ctx, bin, args...), stderr: &syncedLog{}, done: make(chan struct{})}
+	s := &childServer{cmd: exec.CommandContext(ctx, bin, args...), stderr: &syncBuffer{}, done: make(chan struct{})}
 	s.cmd.Stderr = s.stderr
 	out, err := s.cmd.StdoutPipe()
 	if err != nil {

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -145,25 +144,6 @@ func TestCassetteCommandsOnRawRecordings(t *testing.T) {
 			t.Errorf("%s of an unreadable body: exit %d, stderr %q; want a refusal naming interaction 0's response parsed_body", args[0], code, stderr)
 		}
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe to write from the served command while
-// the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // TestFakeProviderServesRawRecordings: fake-provider --cassette serves a

@@ -328,9 +328,15 @@ func projectSettings(e env, project string, stderr io.Writer) (bool, stdio.ModeS
 
 // runTrust is `openmax trust [DIR]`.
 func runTrust(args []string, stdout, stderr io.Writer, e env) int {
+	c := command{name: "openmax trust", usage: "[DIR]",
+		purpose: "Trust a project directory (default: the working directory): turns run only in trusted projects."}
+	fs := c.flags()
+	args, code, ok := c.parse(fs, args, stdout, stderr)
+	if !ok {
+		return code
+	}
 	if len(args) > 1 {
-		fmt.Fprintln(stderr, "usage: openmax trust [DIR]")
-		return 2
+		return c.usageError(stderr, "want at most one directory, got %d", len(args))
 	}
 	dir := ""
 	if len(args) == 1 {

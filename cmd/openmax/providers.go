@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log"
@@ -108,27 +107,24 @@ func firstNonEmpty(s ...string) string {
 // runFakeProvider serves a scenario as a fake OpenAI/Anthropic API until
 // ctx ends (SIGINT/SIGTERM), printing its base URL as the first stdout line.
 func runFakeProvider(ctx context.Context, args []string, stdout, stderr io.Writer, e env) int {
-	fs := flag.NewFlagSet("openmax fake-provider", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	c := command{name: "openmax fake-provider", usage: "--scenario FILE | --cassette FILE [--pace P] [--ignore PATH] [--addr HOST:PORT]",
+		purpose: "Serve a scripted fake OpenAI/Anthropic API, or a recorded cassette, over HTTP on loopback; prints its base URL on stdout."}
+	fs := c.flags()
 	scenario := fs.String("scenario", "", "the scenario file (YAML) scripting each response in order")
 	cassettePath := fs.String("cassette", "", "serve a recorded cassette instead, with its recorded pacing and faults")
 	paceFlag := fs.String("pace", "recorded", "with --cassette: instant, recorded, or xN")
 	missDiff := fs.Bool("miss-diff", false, "with --cassette: after each MISS line, print the diff against the nearest recorded request")
 	match := addMatchFlags(fs)
 	addr := fs.String("addr", "127.0.0.1:0", "the address to listen on")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	pos, code, ok := c.parse(fs, args, stdout, stderr)
+	if !ok {
+		return code
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "openmax fake-provider: unexpected argument %q\n", fs.Arg(0))
-		return 2
+	if len(pos) > 0 {
+		return c.usageError(stderr, "unexpected argument %q", pos[0])
 	}
 	if (*scenario == "") == (*cassettePath == "") {
-		fmt.Fprintln(stderr, "openmax fake-provider: give --scenario FILE or --cassette FILE (one of them)")
-		return 2
+		return c.usageError(stderr, "give --scenario FILE or --cassette FILE (one of them)")
 	}
 	if *cassettePath != "" {
 		return serveCassette(ctx, cassetteServing{path: *cassettePath, pace: *paceFlag, addr: *addr, match: match, missDiff: *missDiff}, stdout, stderr, e)

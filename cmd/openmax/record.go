@@ -100,6 +100,12 @@ func splitRecordArgs(args []string) (recordFlags, []string, error) {
 // cassette path is touched, and an existing cassette is replaced only with
 // --overwrite: a mistake on the command line never costs a recording.
 func runRecord(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, e env) int {
+	for _, a := range args {
+		if a == "-h" || a == "-help" || a == "--help" {
+			recordHelp(stdout)
+			return 0
+		}
+	}
 	rf, rest, err := splitRecordArgs(args)
 	if err != nil {
 		fmt.Fprintf(stderr, "openmax record: %v\n", err)
@@ -195,6 +201,22 @@ func runRecordProxy(ctx context.Context, rf recordFlags, rest []string, newRecor
 		return 1
 	}
 	return 0
+}
+
+// recordHelp is `openmax record --help`: record's own flags; every other
+// flag is the harness's, as for --stdio.
+func recordHelp(w io.Writer) {
+	c := command{name: "openmax record", usage: "--cassette FILE [--overwrite] [--scrub REGEXP] [HARNESS FLAGS] | --cassette FILE --proxy --upstream URL [--addr HOST:PORT]",
+		purpose: "Run the live harness on stdin/stdout (exactly as --stdio) recording every provider exchange, scrubbed of keys, and the client's commands;\nor, with --proxy, record any program pointed at a reverse proxy in front of --upstream. An existing cassette is kept unless --overwrite."}
+	fs := c.flags()
+	fs.String("cassette", "", "the cassette file to write (required)")
+	fs.Bool("overwrite", false, "replace the cassette if it exists (without it, an existing file is refused and left as it is)")
+	fs.String("scrub", "", "a regular expression whose matches are written as [scrubbed] (repeatable; keys are always scrubbed)")
+	fs.Bool("proxy", false, "record a reverse proxy's traffic instead of running the harness")
+	fs.String("upstream", "", "with --proxy: the API to forward to, such as https://api.openai.com")
+	fs.String("addr", "127.0.0.1:0", "with --proxy: the address to listen on (its URL is printed on stdout)")
+	c.help(w, fs)
+	fmt.Fprintln(w, "\nEvery other flag is a harness flag, as for openmax --stdio (see openmax --help).")
 }
 
 // boolFlag reads a boolean flag given as --name or --name=VALUE.

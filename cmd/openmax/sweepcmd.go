@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -35,24 +34,23 @@ func runSweepCmd(args []string, stdout, stderr io.Writer) int {
 // with the elapsed time to stderr. Exit 1 when any variant broke an
 // invariant, 2 on a usage error.
 func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer, e env) int {
-	fs := flag.NewFlagSet("openmax cassette sweep", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	c := command{name: "openmax cassette sweep", usage: "FILE|DIR [--max-variants N] [--parallel N] [--deadline D] [--repeat N] [--json]",
+		purpose: "Replay every single injected fault at every place of each cassette through the real engine; exit 1 if any breaks an invariant."}
+	fs := c.flags()
 	maxVariants := fs.Int("max-variants", sweep.DefaultMaxVariants, "the most variants per cassette (chosen evenly over the fault kinds and places); 0 for all")
 	parallel := fs.Int("parallel", 0, "replays at once (0: GOMAXPROCS)")
 	deadline := fs.Duration("deadline", sweep.DefaultDeadline, "wall-clock limit of one replay; past it the variant fails as a hang")
 	repeat := fs.Int("repeat", 1, "replay every variant this many times; replays that differ fail the variant as nondeterministic")
 	asJSON := fs.Bool("json", false, "print the report as JSON instead of a table")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: openmax cassette sweep FILE|DIR [--max-variants N] [--parallel N] [--deadline D] [--repeat N] [--json]")
-		fs.PrintDefaults()
+	pos, code, ok := c.parse(fs, args, stdout, stderr)
+	if !ok {
+		return code
 	}
-	pos, err := parseInterleaved(fs, args)
-	if err != nil {
-		return 2
+	if len(pos) != 1 {
+		return c.usageError(stderr, "want one cassette or directory, got %d arguments", len(pos))
 	}
-	if len(pos) != 1 || *maxVariants < 0 || *parallel < 0 || *repeat < 1 || *deadline <= 0 {
-		fs.Usage()
-		return 2
+	if *maxVariants < 0 || *parallel < 0 || *repeat < 1 || *deadline <= 0 {
+		return c.usageError(stderr, "--max-variants and --parallel must not be negative, --repeat must be at least 1 and --deadline positive")
 	}
 	cs, err := loadSweep(pos[0])
 	if err != nil {
@@ -116,7 +114,7 @@ func loadSweep(path string) ([]sweep.Cassette, error) {
 // collects the crashes the harness recovered from off its diagnostics.
 func sweepReplayer(e env) sweep.Replayer {
 	return func(ctx context.Context, f *cassette.File) (sweep.Result, error) {
-		var log lockedBuffer
+		var log syncBuffer
 		t, err := replayFile(ctx, f, "variant", replay.Pace{Mode: replay.PaceInstant}, nil, &log, e)
 		if err != nil {
 			return sweep.Result{}, err
@@ -139,21 +137,23 @@ func recoveredPanics(log []byte) []string {
 	return out
 }
 
-// lockedBuffer is a bytes.Buffer safe for the concurrent writes of a
-// replay's diagnostics.
-type lockedBuffer struct {
+// syncBuffer is a bytes.Buffer safe for concurrent writes (a replay's
+// diagnostics, a served command's log) and for reading meanwhile.
+type syncBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
 }
 
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
 }
 
-func (l *lockedBuffer) Bytes() []byte {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return bytes.Clone(l.b.Bytes())
+func (s *syncBuffer) Bytes() []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return bytes.Clone(s.b.Bytes())
 }
+
+func (s *syncBuffer) String() string { return string(s.Bytes()) }
