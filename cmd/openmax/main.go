@@ -36,7 +36,15 @@ import (
 const Version = "0.1.0"
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// A closed stdout or stderr must surface as a write error (EPIPE) that
+	// the server handles ("stdout is gone": cancel the turn, kill its
+	// commands, exit), not as the runtime's default SIGPIPE death that
+	// orphans them. Notify, unlike Ignore, leaves children started by tools
+	// with the default disposition.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
+	// SIGHUP (the terminal or the parent went away) is a shutdown, like
+	// SIGINT and SIGTERM: the running turn is cancelled and drained.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr, env{clock: clock.Real{}})
 	stop()
 	os.Exit(code)

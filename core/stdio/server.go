@@ -6,7 +6,6 @@
 package stdio
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -356,8 +355,8 @@ func (s *server) handle(in input) {
 	case in.err != nil:
 		fmt.Fprintf(s.opts.Log, "openmax: %v\n", in.err)
 		return
-	case len(bytes.TrimSpace(in.line)) == 0:
-		return // blank lines are skipped
+	case wire.IsBlank(in.line):
+		return // blank lines (JSON whitespace only) are skipped
 	case !utf8.Valid(in.line):
 		s.protocolError(in.n, "not valid UTF-8; skipped")
 		return

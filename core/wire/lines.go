@@ -33,12 +33,16 @@ func NewLineReader(r io.Reader, max int) *LineReader {
 }
 
 // Next returns the next line without its newline (and without a trailing
-// carriage return). The slice is freshly allocated. At the end of input it
-// returns io.EOF; a read failure is returned as is.
+// carriage return, which does not count toward the cap). The slice is
+// freshly allocated. At the end of input it returns io.EOF; a read failure
+// is returned as is.
 func (lr *LineReader) Next() ([]byte, error) {
 	var line []byte
 	var size int64
+	var last byte // the line's last byte so far
 	tooLong := false
+	// Hold one byte past the cap: it may be the CR of a CRLF ending.
+	hold := lr.max + 1
 	for {
 		chunk, err := lr.br.ReadSlice('\n')
 		complete := err == nil
@@ -46,11 +50,14 @@ func (lr *LineReader) Next() ([]byte, error) {
 			chunk = chunk[:len(chunk)-1]
 		}
 		size += int64(len(chunk))
+		if len(chunk) > 0 {
+			last = chunk[len(chunk)-1]
+		}
 		if !tooLong {
-			if size > int64(lr.max) {
+			if size > int64(hold) {
 				tooLong, line = true, nil
 			} else {
-				line = grow(line, len(chunk), lr.max)
+				line = grow(line, len(chunk), hold)
 				line = append(line, chunk...)
 			}
 		}
@@ -63,17 +70,35 @@ func (lr *LineReader) Next() ([]byte, error) {
 		default:
 			return nil, err
 		}
-		if tooLong {
-			return nil, &LineTooLongError{Size: size}
+		if size > 0 && last == '\r' {
+			size--
+			if !tooLong {
+				line = line[:len(line)-1]
+			}
 		}
-		if n := len(line); n > 0 && line[n-1] == '\r' {
-			line = line[:n-1]
+		if tooLong || size > int64(lr.max) {
+			return nil, &LineTooLongError{Size: size}
 		}
 		if line == nil {
 			line = []byte{}
 		}
 		return line, nil
 	}
+}
+
+// IsBlank reports whether line holds nothing but JSON whitespace (space,
+// tab, CR, LF): such a line is skipped. Other whitespace (vertical tab, form
+// feed, NBSP, U+2028, U+3000, ...) is not JSON whitespace, so a line of it
+// is a bad line, not a blank one.
+func IsBlank(line []byte) bool {
+	for _, b := range line {
+		switch b {
+		case ' ', '\t', '\r', '\n':
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // grow makes room for n more bytes, doubling the capacity but never past

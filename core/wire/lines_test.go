@@ -51,6 +51,12 @@ func TestLineReader(t *testing.T) {
 		{"12345678\n123456789\nok\n", 8, []string{"12345678", "TOO LONG 9", "ok"}},
 		{"123456789", 8, []string{"TOO LONG 9"}},
 		{"", 8, nil},
+		// The CR of a CRLF ending does not count toward the cap.
+		{"12345678\r\nok\r\n", 8, []string{"12345678", "ok"}},
+		{"123456789\r\nok", 8, []string{"TOO LONG 9", "ok"}},
+		{"1234567\r\r\n", 8, []string{"1234567\r"}},
+		{"12345678\r\r\n", 8, []string{"TOO LONG 9"}},
+		{"12345678\r", 8, []string{"12345678"}},
 	}
 	for _, tt := range tests {
 		if got := readAll(t, tt.in, tt.max); strings.Join(got, "|") != strings.Join(tt.want, "|") {
@@ -131,5 +137,19 @@ func TestCheckStreamSkipsOverlongLines(t *testing.T) {
 	want := []string{"1: ok", "2: 67108865 bytes: longer than the checker reads (64 MiB)", "3: ok", "4: ok"}
 	if strings.Join(verdicts, "|") != strings.Join(want, "|") {
 		t.Errorf("verdicts %q", verdicts)
+	}
+}
+
+func TestIsBlank(t *testing.T) {
+	for _, tt := range []struct {
+		in    string
+		blank bool
+	}{
+		{"", true}, {" \t\r", true}, {"\v", false}, {"\f", false},
+		{"\u00a0", false}, {"\u2028", false}, {"\u3000", false}, {" {} ", false},
+	} {
+		if got := IsBlank([]byte(tt.in)); got != tt.blank {
+			t.Errorf("IsBlank(%q) = %v, want %v", tt.in, got, tt.blank)
+		}
 	}
 }
