@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -41,7 +42,10 @@ func (e *HTTPError) Error() string {
 	if e.Message != "" {
 		b.WriteString(": " + e.Message)
 	}
-	if e.HasRetryAfter {
+	switch {
+	case e.HasRetryAfter && e.RetryAfter == MaxWait:
+		b.WriteString(" (server asked to wait 292 years or more)")
+	case e.HasRetryAfter:
 		fmt.Fprintf(&b, " (server asked to wait %s)", e.RetryAfter)
 	}
 	return b.String()
@@ -78,22 +82,30 @@ type TransportError struct {
 func (e *TransportError) Error() string { return "transport: " + e.Err.Error() }
 func (e *TransportError) Unwrap() error { return e.Err }
 
+// MaxWait is the longest wait ParseRetryAfter reports: a larger one
+// (99999999999 seconds, 1e20, Inf, a huge retry-after-ms) saturates to it
+// instead of overflowing to a negative duration, so it still reads as far
+// too long to wait.
+const MaxWait = time.Duration(math.MaxInt64)
+
 // ParseRetryAfter reads the wait a response asks for: retry-after-ms
 // (milliseconds), else Retry-After as seconds or as an HTTP-date. A date is
 // taken relative to the response's own Date header when it has one (so a
-// recorded response never goes stale), else relative to now.
+// recorded response never goes stale), else relative to now. A wait too
+// long for a time.Duration saturates at MaxWait; a negative or NaN one is
+// no wait at all.
 func ParseRetryAfter(h http.Header, now time.Time) (time.Duration, bool) {
 	if v := strings.TrimSpace(h.Get("retry-after-ms")); v != "" {
-		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms >= 0 {
-			return time.Duration(ms * float64(time.Millisecond)), true
+		if d, ok := scaled(v, time.Millisecond); ok {
+			return d, true
 		}
 	}
 	v := strings.TrimSpace(h.Get("Retry-After"))
 	if v == "" {
 		return 0, false
 	}
-	if secs, err := strconv.ParseFloat(v, 64); err == nil && secs >= 0 {
-		return time.Duration(secs * float64(time.Second)), true
+	if d, ok := scaled(v, time.Second); ok {
+		return d, true
 	}
 	at, err := http.ParseTime(v)
 	if err != nil {
@@ -102,11 +114,30 @@ func ParseRetryAfter(h http.Header, now time.Time) (time.Duration, bool) {
 	if d, err := http.ParseTime(h.Get("Date")); err == nil {
 		now = d
 	}
-	wait := at.Sub(now)
+	wait := at.Sub(now) // Time.Sub saturates
 	if wait < 0 {
 		wait = 0
 	}
 	return wait, true
+}
+
+// scaled parses a non-negative number of units, saturating at MaxWait.
+func scaled(v string, unit time.Duration) (time.Duration, bool) {
+	n, err := strconv.ParseFloat(v, 64)
+	if err != nil && !errors.Is(err, strconv.ErrRange) {
+		return 0, false
+	}
+	// ParseFloat reports an overflow as ±Inf with ErrRange; NaN fails the
+	// comparison.
+	if !(n >= 0) {
+		return 0, false
+	}
+	d := n * float64(unit)
+	// float64(MaxWait) rounds up to 2^63, which no Duration holds.
+	if d >= float64(MaxWait) {
+		return MaxWait, true
+	}
+	return time.Duration(d), true
 }
 
 // IsQuota reports whether a vendor error code means an exhausted quota or

@@ -80,3 +80,48 @@ type errWrap struct {
 
 func (e errWrap) Error() string { return e.msg }
 func (e errWrap) Unwrap() error { return e.inner }
+
+// TestParseRetryAfterSaturates: a wait too long for a time.Duration, in any
+// form a server may send it, saturates at MaxWait instead of overflowing
+// into a negative wait (which the retry policy would honour as none).
+func TestParseRetryAfterSaturates(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name, header, value string
+		want                time.Duration
+		ok                  bool
+	}{
+		{"eleven nines", "Retry-After", "99999999999", MaxWait, true},
+		{"exponent", "Retry-After", "1e20", MaxWait, true},
+		{"infinity", "Retry-After", "Inf", MaxWait, true},
+		{"infinity spelled out", "Retry-After", "+Infinity", MaxWait, true},
+		{"hex float", "Retry-After", "0x1p62", MaxWait, true},
+		{"out of float range", "Retry-After", "1e400", MaxWait, true},
+		{"just under the limit", "Retry-After", "9223372036", 9223372036 * time.Second, true},
+		{"just over the limit", "Retry-After", "9223372037", MaxWait, true},
+		{"huge milliseconds", "retry-after-ms", "99999999999999", MaxWait, true},
+		{"milliseconds exponent", "retry-after-ms", "1e300", MaxWait, true},
+		{"milliseconds infinity", "retry-after-ms", "inf", MaxWait, true},
+		{"far future date", "Retry-After", "Fri, 31 Dec 9999 23:59:59 GMT", time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC).Sub(now), true},
+		{"not a number", "Retry-After", "NaN", 0, false},
+		{"negative infinity", "Retry-After", "-Inf", 0, false},
+		{"negative milliseconds", "retry-after-ms", "-1e30", 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := http.Header{}
+			h.Set(tt.header, tt.value)
+			got, ok := ParseRetryAfter(h, now)
+			if got != tt.want || ok != tt.ok {
+				t.Errorf("%s: %s: got %v %v, want %v %v", tt.header, tt.value, got, ok, tt.want, tt.ok)
+			}
+			if got < 0 {
+				t.Errorf("negative wait %v", got)
+			}
+		})
+	}
+	e := &HTTPError{Status: 429, RetryAfter: MaxWait, HasRetryAfter: true}
+	if s := e.Error(); !strings.Contains(s, "292 years or more") {
+		t.Errorf("a saturated wait reads %q", s)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"iter"
 )
 
@@ -142,3 +143,26 @@ func (Retry) isPart()         {}
 
 // ErrIncomplete marks a reply stream that ended without a completion signal.
 var ErrIncomplete = errors.New("stream ended without a completion signal")
+
+// ErrLimit marks a reply the client cut off because it exceeded a client
+// limit (a reply deadline, a body size cap, an SSE event or line cap). Such
+// a reply is incomplete, so the engine ends the turn truncated, but it is
+// never retried: the same request would most likely hit the same limit.
+var ErrLimit = errors.New("client limit exceeded")
+
+// LimitError is a reply cut off by a client limit. It matches both ErrLimit
+// and ErrIncomplete under errors.Is.
+type LimitError struct {
+	// Limit names the limit, as its flag or field is known
+	// (--max-reply-bytes, --reply-timeout, sse event).
+	Limit string
+	// Detail says what went over it ("the response body passed 64 MiB").
+	Detail string
+}
+
+func (e *LimitError) Error() string {
+	return fmt.Sprintf("%s: %s (%s)", ErrLimit, e.Detail, e.Limit)
+}
+
+// Unwrap makes a LimitError an ErrLimit and an ErrIncomplete.
+func (e *LimitError) Unwrap() []error { return []error{ErrLimit, ErrIncomplete} }

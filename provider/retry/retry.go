@@ -1,7 +1,8 @@
 // Package retry resends model requests exactly as the openmax-stdio/6
 // contract allows: transport failures, HTTP 429 and 500/502/503/504/529,
 // and, only before any reply text arrived, a stream that died or a
-// provider-reported rate limit, overload or server fault. It wraps any
+// provider-reported rate limit, overload or server fault. A reply cut off by
+// a client limit (provider.ErrLimit) is never resent. It wraps any
 // vendor client that classifies its failures with the types in package
 // provider, and waits only through the injected clock.
 package retry
@@ -162,6 +163,10 @@ func classify(err error, sawText bool) decision {
 	var se *provider.StreamError
 	var te *provider.TransportError
 	switch {
+	case errors.Is(err, provider.ErrLimit):
+		// A client limit (reply deadline, size cap): the same request
+		// would most likely hit it again.
+		return decision{}
 	case errors.As(err, &he):
 		d := decision{wait: he.RetryAfter, hasWait: he.HasRetryAfter}
 		switch he.Status {

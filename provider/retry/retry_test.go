@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"net/http"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -38,14 +39,16 @@ var (
 	textFail = func(err error) []provider.Part {
 		return []provider.Part{provider.TextDelta{Text: "par"}, provider.Error{Err: err}}
 	}
-	died        = fmt.Errorf("%w: connection reset", provider.ErrIncomplete)
-	refused     = &provider.TransportError{Err: errors.New("dial tcp: connection refused"), Unreachable: true}
-	overloaded  = &provider.StreamError{Type: "overloaded_error", Message: "Overloaded"}
-	http429     = &provider.HTTPError{Status: 429, Code: "rate_limit_exceeded"}
-	quota       = &provider.HTTPError{Status: 429, Code: "insufficient_quota"}
-	badRequest  = &provider.HTTPError{Status: 400, Code: "invalid_request_error"}
-	retryAfter5 = &provider.HTTPError{Status: 503, RetryAfter: 5 * time.Second, HasRetryAfter: true}
-	retryAfter2 = &provider.HTTPError{Status: 429, RetryAfter: 2 * time.Minute, HasRetryAfter: true}
+	died          = fmt.Errorf("%w: connection reset", provider.ErrIncomplete)
+	refused       = &provider.TransportError{Err: errors.New("dial tcp: connection refused"), Unreachable: true}
+	overloaded    = &provider.StreamError{Type: "overloaded_error", Message: "Overloaded"}
+	http429       = &provider.HTTPError{Status: 429, Code: "rate_limit_exceeded"}
+	quota         = &provider.HTTPError{Status: 429, Code: "insufficient_quota"}
+	badRequest    = &provider.HTTPError{Status: 400, Code: "invalid_request_error"}
+	retryAfter5   = &provider.HTTPError{Status: 503, RetryAfter: 5 * time.Second, HasRetryAfter: true}
+	retryAfter2   = &provider.HTTPError{Status: 429, RetryAfter: 2 * time.Minute, HasRetryAfter: true}
+	limit         = &provider.LimitError{Limit: "--max-reply-bytes", Detail: "the response body passed 1 KiB"}
+	headerTimeout = &provider.TransportError{Err: errors.New("no response headers within 2m0s (--header-timeout)")}
 )
 
 // run drives one Stream with a fake clock, advancing it whenever the
@@ -118,6 +121,10 @@ func TestRetryClasses(t *testing.T) {
 		{"400", [][]provider.Part{fail(badRequest)}, "error", 1, "HTTP 400"},
 		{"other stream error", [][]provider.Part{fail(&provider.StreamError{Type: "invalid_request_error"})}, "error", 1, "invalid_request_error"},
 		{"retry-after over a minute", [][]provider.Part{fail(retryAfter2)}, "error", 1, "(server asked to wait 2m0s); not retried: that wait is over the 1m0s limit"},
+		{"client limit before text", [][]provider.Part{fail(limit), ok}, "error", 1, "--max-reply-bytes"},
+		{"client limit after text", [][]provider.Part{textFail(limit)}, "text error", 1, "--max-reply-bytes"},
+		{"header timeout", [][]provider.Part{fail(headerTimeout), ok}, "retry2/4 text finish", 2, ""},
+		{"retry-after saturated", [][]provider.Part{fail(&provider.HTTPError{Status: 429, RetryAfter: provider.MaxWait, HasRetryAfter: true})}, "error", 1, "292 years or more); not retried: that wait is over the 1m0s limit"},
 		{"budget exhausted", [][]provider.Part{fail(http429), fail(http429), fail(http429), fail(http429)}, "retry2/4 retry3/4 retry4/4 error", 4, "after 4 attempts"},
 		{"three refusals give up early", [][]provider.Part{fail(refused), fail(refused), fail(refused), ok}, "retry2/4 retry3/4 error", 3, "3 attempts in a row that never reached the endpoint"},
 		{"refusals not in a row", [][]provider.Part{fail(refused), fail(refused), fail(http429), ok}, "retry2/4 retry3/4 retry4/4 text finish", 4, ""},
@@ -213,5 +220,36 @@ func TestCancelDuringWaitSendsNoAttempt(t *testing.T) {
 	fake.Advance(time.Hour)
 	if calls.Load() != 1 || kinds(out) != "retry2/4" {
 		t.Errorf("%d calls, parts %s", calls.Load(), kinds(out))
+	}
+}
+
+// TestHugeRetryAfterFailsAtOnce: every form of an absurd server wait
+// (issue 9: they overflowed to a negative wait and were retried at once)
+// fails the request on the first attempt, naming the wait.
+func TestHugeRetryAfterFailsAtOnce(t *testing.T) {
+	forms := []struct{ header, value string }{
+		{"Retry-After", "99999999999"},
+		{"Retry-After", "1e20"},
+		{"Retry-After", "Inf"},
+		{"Retry-After", "0x1p62"},
+		{"Retry-After", "61"},
+		{"retry-after-ms", "99999999999999999999"},
+		{"retry-after-ms", "1e300"},
+	}
+	for _, f := range forms {
+		t.Run(f.header+"="+f.value, func(t *testing.T) {
+			h := http.Header{}
+			h.Set(f.header, f.value)
+			he := &provider.HTTPError{Status: 429, Code: "rate_limit_exceeded"}
+			he.RetryAfter, he.HasRetryAfter = provider.ParseRetryAfter(h, time.Unix(0, 0))
+			parts, calls, waited := run(t, Policy{}, fail(he), ok)
+			if got := kinds(parts); got != "error" || calls != 1 || waited != 0 {
+				t.Fatalf("parts %s after %d attempts and %v, want one error at once", got, calls, waited)
+			}
+			msg := parts[0].(provider.Error).Err.Error()
+			if !strings.Contains(msg, "server asked to wait") || !strings.Contains(msg, "not retried") {
+				t.Errorf("error %q does not name the wait", msg)
+			}
+		})
 	}
 }
