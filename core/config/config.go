@@ -1,15 +1,36 @@
 // Package config keeps the user's per-project settings in the user's config
 // directory: which projects are trusted (turns run only in a trusted
 // project) and each project's approval mode.
+//
+// The settings live in one file, dir/projects.json, shared by every openmax
+// process of the user. Its guarantees:
+//
+//   - Every update is a read-modify-write of the current file under an
+//     exclusive flock(2) on dir/projects.json.lock: it re-reads the file
+//     under the lock and changes only its own project's keys, so concurrent
+//     updates from any number of processes and goroutines are never lost.
+//   - The file is replaced atomically and durably: a temp file in the same
+//     directory is written and fsynced, renamed over projects.json, and the
+//     directory is fsynced. A reader (who takes no lock) sees the old or the
+//     new file whole, and an acknowledged update survives a power cut.
+//   - Readers read the file, not a copy taken at Open, so a running session
+//     sees a mode another process saved.
+//   - A projects.json that cannot be read or parsed is an error naming the
+//     file, and is never overwritten: an update refuses rather than replace
+//     every trust with an empty map.
 package config
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 )
 
 // Dir is $XDG_CONFIG_HOME/openmax, else $HOME/.config/openmax.
@@ -26,15 +47,29 @@ func Dir(getenv func(string) string) (string, error) {
 // DefaultMode is the approval mode of a project that never chose one.
 const DefaultMode = "ask"
 
-// Projects is the projects file. It is safe for concurrent use.
+const (
+	fileName = "projects.json"
+	lockName = "projects.json.lock"
+)
+
+// Variables so tests can shorten them.
+var (
+	// maxFileSize bounds what a read takes into memory: a projects file is
+	// about a hundred bytes a project.
+	maxFileSize = 16 << 20
+	// lockWait is how long an update waits for another process's lock
+	// before it fails.
+	lockWait = 10 * time.Second
+)
+
+// Projects is the projects file. It is safe for concurrent use, within a
+// process and across processes.
 type Projects struct {
 	path string
-	mu   sync.Mutex
-	data file
-}
+	lock string
 
-type file struct {
-	Projects map[string]*Project `json:"projects"`
+	mu   sync.Mutex         // serializes this value's updates and its cache
+	last map[string]Project // the file as last read or written
 }
 
 // Project is one project's settings.
@@ -43,31 +78,39 @@ type Project struct {
 	Mode    string `json:"mode,omitempty"`
 }
 
-// Open reads dir/projects.json (a missing file is an empty one).
+// Open reads dir/projects.json (a missing file is an empty one) to check
+// that it is valid; later reads and updates go to the file again.
 func Open(dir string) (*Projects, error) {
-	p := &Projects{path: filepath.Join(dir, "projects.json"), data: file{Projects: map[string]*Project{}}}
-	data, err := os.ReadFile(p.path)
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		return p, nil
-	case err != nil:
-		return nil, fmt.Errorf("config: %w", err)
+	p := &Projects{path: filepath.Join(dir, fileName), lock: filepath.Join(dir, lockName)}
+	parsed, err := read(p.path)
+	if err != nil {
+		return nil, err
 	}
-	if err := json.Unmarshal(data, &p.data); err != nil {
-		return nil, fmt.Errorf("config: %s is not valid: %w", p.path, err)
-	}
-	if p.data.Projects == nil {
-		p.data.Projects = map[string]*Project{}
-	}
+	p.last = parsed.typed
 	return p, nil
 }
 
-// Trusted reports whether project is trusted.
-func (p *Projects) Trusted(project string) bool {
+// Path is the projects file.
+func (p *Projects) Path() string { return p.path }
+
+// Get reads project's settings from the file as it is now (the zero
+// Project when the project has none).
+func (p *Projects) Get(project string) (Project, error) {
+	parsed, err := read(p.path)
+	if err != nil {
+		return Project{}, err
+	}
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	pr := p.data.Projects[project]
-	return pr != nil && pr.Trusted
+	p.last = parsed.typed
+	p.mu.Unlock()
+	return parsed.typed[project], nil
+}
+
+// Trusted reports whether project is trusted, as the file says now; a file
+// that has become unreadable counts as not trusted.
+func (p *Projects) Trusted(project string) bool {
+	pr, err := p.Get(project)
+	return err == nil && pr.Trusted
 }
 
 // Trust marks project trusted and saves.
@@ -75,14 +118,20 @@ func (p *Projects) Trust(project string) error {
 	return p.update(project, func(pr *Project) { pr.Trusted = true })
 }
 
-// Mode is project's approval mode.
+// Mode is project's approval mode, as the file says now. When the file has
+// become unreadable it is the mode last read or saved through p: a session
+// keeps the mode its user chose rather than fall back to a laxer default.
 func (p *Projects) Mode(project string) string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if pr := p.data.Projects[project]; pr != nil && pr.Mode != "" {
-		return pr.Mode
+	pr, err := p.Get(project)
+	if err != nil {
+		p.mu.Lock()
+		pr = p.last[project]
+		p.mu.Unlock()
 	}
-	return DefaultMode
+	if pr.Mode == "" {
+		return DefaultMode
+	}
+	return pr.Mode
 }
 
 // SetMode saves project's approval mode; on failure nothing changes.
@@ -90,51 +139,156 @@ func (p *Projects) SetMode(project, mode string) error {
 	return p.update(project, func(pr *Project) { pr.Mode = mode })
 }
 
+// update changes project's settings in the file as it is now, under the
+// lock, keeping every other project and every key it does not know.
 func (p *Projects) update(project string, change func(*Project)) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	old, had := p.data.Projects[project]
-	pr := &Project{}
-	if had {
-		*pr = *old
+	dir := filepath.Dir(p.path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("config: %w", err)
 	}
-	change(pr)
-	p.data.Projects[project] = pr
-	if err := p.saveLocked(); err != nil {
-		if had {
-			p.data.Projects[project] = old
-		} else {
-			delete(p.data.Projects, project)
+	unlock, err := lockFile(p.lock, lockWait)
+	if err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	defer unlock()
+	cur, err := read(p.path)
+	if err != nil {
+		return fmt.Errorf("%w (nothing was saved)", err)
+	}
+	entry := map[string]json.RawMessage{}
+	if raw, ok := cur.raw[project]; ok {
+		if err := json.Unmarshal(raw, &entry); err != nil || entry == nil {
+			return fmt.Errorf("config: %s: project %q is not an object (nothing was saved)", p.path, project)
 		}
-		return err
 	}
+	pr := cur.typed[project]
+	change(&pr)
+	entry["trusted"] = mustJSON(pr.Trusted)
+	if pr.Mode != "" {
+		entry["mode"] = mustJSON(pr.Mode)
+	} else {
+		delete(entry, "mode")
+	}
+	cur.raw[project] = mustJSON(entry)
+	cur.top["projects"] = mustJSON(cur.raw)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(cur.top); err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	if err := writeAtomic(p.path, buf.Bytes()); err != nil {
+		return fmt.Errorf("config: save %s: %w", p.path, err)
+	}
+	cur.typed[project] = pr
+	p.last = cur.typed
 	return nil
 }
 
-// saveLocked writes the file atomically.
-func (p *Projects) saveLocked() error {
-	data, err := json.MarshalIndent(p.data, "", "  ")
+// parsed is the projects file: its top-level object, the projects object
+// kept raw (so an update rewrites other projects byte for byte, up to
+// indentation) and decoded.
+type parsed struct {
+	top   map[string]json.RawMessage
+	raw   map[string]json.RawMessage
+	typed map[string]Project
+}
+
+// read reads and validates the projects file; a missing file is empty.
+func read(path string) (parsed, error) {
+	p := parsed{top: map[string]json.RawMessage{}, raw: map[string]json.RawMessage{}, typed: map[string]Project{}}
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return p, nil
+	}
 	if err != nil {
-		return fmt.Errorf("config: %w", err)
+		return p, fmt.Errorf("config: cannot read %s: %w", path, err)
 	}
-	if err := os.MkdirAll(filepath.Dir(p.path), 0o700); err != nil {
-		return fmt.Errorf("config: %w", err)
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(p.path), ".projects.json.*")
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, int64(maxFileSize)+1))
 	if err != nil {
-		return fmt.Errorf("config: %w", err)
+		return p, fmt.Errorf("config: cannot read %s: %w", path, err)
 	}
-	_, werr := tmp.Write(append(data, '\n'))
+	invalid := func(why error) (parsed, error) {
+		return p, fmt.Errorf("config: %s is not valid (fix or remove it; a trust lost with it is regained by `openmax trust`): %w", path, why)
+	}
+	if len(data) > maxFileSize {
+		return invalid(fmt.Errorf("larger than %d bytes", maxFileSize))
+	}
+	if t := bytes.TrimSpace(data); len(t) == 0 || t[0] != '{' {
+		return invalid(errors.New("not a JSON object"))
+	}
+	if err := json.Unmarshal(data, &p.top); err != nil {
+		return invalid(err)
+	}
+	if p.top == nil {
+		p.top = map[string]json.RawMessage{}
+	}
+	if raw, ok := p.top["projects"]; ok {
+		if err := json.Unmarshal(raw, &p.raw); err != nil {
+			return invalid(fmt.Errorf("projects: %w", err))
+		}
+		if p.raw == nil {
+			p.raw = map[string]json.RawMessage{}
+		}
+	}
+	for name, raw := range p.raw {
+		if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] != '{' {
+			return invalid(fmt.Errorf("project %q: not a JSON object", name))
+		}
+		var pr Project
+		if err := json.Unmarshal(raw, &pr); err != nil {
+			return invalid(fmt.Errorf("project %q: %w", name, err))
+		}
+		p.typed[name] = pr
+	}
+	return p, nil
+}
+
+func mustJSON(v any) json.RawMessage {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		panic(err) // bools, strings and maps of raw JSON always encode
+	}
+	return bytes.TrimRight(buf.Bytes(), "\n")
+}
+
+// writeAtomic replaces path with data: a synced temp file in the same
+// directory renamed over it, then the directory synced.
+func writeAtomic(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name()) // a no-op once renamed
+	_, werr := tmp.Write(data)
+	serr := tmp.Sync()
 	cerr := tmp.Close()
-	if err := errors.Join(werr, cerr); err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("config: %w", err)
+	if err := errors.Join(werr, serr, cerr); err != nil {
+		return err
 	}
-	if err := os.Rename(tmp.Name(), p.path); err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("config: %w", err)
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return err
 	}
-	return nil
+	return syncDir(dir)
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // ModeStore binds the approval mode of one project (stdio.ModeStore).
@@ -143,7 +297,7 @@ type ModeStore struct {
 	Project string
 }
 
-// Mode returns the project's mode.
+// Mode returns the project's mode as the file says now.
 func (m ModeStore) Mode() string { return m.P.Mode(m.Project) }
 
 // SetMode saves the project's mode.
