@@ -17,9 +17,14 @@
 // transport decoded a gzip body (it asked for gzip itself), those are the
 // decoded bytes, and the response's Content-Encoding and Content-Length
 // are dropped from the recording so a replay of it is self-consistent.
-// When the client asked for gzip itself, the transport leaves the body
-// encoded: the cassette holds the gzip bytes and keeps both headers (user
-// patterns cannot see into such a body). Content-Length is otherwise kept
+// A body the transport left encoded (the client asked for gzip itself, or
+// the server sent deflate, br or zstd) is decoded by the recorder, at most
+// MaxDecodedBody bytes of it, scrubbed and stored decoded, again without
+// Content-Encoding and Content-Length; each chunk holds what its bytes
+// decoded to. A body it cannot decode (br, zstd, a corrupt or oversized
+// one) is never stored: the cassette holds a placeholder saying why
+// (BodyNotStored), and so is a body over MaxDecodedBody bytes, which is
+// not kept in memory past that. Content-Length is otherwise kept
 // as received, even when the body was cut short; only when scrubbing
 // changed the body's length is it shifted by the same amount.
 //
@@ -119,6 +124,9 @@ type entry struct {
 	header       http.Header
 	uncompressed bool
 	chunks       []cassette.Chunk // raw until done
+	size         int64            // bytes of the body read so far
+	overflow     bool             // the body went past bodyLimit: chunks dropped
+	overAt       time.Duration    // the first chunk's offset, for the placeholder
 
 	done bool
 	it   *cassette.Interaction
@@ -259,9 +267,21 @@ func (r *Recorder) since(e *entry) time.Duration { return r.clk.Now().Sub(e.star
 func (r *Recorder) chunk(e *entry, at time.Duration, p []byte) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if !e.done {
-		e.chunks = append(e.chunks, cassette.Chunk{At: at, Data: string(p)})
+	if e.done || e.overflow {
+		return
 	}
+	e.size += int64(len(p))
+	if e.size > bodyLimit {
+		// Too large to keep: the client still gets every byte, the
+		// cassette a placeholder, and memory stays bounded.
+		e.overflow, e.overAt = true, at
+		if len(e.chunks) > 0 {
+			e.overAt = e.chunks[0].At
+		}
+		e.chunks = nil
+		return
+	}
+	e.chunks = append(e.chunks, cassette.Chunk{At: at, Data: string(p)})
 }
 
 // finish completes e and saves: cleanly when err is nil or io.EOF, else
@@ -294,22 +314,38 @@ func (r *Recorder) completeLocked(e *entry, end *cassette.Error, at time.Duratio
 	}
 	if e.responded {
 		raw := make([]string, len(e.chunks))
-		rawLen := 0
+		ats := make([]time.Duration, len(e.chunks))
 		for i, c := range e.chunks {
-			raw[i] = c.Data
-			rawLen += len(c.Data)
-		}
-		body, pieces, keep := e.scrub.chunks(raw)
-		for i, p := range pieces {
-			it.Stream.Chunks = append(it.Stream.Chunks, cassette.Chunk{At: e.chunks[keep[i]].At, Data: p})
+			raw[i], ats[i] = c.Data, c.At
 		}
 		h := e.scrub.header(e.header)
-		if e.uncompressed {
+		if e.overflow {
+			raw = []string{fmt.Sprintf("%sit was over the limit of %d bytes (%d MiB)]", BodyNotStored, bodyLimit, bodyLimit>>20)}
+			ats = []time.Duration{e.overAt}
+			h.Del("Content-Encoding")
+			h.Del("Content-Length")
+		} else if e.uncompressed {
 			// The transport decoded the body: the client read (and the
 			// cassette holds) the decoded bytes, so the encoding and the
 			// encoded length no longer describe them.
 			h.Del("Content-Encoding")
 			h.Del("Content-Length")
+		} else if codings := contentCodings(e.header); len(codings) > 0 {
+			// Still encoded (the client asked for an encoding itself, or
+			// the server sent one unasked): decoded here, so the scrubber
+			// sees the text, and stored decoded, which the cassette's
+			// headers then say.
+			raw, ats = decodeRecorded(codings, raw, ats)
+			h.Del("Content-Encoding")
+			h.Del("Content-Length")
+		}
+		rawLen := 0
+		for _, p := range raw {
+			rawLen += len(p)
+		}
+		body, pieces, keep := e.scrub.chunks(raw)
+		for i, p := range pieces {
+			it.Stream.Chunks = append(it.Stream.Chunks, cassette.Chunk{At: ats[keep[i]], Data: p})
 		}
 		adjustLength(h, len(body)-rawLen)
 		it.Response = vcr.Response{

@@ -16,26 +16,84 @@ import (
 // Scrubbed replaces every secret the recorder keeps out of a cassette.
 const Scrubbed = "[scrubbed]"
 
-// secretHeaders are the headers whose every value is replaced, on requests
-// and responses alike.
-var secretHeaders = map[string]bool{
-	"Authorization":       true,
-	"Proxy-Authorization": true,
-	"X-Api-Key":           true,
-	"Api-Key":             true,
-	"Cookie":              true,
-	"Set-Cookie":          true,
+// SecretHeaderNames are the headers always scrubbed by name (compared
+// case-insensitively), on requests and responses alike: the ones vendors
+// send keys in, the cookie headers, and Sec-WebSocket-Protocol (which
+// browser clients use to carry a key). Beyond these, SecretHeader scrubs
+// every header whose name contains a word of SecretWords.
+var SecretHeaderNames = []string{
+	"Authorization",
+	"Proxy-Authorization",
+	"X-Api-Key",
+	"Api-Key",
+	"X-Goog-Api-Key",
+	"Ocp-Apim-Subscription-Key",
+	"Cookie",
+	"Set-Cookie",
+	"Sec-Websocket-Protocol",
 }
 
-// secretParams are the URL query parameters whose values are replaced
-// (names compared case-insensitively).
-var secretParams = map[string]bool{
-	"key":          true,
-	"api_key":      true,
-	"api-key":      true,
-	"apikey":       true,
-	"access_token": true,
-	"token":        true,
+// SecretWords are the words that make a header (SecretHeader) or URL
+// query parameter (SecretParam) secret wherever they appear in its name,
+// case-insensitively: X-Goog-Api-Key, X-Auth-Token, X-Amz-Security-Token,
+// X-Hub-Signature, Private-Token, apiKey, client_secret, ...
+var SecretWords = []string{"key", "token", "secret", "auth", "credential", "password", "passwd", "session", "cookie", "signature"}
+
+var secretHeaderNames = func() map[string]bool {
+	m := map[string]bool{}
+	for _, n := range SecretHeaderNames {
+		m[strings.ToLower(n)] = true
+	}
+	return m
+}()
+
+// SecretHeader reports whether every value of the header name is scrubbed
+// from a cassette (and never shown by `cassette show`): a name of
+// SecretHeaderNames, or one containing a word of SecretWords, except the
+// rate-limit headers (x-ratelimit-remaining-tokens,
+// anthropic-ratelimit-tokens-limit, ...), which count tokens and carry no
+// secret.
+func SecretHeader(name string) bool {
+	l := strings.ToLower(name)
+	if secretHeaderNames[l] {
+		return true
+	}
+	if strings.Contains(l, "ratelimit") || strings.Contains(l, "rate-limit") {
+		return false
+	}
+	return containsSecretWord(l)
+}
+
+// SecretParam reports whether a URL query parameter's value is scrubbed:
+// its name (unescaped, case-insensitively) contains a word of SecretWords
+// or is "sig" (a signed URL's signature).
+func SecretParam(name string) bool {
+	l := strings.ToLower(name)
+	return l == "sig" || containsSecretWord(l)
+}
+
+func containsSecretWord(l string) bool {
+	for _, w := range SecretWords {
+		if strings.Contains(l, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// ScrubURL returns raw with its user information and the values of its
+// secret query parameters (SecretParam) replaced by Scrubbed, the rest as
+// given; text that is not an absolute URL is returned as it is. It is for
+// URLs given on a command line (--base-url), which a cassette stores.
+func ScrubURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme == "" || u.Host == "" {
+		return raw
+	}
+	if u.User == nil && u.RawQuery == "" {
+		return raw
+	}
+	return (&scrubber{}).url(u)
 }
 
 // minLiteral is the shortest secret value that is also scrubbed wherever
@@ -114,7 +172,7 @@ func newScrubber(u *url.URL, h http.Header, user []*regexp.Regexp) *scrubber {
 		}
 	}
 	for k, vs := range h {
-		if !secretHeaders[http.CanonicalHeaderKey(k)] {
+		if !SecretHeader(k) {
 			continue
 		}
 		for _, v := range vs {
@@ -127,13 +185,14 @@ func newScrubber(u *url.URL, h http.Header, user []*regexp.Regexp) *scrubber {
 	if u != nil {
 		for _, part := range strings.Split(u.RawQuery, "&") {
 			k, v, ok := strings.Cut(part, "=")
-			if !ok || !secretParams[strings.ToLower(unescape(k))] {
+			if !ok || !SecretParam(unescape(k)) {
 				continue
 			}
 			add(v)
 			add(unescape(v))
 		}
 		if u.User != nil {
+			add(u.User.Username())
 			if p, ok := u.User.Password(); ok {
 				add(p)
 			}
@@ -185,7 +244,7 @@ func (s *scrubber) header(h http.Header) http.Header {
 	for k, vs := range h {
 		nv := make([]string, len(vs))
 		for i, v := range vs {
-			if secretHeaders[http.CanonicalHeaderKey(k)] {
+			if SecretHeader(k) {
 				nv[i] = Scrubbed
 			} else {
 				nv[i] = s.str(v)
@@ -204,15 +263,19 @@ func (s *scrubber) url(u *url.URL) string {
 	}
 	c := *u
 	if c.User != nil {
+		// The user name too: a key is often given as one
+		// (https://KEY@host).
 		if _, ok := c.User.Password(); ok {
-			c.User = url.UserPassword(c.User.Username(), Scrubbed)
+			c.User = url.UserPassword(Scrubbed, Scrubbed)
+		} else {
+			c.User = url.User(Scrubbed)
 		}
 	}
 	if c.RawQuery != "" {
 		parts := strings.Split(c.RawQuery, "&")
 		for i, part := range parts {
 			k, v, ok := strings.Cut(part, "=")
-			if ok && v != "" && secretParams[strings.ToLower(unescape(k))] {
+			if ok && v != "" && SecretParam(unescape(k)) {
 				parts[i] = k + "=" + Scrubbed
 			}
 		}
@@ -230,8 +293,16 @@ func (s *scrubber) request(method string, u *url.URL, h http.Header, body []byte
 		Method:  method,
 		URL:     s.url(u),
 		Headers: s.header(h),
-		Body:    s.str(string(body)),
 	}
+	if codings := contentCodings(h); len(codings) > 0 && len(body) > 0 {
+		// An encoded request body is stored decoded (or as a placeholder),
+		// so the scrubber sees its text; a live request scrubbed for
+		// matching goes the same way.
+		body = decodeRequestBody(codings, body)
+		r.Headers.Del("Content-Encoding")
+		r.Headers.Del("Content-Length")
+	}
+	r.Body = s.str(string(body))
 	if ct, _, err := mime.ParseMediaType(h.Get("Content-Type")); err == nil && ct == "application/x-www-form-urlencoded" {
 		if form, err := url.ParseQuery(r.Body); err == nil {
 			r.Form = form

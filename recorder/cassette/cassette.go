@@ -15,8 +15,10 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	vcr "github.com/dnaeon/go-vcr/v2/cassette"
@@ -139,11 +141,27 @@ type Command struct {
 // New returns an empty cassette.
 func New() *File { return &File{Version: FormatVersion} }
 
+// MaxFileSize is the largest cassette file Load reads (128 MiB): a
+// recording of a long session is a few MiB, and a YAML document takes
+// several times its size in memory while it is decoded.
+const MaxFileSize = 128 << 20
+
+// MaxOffset bounds every recorded time offset (Stream.Start, Chunk.At,
+// Error.At, Response.Duration): a recording is of one session, and an
+// offset of centuries would make a paced replay wait for ever.
+const MaxOffset = 24 * time.Hour
+
+// ErrTooLarge is returned (wrapped) for a cassette file over MaxFileSize.
+var ErrTooLarge = errors.New("cassette: the file is too large")
+
+// ErrAlias is returned (wrapped) for a cassette that uses a YAML alias.
+var ErrAlias = errors.New("a YAML alias")
+
 // Load reads a cassette file.
 func Load(path string) (*File, error) {
-	data, err := os.ReadFile(path)
+	data, err := ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("cassette: %w", err)
+		return nil, err
 	}
 	f, err := Parse(data)
 	if err != nil {
@@ -152,10 +170,43 @@ func Load(path string) (*File, error) {
 	return f, nil
 }
 
-// Parse decodes a cassette and checks it.
+// ReadFile reads a recording file of at most MaxFileSize bytes; a larger
+// one (or one that grows past it while read) is refused with ErrTooLarge
+// before it is read whole.
+func ReadFile(path string) ([]byte, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("cassette: %w", err)
+	}
+	defer fh.Close()
+	if fi, err := fh.Stat(); err == nil && fi.Mode().IsRegular() && fi.Size() > MaxFileSize {
+		return nil, fmt.Errorf("%w: %s is %d bytes, the limit is %d (%d MiB)", ErrTooLarge, path, fi.Size(), int64(MaxFileSize), MaxFileSize>>20)
+	}
+	data, err := io.ReadAll(io.LimitReader(fh, MaxFileSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("cassette: %w", err)
+	}
+	if len(data) > MaxFileSize {
+		return nil, fmt.Errorf("%w: %s is over the limit of %d bytes (%d MiB)", ErrTooLarge, path, int64(MaxFileSize), MaxFileSize>>20)
+	}
+	return data, nil
+}
+
+// Parse decodes a cassette and checks it. A cassette must not use YAML
+// aliases (the recorder never writes one, and an alias of a large value,
+// repeated, multiplies the decoded size without bound: ErrAlias), its
+// chunks must add up to its body, and its time offsets must be between 0
+// and MaxOffset, the chunks' in arrival order (see CheckTiming).
 func Parse(data []byte) (*File, error) {
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return nil, err
+	}
+	if err := NoAliases(&root); err != nil {
+		return nil, err
+	}
 	var f File
-	if err := yaml.Unmarshal(data, &f); err != nil {
+	if err := root.Decode(&f); err != nil {
 		return nil, err
 	}
 	if f.Version != FormatVersion {
@@ -165,18 +216,89 @@ func Parse(data []byte) (*File, error) {
 		if it == nil {
 			return nil, fmt.Errorf("interaction %d is empty", i)
 		}
-		if it.Stream == nil {
+		if err := it.CheckTiming(); err != nil {
+			return nil, fmt.Errorf("interaction %d: %w", i, err)
+		}
+		if it.Stream == nil || len(it.Stream.Chunks) == 0 {
 			continue
 		}
-		var body bytes.Buffer
+		n := 0
+		for _, c := range it.Stream.Chunks {
+			n += len(c.Data)
+		}
+		if n != len(it.Response.Body) {
+			return nil, fmt.Errorf("interaction %d: its chunks do not add up to its body", i)
+		}
+		var body strings.Builder
+		body.Grow(n)
 		for _, c := range it.Stream.Chunks {
 			body.WriteString(c.Data)
 		}
-		if len(it.Stream.Chunks) > 0 && body.String() != it.Response.Body {
+		if body.String() != it.Response.Body {
 			return nil, fmt.Errorf("interaction %d: its chunks do not add up to its body", i)
 		}
 	}
 	return &f, nil
+}
+
+// NoAliases returns an error wrapping ErrAlias, naming its line, for the
+// first alias (or merge of one) in the document under n.
+func NoAliases(n *yaml.Node) error {
+	if n == nil {
+		return nil
+	}
+	if n.Kind == yaml.AliasNode {
+		return fmt.Errorf("line %d: %w (*%s): openmax cassettes never use aliases, and one can multiply the decoded size without bound", n.Line, ErrAlias, n.Value)
+	}
+	for _, c := range n.Content {
+		if err := NoAliases(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// CheckTiming checks the interaction's recorded offsets: the start, every
+// chunk's arrival, the error's and the response's duration are each
+// between 0 and MaxOffset, and the chunks arrive in order (each at or after
+// the one before). The error names the field.
+func (it *Interaction) CheckTiming() error {
+	check := func(field string, d time.Duration) error {
+		switch {
+		case d < 0:
+			return fmt.Errorf("%s is %v: a recorded offset cannot be negative", field, d)
+		case d >= MaxOffset:
+			return fmt.Errorf("%s is %v: a recorded offset must be under %v", field, d, MaxOffset)
+		}
+		return nil
+	}
+	if err := check("response.duration", it.Response.Duration); err != nil {
+		return err
+	}
+	s := it.Stream
+	if s == nil {
+		return nil
+	}
+	if err := check("openmax.start", s.Start); err != nil {
+		return err
+	}
+	var prev time.Duration
+	for j, c := range s.Chunks {
+		field := fmt.Sprintf("openmax.chunks[%d].at", j)
+		if err := check(field, c.At); err != nil {
+			return err
+		}
+		if c.At < prev {
+			return fmt.Errorf("%s is %v, before the chunk ahead of it (%v): chunks are in arrival order", field, c.At, prev)
+		}
+		prev = c.At
+	}
+	if s.Error != nil {
+		if err := check("openmax.error.at", s.Error.At); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Marshal encodes the cassette.

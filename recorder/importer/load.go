@@ -2,7 +2,6 @@ package importer
 
 import (
 	"fmt"
-	"os"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -19,9 +18,9 @@ import (
 // it, and converted names its format; Note says so in one line. The
 // errors name path.
 func Load(path string) (f *cassette.File, converted string, err error) {
-	data, err := os.ReadFile(path)
+	data, err := cassette.ReadFile(path)
 	if err != nil {
-		return nil, "", fmt.Errorf("cassette: %w", err)
+		return nil, "", err
 	}
 	if native(data) {
 		f, err := cassette.Parse(data)

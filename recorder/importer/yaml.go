@@ -47,6 +47,9 @@ func decodeYAML(data []byte) (*yamlDoc, error) {
 	if err := yaml.Unmarshal(data, &root); err != nil {
 		return nil, err
 	}
+	if err := checkExpansion(&root, len(data)); err != nil {
+		return nil, err
+	}
 	if root.Kind != yaml.DocumentNode || len(root.Content) == 0 || root.Content[0].Kind != yaml.MappingNode {
 		return nil, errors.New("not a YAML mapping")
 	}
@@ -62,6 +65,57 @@ func decodeYAML(data []byte) (*yamlDoc, error) {
 		}
 	}
 	return &doc, nil
+}
+
+// aliasAllowance is how much larger than the file itself a recording may
+// become once its YAML aliases are expanded: PyYAML (and so vcrpy) writes
+// an anchor and aliases for a value shared between interactions (a header
+// list), which costs little; an alias bomb (one large scalar aliased
+// thousands of times) would cost gigabytes once the importer copies each
+// use into a cassette.
+func aliasAllowance(size int) int64 { return int64(size) + 1<<20 }
+
+// errExpansion is returned (wrapped) for a document whose aliases expand it
+// past aliasAllowance.
+var errExpansion = errors.New("its YAML aliases expand it too far")
+
+// checkExpansion refuses a document whose expanded size (every scalar's
+// bytes, counting a value once per alias of it) is over size plus
+// aliasAllowance(size). Each anchored node's expanded size is computed
+// once, so the walk is linear in the document.
+func checkExpansion(root *yaml.Node, size int) error {
+	limit := int64(size) + aliasAllowance(size)
+	memo := map[*yaml.Node]int64{}
+	var expanded func(n *yaml.Node, depth int) int64
+	expanded = func(n *yaml.Node, depth int) int64 {
+		if n == nil || depth > 10000 {
+			return 0
+		}
+		if v, ok := memo[n]; ok {
+			return v
+		}
+		memo[n] = limit + 1 // a node that contains itself expands without end
+		var total int64
+		switch n.Kind {
+		case yaml.AliasNode:
+			total = expanded(n.Alias, depth+1)
+		case yaml.ScalarNode:
+			total = int64(len(n.Value)) + 1
+		default:
+			for _, c := range n.Content {
+				total += expanded(c, depth+1)
+				if total > limit {
+					break
+				}
+			}
+		}
+		memo[n] = total
+		return total
+	}
+	if got := expanded(root, 0); got > limit {
+		return fmt.Errorf("%w: over %d bytes of values from a %d-byte file (the limit is the file's size plus %d bytes)", errExpansion, limit, size, aliasAllowance(size))
+	}
+	return nil
 }
 
 // strayBodies lists, per interaction of the interactions node, the members
