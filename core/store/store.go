@@ -22,6 +22,13 @@
 // so that later appends follow the last good record. A bad line with any
 // line after it is corruption (ErrCorrupt), never skipped.
 //
+// A failed append (a short write, ENOSPC, a failed fsync) is undone: the
+// file is cut back to its last good record and synced, before Append
+// returns its error or, when that cut fails too, before the next append
+// writes anything. So no record ever follows a torn one, a reader sees every
+// completed record and at most a torn last line (which it drops), and a
+// Writer whose disk filled up appends again once there is room.
+//
 // Ownership is an exclusive, non-blocking flock on the session's lock file,
 // held for a Writer's lifetime: a second Create or Continue of the same
 // session fails with ErrOwned (also inside one process, since each takes its
@@ -347,11 +354,20 @@ type Writer struct {
 	id   string
 	path string
 
-	mu   sync.Mutex
-	f    *os.File // nil once closed
-	lock *os.File
-	size int64 // bytes of good records in the file
-	err  error // sticky: the first failed append
+	mu    sync.Mutex
+	f     appendFile // nil once closed
+	lock  *os.File
+	size  int64 // bytes of good records in the file
+	dirty error // why the file may hold bytes past size: a failed append not yet undone
+}
+
+// appendFile is what a Writer needs of its transcript (an *os.File opened
+// O_APPEND); tests put a file that fails on command in its place.
+type appendFile interface {
+	Write([]byte) (int, error)
+	Sync() error
+	Truncate(size int64) error
+	Close() error
 }
 
 // SessionID is the session the Writer owns.
@@ -361,9 +377,11 @@ func (w *Writer) SessionID() string { return w.id }
 func (w *Writer) Path() string { return w.path }
 
 // Append writes m as one record and fsyncs it before returning, so a message
-// whose event has gone out is on disk. After a failed append the Writer
-// refuses further appends (the file is cut back to its last good record
-// where possible), since fsync failures cannot be retried reliably.
+// whose event has gone out is on disk. A failed append leaves no trace of m:
+// the file is cut back to its last good record (now, or at the start of the
+// next Append if the cut fails too), and m is never retried, since after a
+// failed fsync the kernel may report the same bytes clean without having
+// written them. Once the disk recovers, the next Append succeeds.
 func (w *Writer) Append(m provider.Message) error {
 	rec, err := encodeRecord(m)
 	if err != nil {
@@ -374,21 +392,40 @@ func (w *Writer) Append(m provider.Message) error {
 	if w.f == nil {
 		return fmt.Errorf("append to session %s: writer is closed", w.id)
 	}
-	if w.err != nil {
-		return fmt.Errorf("append to session %s: an earlier append failed: %w", w.id, w.err)
+	if w.dirty != nil {
+		if err := w.repair(); err != nil {
+			return fmt.Errorf("append to session %s: an earlier append failed (%v) and its partial record cannot be cut off yet: %w", w.id, w.dirty, err)
+		}
 	}
 	n, err := w.write(rec)
+	if err == nil && n != len(rec) {
+		err = io.ErrShortWrite
+	}
 	if err == nil {
 		err = w.f.Sync()
 	}
 	if err != nil {
-		w.err = err
-		if n > 0 {
-			w.f.Truncate(w.size) // best effort; a torn tail is dropped on load anyway
+		w.dirty = err
+		if rerr := w.repair(); rerr != nil {
+			return fmt.Errorf("append to session %s: %w (cutting off the partial record failed too, and is retried before the next append: %v)", w.id, err, rerr)
 		}
 		return fmt.Errorf("append to session %s: %w", w.id, err)
 	}
 	w.size += int64(n)
+	return nil
+}
+
+// repair cuts the file back to its good records and syncs that, undoing
+// whatever part of a failed append reached it. Shrinking a file needs no
+// free space, so this works on a full disk.
+func (w *Writer) repair() error {
+	if err := w.f.Truncate(w.size); err != nil {
+		return err
+	}
+	if err := w.f.Sync(); err != nil {
+		return err
+	}
+	w.dirty = nil
 	return nil
 }
 
