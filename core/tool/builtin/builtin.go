@@ -18,6 +18,13 @@
 // Output. Every tool's output is capped at Options.OutputCap bytes; longer
 // output is cut (at a line boundary where the tool is line oriented) and ends
 // with a note such as "[output cut: 123456 bytes, showing the first 32768]".
+// The diffs of write_file and edit_file are capped the same way at
+// Options.DiffCap ("[diff cut: ...]"), and contents over MaxEditFileSize are
+// not diffed at all.
+//
+// Special files. Files are opened without blocking and checked once open:
+// a FIFO or device swapped in for a file is refused, never waited on.
+// write_file and edit_file refuse files with more than one hard link.
 package builtin
 
 import (
@@ -38,6 +45,7 @@ import (
 // Defaults and limits for Options.
 const (
 	DefaultOutputCap      = 32 << 10
+	DefaultDiffCap        = 256 << 10
 	DefaultCommandTimeout = 2 * time.Minute
 	// MaxCommandTimeout caps the timeout_ms a run_command call may ask for
 	// (or Options.CommandTimeout, when that is longer).
@@ -49,6 +57,9 @@ type Options struct {
 	// OutputCap is the most bytes of output a tool call returns before the
 	// cut note. Zero or less means DefaultOutputCap.
 	OutputCap int
+	// DiffCap is the most bytes of one diff event's unified diff before
+	// the cut note. Zero or less means DefaultDiffCap.
+	DiffCap int
 	// CommandTimeout is run_command's timeout when a call names none. Zero
 	// or less means DefaultCommandTimeout.
 	CommandTimeout time.Duration
@@ -77,6 +88,7 @@ type project struct {
 	root       string // absolute, clean, symbolic links resolved
 	given      string // root as passed to New, cleaned
 	cap        int
+	diffCap    int
 	timeout    time.Duration
 	maxTimeout time.Duration
 	env        []string
@@ -105,12 +117,16 @@ func New(root string, opts Options) ([]tool.Tool, error) {
 		root:       filepath.Clean(real),
 		given:      filepath.Clean(root),
 		cap:        opts.OutputCap,
+		diffCap:    opts.DiffCap,
 		timeout:    opts.CommandTimeout,
 		maxTimeout: MaxCommandTimeout,
 		env:        opts.Env,
 	}
 	if p.cap <= 0 {
 		p.cap = DefaultOutputCap
+	}
+	if p.diffCap <= 0 {
+		p.diffCap = DefaultDiffCap
 	}
 	if p.timeout <= 0 {
 		p.timeout = DefaultCommandTimeout
@@ -305,14 +321,18 @@ func missing(name string) tool.Result {
 }
 
 // cutNote is the note ending cut output.
-func cutNote(total, shown int) string {
-	return fmt.Sprintf("[output cut: %d bytes, showing the first %d]", total, shown)
+func cutNote(total, shown int) string { return cutNoteOf("output", total, shown) }
+
+// cutNoteOf is the note ending a cut what ("output", "diff").
+func cutNoteOf(what string, total, shown int) string {
+	return fmt.Sprintf("[%s cut: %d bytes, showing the first %d]", what, total, shown)
 }
 
 // lineCap collects output line by line up to a byte cap, counting what
 // does not fit.
 type lineCap struct {
 	cap   int
+	what  string // what the cut note calls it; "" is "output"
 	buf   strings.Builder
 	total int
 	full  bool
@@ -337,6 +357,22 @@ func (c *lineCap) add(line string) bool {
 	return false
 }
 
+// addLine appends prefix and line (and a newline when line lacks one) as
+// one line, without building it once the cap is reached.
+func (c *lineCap) addLine(prefix, line string) bool {
+	if c.full {
+		c.total += len(prefix) + len(line)
+		if !strings.HasSuffix(line, "\n") {
+			c.total++
+		}
+		return false
+	}
+	if !strings.HasSuffix(line, "\n") {
+		return c.add(prefix + line + "\n")
+	}
+	return c.add(prefix + line)
+}
+
 // count adds n bytes of output that were not offered to add.
 func (c *lineCap) count(n int) { c.total += n }
 
@@ -350,7 +386,11 @@ func (c *lineCap) String(extra string) string {
 	if s != "" && !strings.HasSuffix(s, "\n") {
 		s += "\n"
 	}
-	note := cutNote(c.total, c.buf.Len())
+	what := c.what
+	if what == "" {
+		what = "output"
+	}
+	note := cutNoteOf(what, c.total, c.buf.Len())
 	if extra != "" {
 		note = strings.TrimSuffix(note, "]") + "; " + extra + "]"
 	}
@@ -372,12 +412,18 @@ func cutUTF8(s string, n int) string {
 	return s[:i]
 }
 
-// isBinary guesses whether data (a file's first bytes) is not text.
-func isBinary(data []byte) bool {
+// isBinary guesses whether data (a file's content, or its first bytes)
+// is not text: a NUL in the first 8000 bytes.
+func isBinary[T string | []byte](data T) bool {
 	if len(data) > 8000 {
 		data = data[:8000]
 	}
-	return bytes.IndexByte(data, 0) >= 0
+	for i := 0; i < len(data); i++ {
+		if data[i] == 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // text makes s safe to return as a JSON string.

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -35,7 +36,8 @@ func (t runCommand) Spec() provider.ToolSpec {
 		Description: "Run a program in the project directory and return its combined stdout and stderr, then its exit status as \"[exit code: N]\". " +
 			"argv is the program and its arguments, run directly: there is no shell, so no pipes, redirection, globbing, variables or && " +
 			"(run [\"sh\", \"-c\", \"...\"] if you need them). stdin is empty. The command is killed, with every process it started, " +
-			"when it times out (default " + strconv.FormatInt(t.p.timeout.Milliseconds(), 10) + " ms) or the turn is cancelled. " +
+			"when it times out (default " + strconv.FormatInt(t.p.timeout.Milliseconds(), 10) + " ms) or the turn is cancelled " +
+			"(a process that calls setsid() leaves the group and escapes that). " +
 			"It gets a minimal environment, not the user's.",
 		Schema: json.RawMessage(`{
   "type": "object",
@@ -109,7 +111,22 @@ func (t runCommand) Run(ctx context.Context, raw json.RawMessage) tool.Result {
 		Stderr: w,
 	}
 	setProcessGroup(cmd)
-	err = cmd.Start()
+	started := make(chan error, 1)
+	exited := make(chan error, 1)
+	go func() {
+		// The parent-death signal (Linux) fires when the thread that
+		// started the command ends, so that thread is kept for the
+		// command's lifetime.
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		exited <- cmd.Wait()
+	}()
+	err = <-started
 	w.Close()
 	if err != nil {
 		r.Close()
@@ -122,8 +139,6 @@ func (t runCommand) Run(ctx context.Context, raw json.RawMessage) tool.Result {
 		defer close(drained)
 		io.Copy(out, r)
 	}()
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
 
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()

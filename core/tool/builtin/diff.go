@@ -1,6 +1,7 @@
 package builtin
 
 import (
+	"math"
 	"strconv"
 	"strings"
 )
@@ -27,6 +28,9 @@ const (
 	opIns   opKind = '+'
 )
 
+// opPrefix is the diff line prefix of each op kind.
+var opPrefix = map[opKind]string{opEqual: " ", opDel: "-", opIns: "+"}
+
 type diffOp struct {
 	kind opKind
 	a, b int // line indexes in old and new; the one not involved is unused
@@ -48,6 +52,13 @@ func splitLines(s string) []string {
 // headers fromName and toName, and the counts of added and removed lines.
 // It returns "" when the contents are equal.
 func unifiedDiff(fromName, toName, old, new string) (diff string, added, removed int) {
+	return unifiedDiffCap(fromName, toName, old, new, math.MaxInt)
+}
+
+// unifiedDiffCap is unifiedDiff cut at a line boundary once it reaches
+// capBytes, ending with a note saying how much there was; the counts are
+// always whole.
+func unifiedDiffCap(fromName, toName, old, new string, capBytes int) (diff string, added, removed int) {
 	a, b := splitLines(old), splitLines(new)
 	ops := diffLines(a, b)
 	for _, o := range ops {
@@ -61,12 +72,13 @@ func unifiedDiff(fromName, toName, old, new string) (diff string, added, removed
 	if added == 0 && removed == 0 {
 		return "", 0, 0
 	}
-	var sb strings.Builder
-	sb.WriteString("--- " + fromName + "\n+++ " + toName + "\n")
+	out := lineCap{cap: capBytes, what: "diff"}
+	out.add("--- " + fromName + "\n")
+	out.add("+++ " + toName + "\n")
 	for _, h := range hunks(ops) {
-		writeHunk(&sb, ops[h[0]:h[1]], a, b)
+		writeHunk(&out, ops[h[0]:h[1]], a, b)
 	}
-	return sb.String(), added, removed
+	return out.String(""), added, removed
 }
 
 // diffLines returns an edit script turning a into b.
@@ -79,8 +91,11 @@ func diffLines(a, b []string) []diffOp {
 	for suf < len(a)-pre && suf < len(b)-pre && a[len(a)-1-suf] == b[len(b)-1-suf] {
 		suf++
 	}
-	ops := make([]diffOp, 0, len(a)+len(b)-pre-suf)
-	for i := 0; i < pre; i++ {
+	// Equal lines further than diffContext from a change are in no hunk:
+	// only the context of the common prefix and suffix is kept.
+	keepPre, keepSuf := min(pre, diffContext), min(suf, diffContext)
+	ops := make([]diffOp, 0, keepPre+keepSuf+len(a)+len(b)-2*(pre+suf))
+	for i := pre - keepPre; i < pre; i++ {
 		ops = append(ops, diffOp{opEqual, i, i})
 	}
 	ma, mb := intern(a[pre:len(a)-suf], b[pre:len(b)-suf])
@@ -99,7 +114,7 @@ func diffLines(a, b []string) []diffOp {
 		o.b += pre
 		ops = append(ops, o)
 	}
-	for i := 0; i < suf; i++ {
+	for i := 0; i < keepSuf; i++ {
 		ops = append(ops, diffOp{opEqual, len(a) - suf + i, len(b) - suf + i})
 	}
 	return ops
@@ -255,7 +270,7 @@ func hunks(ops []diffOp) [][2]int {
 	return out
 }
 
-func writeHunk(sb *strings.Builder, ops []diffOp, a, b []string) {
+func writeHunk(out *lineCap, ops []diffOp, a, b []string) {
 	// Where the hunk starts in each file, and how many lines it covers.
 	aStart, bStart := -1, -1
 	aLen, bLen := 0, 0
@@ -281,7 +296,7 @@ func writeHunk(sb *strings.Builder, ops []diffOp, a, b []string) {
 	if bStart < 0 {
 		bStart = ops[0].b - 1
 	}
-	sb.WriteString("@@ -" + hunkRange(aStart, aLen) + " +" + hunkRange(bStart, bLen) + " @@\n")
+	out.add("@@ -" + hunkRange(aStart, aLen) + " +" + hunkRange(bStart, bLen) + " @@\n")
 	for _, o := range ops {
 		line := ""
 		switch o.kind {
@@ -290,10 +305,9 @@ func writeHunk(sb *strings.Builder, ops []diffOp, a, b []string) {
 		default:
 			line = b[o.b]
 		}
-		sb.WriteByte(byte(o.kind))
-		sb.WriteString(line)
+		out.addLine(opPrefix[o.kind], line)
 		if !strings.HasSuffix(line, "\n") {
-			sb.WriteString("\n\\ No newline at end of file\n")
+			out.add("\\ No newline at end of file\n")
 		}
 	}
 }

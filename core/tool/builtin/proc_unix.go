@@ -1,4 +1,4 @@
-//go:build unix
+//go:build unix && !linux
 
 package builtin
 
@@ -9,7 +9,8 @@ import (
 )
 
 // setProcessGroup makes the command lead a process group of its own, so
-// that killing it reaches everything it started.
+// that killing it reaches everything it started. There is no parent-death
+// signal here: a command outlives an openmax killed by SIGKILL.
 func setProcessGroup(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 }

@@ -85,7 +85,7 @@ func (t readFile) Run(ctx context.Context, raw json.RawMessage) tool.Result {
 		return tool.Failed("%v", err)
 	}
 	defer root.Close()
-	f, err := openRegular(root, rel, a.Path)
+	f, st, err := openRegular(root, rel, a.Path)
 	if err != nil {
 		return tool.Failed("%v", err)
 	}
@@ -93,7 +93,6 @@ func (t readFile) Run(ctx context.Context, raw json.RawMessage) tool.Result {
 
 	r := bufio.NewReaderSize(f, 64<<10)
 	if head, _ := r.Peek(8000); isBinary(head) {
-		st, _ := f.Stat()
 		return tool.Failed("%s is a binary file (%d bytes); not shown", a.Path, st.Size())
 	}
 	out := lineCap{cap: t.p.cap}
@@ -136,26 +135,6 @@ func (t readFile) Run(ctx context.Context, raw json.RawMessage) tool.Result {
 		extra = "continue with offset=" + strconv.Itoa(next)
 	}
 	return tool.Result{OK: true, Output: text(out.String(extra))}
-}
-
-// openRegular opens the regular file rel, refusing directories and special
-// files (a FIFO would block the call).
-func openRegular(root *os.Root, rel, arg string) (*os.File, error) {
-	st, err := root.Stat(rel)
-	if err != nil {
-		return nil, fileError(arg, err)
-	}
-	if st.IsDir() {
-		return nil, fmt.Errorf("%s is a directory", arg)
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", arg)
-	}
-	f, err := root.Open(rel)
-	if err != nil {
-		return nil, fileError(arg, err)
-	}
-	return f, nil
 }
 
 // fileError words a file system error for the model.
@@ -321,6 +300,25 @@ const (
 	searchFileSize = 16 << 20
 )
 
+// readForSearch reads the file p for search: false for what search skips
+// (anything that is not a regular file once opened, without blocking, and
+// files over searchFileSize).
+func readForSearch(root *os.Root, p string) ([]byte, bool) {
+	f, st, err := openRegular(root, p, p)
+	if err != nil || st.Size() > searchFileSize {
+		if f != nil {
+			f.Close()
+		}
+		return nil, false
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, searchFileSize+1))
+	if err != nil || len(data) > searchFileSize {
+		return nil, false
+	}
+	return data, true
+}
+
 type search struct{ p *project }
 
 func (search) Spec() provider.ToolSpec {
@@ -328,7 +326,7 @@ func (search) Spec() provider.ToolSpec {
 		Name: "search",
 		Description: "Search the project's text files for a regular expression (Go RE2 syntax, matched line by line; (?i) for case-insensitive). " +
 			"Prints one line per match as \"path:line: text\", the path relative to the project root, lines sorted by path then line number, long lines cut at " +
-			strconv.Itoa(searchLineCap) + " bytes. Binary files, files over 16 MiB, .git directories and symbolic links are skipped. " + globSyntax,
+			strconv.Itoa(searchLineCap) + " bytes. Binary files, files over 16 MiB, special files (FIFOs, devices), .git directories and symbolic links are skipped. " + globSyntax,
 		Schema: json.RawMessage(`{
   "type": "object",
   "properties": {
@@ -391,11 +389,8 @@ func (t search) Run(ctx context.Context, raw json.RawMessage) tool.Result {
 		if ctx.Err() != nil {
 			return tool.Failed("cancelled")
 		}
-		if st, err := root.Stat(f); err != nil || !st.Mode().IsRegular() || st.Size() > searchFileSize {
-			continue
-		}
-		data, err := root.ReadFile(f)
-		if err != nil || isBinary(data) {
+		data, ok := readForSearch(root, f)
+		if !ok || isBinary(data) {
 			continue
 		}
 		for n := 1; len(data) > 0; n++ {

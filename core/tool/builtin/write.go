@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/openmax/openmax/core/tool"
@@ -66,19 +66,23 @@ func (t writeFile) Run(ctx context.Context, raw json.RawMessage) tool.Result {
 		return tool.Failed("%v", err)
 	}
 	defer root.Close()
-	old, existed, err := readForWrite(root, rel, a.Path)
+	f, st, existed, err := openForWrite(root, rel, a.Path, true)
 	if err != nil {
 		return tool.Failed("%v", err)
 	}
-	if dir := filepath.Dir(rel); dir != "." {
-		if err := root.MkdirAll(dir, 0o755); err != nil {
-			return tool.Failed("creating the directories of %s: %v", a.Path, unwrapPath(err))
+	defer f.Close()
+	content := *a.Content
+	newSide := heldSide(content)
+	var old side
+	if existed {
+		if old, err = readOld(f, st, content); err != nil {
+			return tool.Failed("reading %s: %v", a.Path, unwrapPath(err))
 		}
 	}
-	if err := root.WriteFile(rel, []byte(*a.Content), 0o644); err != nil {
+	if err := replaceContent(f, content); err != nil {
 		return tool.Failed("writing %s: %v", a.Path, unwrapPath(err))
 	}
-	d, changed := fileDiff(rel, old, *a.Content, existed)
+	d, changed := t.p.fileDiff(rel, old, newSide, existed)
 	verb := "wrote"
 	if !existed {
 		verb = "created"
@@ -86,53 +90,130 @@ func (t writeFile) Run(ctx context.Context, raw json.RawMessage) tool.Result {
 	res := tool.Result{OK: true}
 	if changed {
 		res.Diffs = []tool.FileDiff{d}
-		res.Output = fmt.Sprintf("%s %s (%d bytes, +%d -%d lines)", verb, d.Path, len(*a.Content), d.Added, d.Removed)
+		res.Output = fmt.Sprintf("%s %s (%d bytes, +%d -%d lines)", verb, d.Path, len(content), d.Added, d.Removed)
 	} else {
-		res.Output = fmt.Sprintf("%s %s (%d bytes, unchanged)", verb, slashRel(rel), len(*a.Content))
+		res.Output = fmt.Sprintf("%s %s (%d bytes, unchanged)", verb, slashRel(rel), len(content))
 	}
 	return res
 }
 
-// readForWrite returns the current content of the file a write will
-// replace, refusing directories and special files.
-func readForWrite(root *os.Root, rel, arg string) (content string, existed bool, err error) {
-	st, err := root.Stat(rel)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return "", false, nil
-	case err != nil:
-		return "", false, fileError(arg, err)
-	case st.IsDir():
-		return "", false, fmt.Errorf("%s is a directory", arg)
-	case !st.Mode().IsRegular():
-		return "", false, fmt.Errorf("%s is not a regular file", arg)
+// side is one side of a change: its content when it is small enough to
+// diff (at most MaxEditFileSize), else only its size and line count.
+type side struct {
+	text  string
+	held  bool
+	size  int64
+	lines int
+	// same reports, for an old side not held, that it equals the new
+	// content.
+	same bool
+}
+
+// heldSide is the side for content in memory; content over
+// MaxEditFileSize is not diffed.
+func heldSide(content string) side {
+	if len(content) > MaxEditFileSize {
+		return side{size: int64(len(content)), lines: lineCount(content)}
 	}
-	data, err := root.ReadFile(rel)
+	return side{text: content, held: true, size: int64(len(content))}
+}
+
+// lineCount counts content's lines as splitLines splits them, without
+// splitting.
+func lineCount(content string) int {
+	n := strings.Count(content, "\n")
+	if content != "" && !strings.HasSuffix(content, "\n") {
+		n++
+	}
+	return n
+}
+
+// readOld reads the current content of the file f (described by st) that
+// a write is about to replace with content. A file over MaxEditFileSize is
+// streamed, never held: only its lines are counted and it is compared with
+// content.
+func readOld(f *os.File, st fs.FileInfo, content string) (side, error) {
+	if st.Size() <= MaxEditFileSize {
+		text, over, err := readUpTo(f, st.Size(), MaxEditFileSize)
+		if err != nil {
+			return side{}, err
+		}
+		if !over {
+			return side{text: text, held: true, size: int64(len(text))}, nil
+		}
+		// It grew meanwhile: stream it after all.
+		if _, err := f.Seek(0, io.SeekStart); err != nil {
+			return side{}, err
+		}
+	}
+	cw := &compareWriter{want: content, same: true}
+	lines, err := countLines(io.TeeReader(f, cw))
 	if err != nil {
-		return "", false, fileError(arg, err)
+		return side{}, err
 	}
-	return string(data), true, nil
+	return side{size: cw.n, lines: lines, same: cw.same && cw.n == int64(len(content))}, nil
+}
+
+// compareWriter compares what is written to it with want.
+type compareWriter struct {
+	want string
+	n    int64
+	same bool
+}
+
+func (w *compareWriter) Write(p []byte) (int, error) {
+	if w.same {
+		rest := w.want[min(w.n, int64(len(w.want))):]
+		w.same = len(p) <= len(rest) && rest[:len(p)] == string(p)
+	}
+	w.n += int64(len(p))
+	return len(p), nil
+}
+
+// replaceContent makes content the whole of the opened file f.
+func replaceContent(f *os.File, content string) error {
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	if _, err := io.WriteString(f, content); err != nil {
+		return err
+	}
+	if err := f.Truncate(int64(len(content))); err != nil {
+		return err
+	}
+	return f.Close()
 }
 
 // fileDiff is the diff event of a change of the file rel, and whether
-// anything changed. A binary side gets a one-line notice instead of hunks.
-func fileDiff(rel, old, new string, existed bool) (tool.FileDiff, bool) {
+// anything changed. A binary side gets a one-line notice instead of hunks,
+// and so does a side too big to diff (with the line counts); the diff is
+// cut at the project's diff cap, with a note.
+func (p *project) fileDiff(rel string, old, new side, existed bool) (tool.FileDiff, bool) {
 	name := slashRel(rel)
 	from := "a/" + name
 	if !existed {
 		from = "/dev/null"
 	}
 	to := "b/" + name
-	if existed && old == new {
+	if existed && (old.held && new.held && old.text == new.text || !old.held && old.same) {
 		return tool.FileDiff{}, false
 	}
-	if isBinary([]byte(old)) || isBinary([]byte(new)) {
+	head := "--- " + from + "\n+++ " + to + "\n"
+	if !old.held && existed || !new.held {
+		return tool.FileDiff{
+			Path: name,
+			Unified: head + fmt.Sprintf("[diff not computed: the old content is %s, the new %s; contents over %s are not diffed, every old line counts as removed and every new one as added]\n",
+				sizeText(old.size), sizeText(new.size), sizeText(MaxEditFileSize)),
+			Added: new.lines, Removed: old.lines,
+		}, true
+	}
+	if isBinary(old.text) || isBinary(new.text) {
 		return tool.FileDiff{Path: name, Unified: fmt.Sprintf("Binary files %s and %s differ\n", from, to)}, true
 	}
-	u, added, removed := unifiedDiff(from, to, old, new)
+	u, added, removed := unifiedDiffCap(from, to, old.text, new.text, p.diffCap)
 	if u == "" {
 		// A new empty file: no lines, but a change all the same.
-		u = "--- " + from + "\n+++ " + to + "\n"
+		u = head
 	}
 	return tool.FileDiff{Path: name, Unified: text(u), Added: added, Removed: removed}, true
 }
@@ -209,12 +290,24 @@ func (t editFile) Run(ctx context.Context, raw json.RawMessage) tool.Result {
 		return tool.Failed("%v", err)
 	}
 	defer root.Close()
-	old, existed, err := readForWrite(root, rel, a.Path)
+	if _, err := root.Stat(rel); errors.Is(err, fs.ErrNotExist) {
+		return tool.Failed("%s does not exist; use write_file to create it", a.Path)
+	}
+	f, st, _, err := openForWrite(root, rel, a.Path, false)
 	if err != nil {
 		return tool.Failed("%v", err)
 	}
-	if !existed {
-		return tool.Failed("%s does not exist; use write_file to create it", a.Path)
+	defer f.Close()
+	tooBig := tool.Failed("%s is %s, over edit_file's limit of %s; change a file this big with run_command (sed, for instance)", a.Path, sizeText(st.Size()), sizeText(MaxEditFileSize))
+	if st.Size() > MaxEditFileSize {
+		return tooBig
+	}
+	old, over, err := readUpTo(f, st.Size(), MaxEditFileSize)
+	switch {
+	case err != nil:
+		return tool.Failed("reading %s: %v", a.Path, unwrapPath(err))
+	case over:
+		return tooBig
 	}
 	n := strings.Count(old, *a.OldString)
 	switch {
@@ -224,10 +317,10 @@ func (t editFile) Run(ctx context.Context, raw json.RawMessage) tool.Result {
 		return tool.Failed("old_string occurs %d times in %s; include more surrounding text to make it unique, or set replace_all to replace every occurrence", n, a.Path)
 	}
 	content := strings.Replace(old, *a.OldString, *a.NewString, -1)
-	if err := root.WriteFile(rel, []byte(content), 0o644); err != nil {
+	if err := replaceContent(f, content); err != nil {
 		return tool.Failed("writing %s: %v", a.Path, unwrapPath(err))
 	}
-	d, changed := fileDiff(rel, old, content, true)
+	d, changed := t.p.fileDiff(rel, side{text: old, held: true}, heldSide(content), true)
 	what := "1 occurrence"
 	if n > 1 {
 		what = fmt.Sprintf("%d occurrences", n)
