@@ -59,6 +59,9 @@ type env struct {
 	transport http.RoundTripper   // the provider's HTTP transport; nil means the default
 	seed      uint64              // seeds the retry jitter
 	noBuiltin bool                // leave out the built-in tools (a replay answers from the recording)
+	// placeholderKeys: the API keys are stand-ins (a replay sends nothing
+	// anywhere), so there is no secret to redact from replies.
+	placeholderKeys bool
 }
 
 func (e env) env(key string) string {

@@ -17,6 +17,7 @@ import (
 	"github.com/openmax/openmax/provider/fake"
 	"github.com/openmax/openmax/provider/httpx"
 	"github.com/openmax/openmax/provider/openai"
+	"github.com/openmax/openmax/provider/redact"
 	"github.com/openmax/openmax/provider/retry"
 	"github.com/openmax/openmax/provider/script"
 	"github.com/openmax/openmax/recorder"
@@ -35,6 +36,7 @@ const (
 func newProvider(o *options, e env) (provider.Provider, int, error) {
 	hc := &httpx.Client{HTTP: &http.Client{Transport: e.transport}, Clock: e.clock, IdleTimeout: o.idleTimeout}
 	var inner provider.Provider
+	var key string // the secret the replies must never carry
 	window := 0
 	switch o.provider {
 	case "echo", "script":
@@ -44,7 +46,7 @@ func newProvider(o *options, e env) (provider.Provider, int, error) {
 	}
 	switch o.provider {
 	case "openai":
-		key := e.env("OPENAI_API_KEY")
+		key = e.env("OPENAI_API_KEY")
 		if key == "" {
 			return nil, 0, fmt.Errorf("--provider openai needs an API key: set OPENAI_API_KEY")
 		}
@@ -55,7 +57,7 @@ func newProvider(o *options, e env) (provider.Provider, int, error) {
 		}
 		inner = c
 	case "anthropic":
-		key := e.env("ANTHROPIC_API_KEY")
+		key = e.env("ANTHROPIC_API_KEY")
 		if key == "" {
 			return nil, 0, fmt.Errorf("--provider anthropic needs an API key: set ANTHROPIC_API_KEY")
 		}
@@ -84,7 +86,13 @@ func newProvider(o *options, e env) (provider.Provider, int, error) {
 	default:
 		return nil, 0, fmt.Errorf("unknown --provider %q (known: openai, anthropic, echo, script)", o.provider)
 	}
-	return retry.New(inner, retry.Policy{MaxAttempts: o.maxAttempts, Seed: e.seed}, e.clock), window, nil
+	p := retry.New(inner, retry.Policy{MaxAttempts: o.maxAttempts, Seed: e.seed}, e.clock)
+	if !e.placeholderKeys {
+		// An upstream that echoes the key must not put it on stdout or
+		// into the session file: replies reach the engine redacted.
+		return redact.Provider(p, key), window, nil
+	}
+	return p, window, nil
 }
 
 // configError keeps a constructor's message but never a key.

@@ -208,7 +208,7 @@ func replayCassette(ctx context.Context, f *cassette.File, pace replay.Pace, ign
 			}
 			return ""
 		}
-		re.tools, re.noBuiltin = recordedTools(f.Session), true
+		re.tools, re.noBuiltin, re.placeholderKeys = recordedTools(f.Session), true, true
 		return buildReplayEngine(o, re, f, stderr)
 	}
 	code, err := replaysession.Run(ctx, replaysession.Options{
