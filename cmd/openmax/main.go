@@ -42,6 +42,8 @@ func main() {
 	// orphans them. Notify, unlike Ignore, leaves children started by tools
 	// with the default disposition.
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
+	// Commands run by tools must not read our API keys from /proc.
+	harden()
 	// SIGHUP (the terminal or the parent went away) is a shutdown, like
 	// SIGINT and SIGTERM: the running turn is cancelled and drained.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
