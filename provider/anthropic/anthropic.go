@@ -117,7 +117,7 @@ func (c *Client) Stream(ctx context.Context, req provider.Request) iter.Seq[prov
 			return
 		}
 		defer resp.Body.Close()
-		for p := range parse(ctx, resp) {
+		for p := range parse(ctx, resp, c.http.MaxReplyBytes) {
 			if e, ok := p.(provider.Error); ok {
 				p = provider.Error{Err: c.scrub(e.Err)}
 			}

@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/openmax/openmax/provider"
+	"github.com/openmax/openmax/provider/httpx"
 	"github.com/openmax/openmax/provider/sse"
 )
 
@@ -85,10 +86,11 @@ type state struct {
 	lastType string
 }
 
-// parse reads the event stream of a 2xx response.
-func parse(ctx context.Context, resp *http.Response) iter.Seq[provider.Part] {
+// parse reads the event stream of a 2xx response. maxBytes caps the body
+// once decoded (0: no cap).
+func parse(ctx context.Context, resp *http.Response, maxBytes int64) iter.Seq[provider.Part] {
 	return func(yield func(provider.Part) bool) {
-		body, err := decodedBody(resp)
+		body, err := decodedBody(resp, maxBytes)
 		if err != nil {
 			yield(provider.Error{Err: err})
 			return
@@ -277,9 +279,9 @@ func (st *state) readFailure(err error) error {
 	switch {
 	case errors.Is(err, io.EOF):
 		return fmt.Errorf("%w: the response ended without message_stop, %s", provider.ErrIncomplete, where)
-	case errors.Is(err, sse.ErrLineTooLong):
-		return fmt.Errorf("anthropic: %w", err)
 	case errors.Is(err, provider.ErrIncomplete):
+		// The idle watchdog, or a client limit (reply deadline, byte cap,
+		// SSE line or event cap): incomplete either way.
 		return fmt.Errorf("%w, %s", err, where)
 	}
 	return fmt.Errorf("%w: reading the response failed %s: %w", provider.ErrIncomplete, where, err)
@@ -288,13 +290,14 @@ func (st *state) readFailure(err error) error {
 // decodedBody is the response body with its Content-Encoding undone. Go's
 // transport only decompresses by itself when it asked for gzip on its own;
 // a caller-set Accept-Encoding, DisableCompression, or a recording
-// transport leaves the encoded bytes to us.
-func decodedBody(resp *http.Response) (io.Reader, error) {
+// transport leaves the encoded bytes to us, and then the decoded size is
+// capped at maxBytes (0: no cap) like any body.
+func decodedBody(resp *http.Response, maxBytes int64) (io.Reader, error) {
 	switch enc := strings.ToLower(strings.TrimSpace(resp.Header.Get("Content-Encoding"))); enc {
 	case "", "identity":
 		return resp.Body, nil
 	case "gzip", "x-gzip":
-		return &lazyGzip{r: resp.Body}, nil
+		return httpx.Cap(&lazyGzip{r: resp.Body}, maxBytes), nil
 	default:
 		return nil, fmt.Errorf("anthropic: the response has an unsupported Content-Encoding %q", enc)
 	}

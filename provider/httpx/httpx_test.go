@@ -119,3 +119,188 @@ func TestIdleBodyFailsAsIncomplete(t *testing.T) {
 		t.Fatal("the idle body never failed")
 	}
 }
+
+// waitErr runs f in the background; the test advances the clock meanwhile.
+func waitErr(f func() error) chan error {
+	c := make(chan error, 1)
+	go func() { c <- f() }()
+	return c
+}
+
+func recv(t *testing.T, c chan error) error {
+	t.Helper()
+	select {
+	case err := <-c:
+		return err
+	case <-time.After(10 * time.Second):
+		t.Fatal("no result")
+		return nil
+	}
+}
+
+// TestHeaderTimeout: a server that takes the request and never answers
+// fails the attempt as a transport failure (retryable) once the header
+// timeout passes on the injected clock, and leaves no clock wait behind.
+func TestHeaderTimeout(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }))
+	defer srv.Close()
+	fake := clock.NewFake(time.Unix(0, 0))
+	c := &Client{Clock: fake, HeaderTimeout: 2 * time.Minute, ReplyTimeout: time.Hour}
+	errc := waitErr(func() error { _, err := c.Post(context.Background(), srv.URL, nil, []byte(`{}`)); return err })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := fake.BlockUntil(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	fake.Advance(2*time.Minute - time.Nanosecond)
+	select {
+	case err := <-errc:
+		t.Fatalf("failed before the timeout: %v", err)
+	default:
+	}
+	fake.Advance(time.Nanosecond)
+	err := recv(t, errc)
+	var te *provider.TransportError
+	if !errors.As(err, &te) || te.Unreachable || !strings.Contains(err.Error(), "no response headers within 2m0s (header timeout)") {
+		t.Fatalf("got %v", err)
+	}
+	if n := fake.Waiters(); n != 0 {
+		t.Errorf("%d clock waits left", n)
+	}
+}
+
+// TestReplyLimits: a body that never ends stops at the reply deadline or
+// the byte cap, whichever comes first, with a client-limit error; the
+// request context is cancelled and no clock wait is left once it closes.
+func TestReplyLimits(t *testing.T) {
+	endless := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		chunk := []byte(strings.Repeat(": keepalive\n", 100))
+		for r.Context().Err() == nil {
+			if _, err := w.Write(chunk); err != nil {
+				return
+			}
+			w.(http.Flusher).Flush()
+		}
+	})
+	tests := []struct {
+		name    string
+		client  Client
+		advance time.Duration
+		want    string
+		total   int64 // bytes delivered before the failure; -1 any
+	}{
+		{"byte cap", Client{MaxReplyBytes: 100000, IdleTimeout: time.Minute, ReplyTimeout: time.Hour}, 0, "the response body passed 100000 bytes (max reply bytes)", 100000},
+		{"byte cap in MiB", Client{MaxReplyBytes: 1 << 20}, 0, "passed 1 MiB (max reply bytes)", 1 << 20},
+		{"reply deadline", Client{IdleTimeout: time.Minute, ReplyTimeout: 30 * time.Minute}, 30 * time.Minute, "not complete 30m0s after the request went out (reply timeout)", -1},
+		{"reply deadline without idle timeout", Client{ReplyTimeout: time.Minute}, time.Minute, "(reply timeout)", -1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := httptest.NewServer(endless)
+			defer srv.Close()
+			fake := clock.NewFake(time.Unix(0, 0))
+			c := tt.client
+			c.Clock = fake
+			resp, err := c.Post(context.Background(), srv.URL, nil, []byte(`{}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.advance > 0 {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				if err := fake.BlockUntil(ctx, 1); err != nil {
+					t.Fatal(err)
+				}
+				fake.Advance(tt.advance)
+			}
+			total, err := io.Copy(io.Discard, resp.Body)
+			if !errors.Is(err, provider.ErrLimit) || !errors.Is(err, provider.ErrIncomplete) || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("got %v, want a client limit: %s", err, tt.want)
+			}
+			if tt.total >= 0 && total != tt.total {
+				t.Errorf("read %d bytes, want exactly the cap %d", total, tt.total)
+			}
+			if _, err := resp.Body.Read(make([]byte, 8)); !errors.Is(err, provider.ErrLimit) {
+				t.Errorf("a read after the failure: %v", err)
+			}
+			resp.Body.Close()
+			if n := fake.Waiters(); n != 0 {
+				t.Errorf("%d clock waits left after Close", n)
+			}
+		})
+	}
+}
+
+// TestBodyOfExactlyTheCap: a body as long as the cap is not over it.
+func TestBodyOfExactlyTheCap(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "0123456789") }))
+	defer srv.Close()
+	resp, err := (&Client{MaxReplyBytes: 10}).Post(context.Background(), srv.URL, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if data, err := io.ReadAll(resp.Body); err != nil || string(data) != "0123456789" {
+		t.Errorf("got %q, %v", data, err)
+	}
+}
+
+// TestReplyDeadlineBeforeHeaders: a reply deadline shorter than the header
+// timeout is a client limit even before the headers.
+func TestReplyDeadlineBeforeHeaders(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }))
+	defer srv.Close()
+	fake := clock.NewFake(time.Unix(0, 0))
+	c := &Client{Clock: fake, HeaderTimeout: time.Hour, ReplyTimeout: time.Minute}
+	errc := waitErr(func() error { _, err := c.Post(context.Background(), srv.URL, nil, nil); return err })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := fake.BlockUntil(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	fake.Advance(time.Minute)
+	if err := recv(t, errc); !errors.Is(err, provider.ErrLimit) {
+		t.Fatalf("got %v", err)
+	}
+}
+
+// TestErrorBodyIsWatched: an error status whose body drips forever still
+// comes back as the HTTP error once the idle watchdog fires.
+func TestErrorBodyIsWatched(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(503)
+		io.WriteString(w, `{"error":{"message":"busy`)
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	}))
+	defer srv.Close()
+	fake := clock.NewFake(time.Unix(0, 0))
+	c := &Client{Clock: fake, IdleTimeout: 30 * time.Second}
+	errc := waitErr(func() error { _, err := c.Post(context.Background(), srv.URL, nil, nil); return err })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := fake.BlockUntil(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	fake.Advance(30 * time.Second)
+	var he *provider.HTTPError
+	if err := recv(t, errc); !errors.As(err, &he) || he.Status != 503 {
+		t.Fatalf("got %v", err)
+	}
+}
+
+// TestCap: a reader decompressed by a vendor client is capped the same way.
+func TestCap(t *testing.T) {
+	r := Cap(strings.NewReader(strings.Repeat("x", 5000)), 4096)
+	data, err := io.ReadAll(r)
+	if len(data) != 4096 || !errors.Is(err, provider.ErrLimit) || !strings.Contains(err.Error(), "4 KiB") {
+		t.Fatalf("%d bytes, %v", len(data), err)
+	}
+	if data, err := io.ReadAll(Cap(strings.NewReader("abc"), 3)); err != nil || string(data) != "abc" {
+		t.Errorf("%q %v", data, err)
+	}
+	if r := strings.NewReader("abc"); Cap(r, 0) != io.Reader(r) {
+		t.Error("0 means no cap")
+	}
+}

@@ -93,7 +93,7 @@ func (c *Client) Stream(ctx context.Context, req provider.Request) iter.Seq[prov
 			return
 		}
 		defer resp.Body.Close()
-		read(ctx, resp, func(p provider.Part) bool {
+		read(ctx, resp, c.http.MaxReplyBytes, func(p provider.Part) bool {
 			if e, ok := p.(provider.Error); ok {
 				p = provider.Error{Err: c.scrub(e.Err)}
 			}

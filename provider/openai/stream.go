@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/openmax/openmax/provider"
+	"github.com/openmax/openmax/provider/httpx"
 	"github.com/openmax/openmax/provider/sse"
 )
 
@@ -75,11 +76,13 @@ func (u *usage) part() provider.Usage {
 	return p
 }
 
-// read turns a 2xx response into parts.
-func read(ctx context.Context, resp *http.Response, yield func(provider.Part) bool) {
+// read turns a 2xx response into parts. maxBytes caps the body once
+// decoded (0: no cap).
+func read(ctx context.Context, resp *http.Response, maxBytes int64, yield func(provider.Part) bool) {
 	body := io.Reader(resp.Body)
 	// The transport undoes gzip itself unless the caller asked for an
-	// encoding (or disabled compression); then it is ours to undo.
+	// encoding (or disabled compression); then it is ours to undo, and
+	// the decoded size is capped like any body.
 	if !resp.Uncompressed && strings.EqualFold(strings.TrimSpace(resp.Header.Get("Content-Encoding")), "gzip") {
 		zr, err := gzip.NewReader(resp.Body)
 		if err != nil {
@@ -89,7 +92,7 @@ func read(ctx context.Context, resp *http.Response, yield func(provider.Part) bo
 			yield(provider.Error{Err: readFailure(err, "reading the gzip header")})
 			return
 		}
-		body = zr
+		body = httpx.Cap(zr, maxBytes)
 	}
 	ct := resp.Header.Get("Content-Type")
 	if mt, _, err := mime.ParseMediaType(ct); err == nil && (mt == "application/json" || strings.HasSuffix(mt, "+json")) {

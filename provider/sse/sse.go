@@ -2,6 +2,10 @@
 // data, event and id; comments; LF, CRLF or CR line ends; data lines joined
 // with newlines; and an event only when a blank line ends it, so an
 // unterminated last event at EOF is not an event.
+//
+// Memory is bounded: a line over MaxLine and an event whose data passes
+// MaxEvent end the stream with an error matching provider.ErrLimit (and so
+// provider.ErrIncomplete), whatever the chunking of the body.
 package sse
 
 import (
@@ -10,6 +14,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/openmax/openmax/provider"
 )
 
 // Event is one dispatched event.
@@ -22,21 +28,34 @@ type Event struct {
 // MaxLine caps one line of the stream.
 const MaxLine = 16 << 20
 
+// MaxEvent caps the data of one event, all its data lines together: a body
+// of data lines that no blank line ever ends cannot grow without bound.
+const MaxEvent = 16 << 20
+
 // Reader parses events from a stream. It is not safe for concurrent use.
 type Reader struct {
-	br      *bufio.Reader
-	typ     string
-	data    bytes.Buffer
-	hasData bool
-	lastID  string
-	pending [][]byte // lines split off a chunk at lone CRs
+	br       *bufio.Reader
+	typ      string
+	data     bytes.Buffer
+	hasData  bool
+	lastID   string
+	pending  [][]byte // lines split off a chunk at lone CRs
+	maxLine  int
+	maxEvent int
 }
 
 // NewReader reads events from r.
-func NewReader(r io.Reader) *Reader { return &Reader{br: bufio.NewReaderSize(r, 32<<10)} }
+func NewReader(r io.Reader) *Reader {
+	return &Reader{br: bufio.NewReaderSize(r, 32<<10), maxLine: MaxLine, maxEvent: MaxEvent}
+}
 
-// ErrLineTooLong reports a line over MaxLine.
-var ErrLineTooLong = errors.New("sse: line too long")
+// ErrLineTooLong reports a line over MaxLine. It matches provider.ErrLimit
+// and provider.ErrIncomplete.
+var ErrLineTooLong error = &provider.LimitError{Limit: "SSE line cap", Detail: fmt.Sprintf("one line of the event stream passed %d MiB", MaxLine>>20)}
+
+// ErrEventTooLong reports an event whose data passed MaxEvent before a blank
+// line ended it. It matches provider.ErrLimit and provider.ErrIncomplete.
+var ErrEventTooLong error = &provider.LimitError{Limit: "SSE event cap", Detail: fmt.Sprintf("one event of the stream passed %d MiB with no blank line to end it", MaxEvent>>20)}
 
 // Next returns the next event. At the end of the stream it returns io.EOF,
 // discarding an event that no blank line ended; a read failure is returned
@@ -70,6 +89,10 @@ func (r *Reader) Next() (Event, error) {
 		}
 		switch string(field) {
 		case "data":
+			if r.data.Len()+len(value)+1 > r.maxEvent {
+				r.data = bytes.Buffer{} // let the memory go
+				return Event{}, ErrEventTooLong
+			}
 			r.data.Write(value)
 			r.data.WriteByte('\n')
 			r.hasData = true
@@ -94,7 +117,7 @@ func (r *Reader) line() ([]byte, error) {
 	for {
 		chunk, err := r.br.ReadSlice('\n')
 		buf = append(buf, chunk...)
-		if len(buf) > MaxLine {
+		if len(buf) > r.maxLine {
 			return nil, ErrLineTooLong
 		}
 		if errors.Is(err, bufio.ErrBufferFull) {
