@@ -1,6 +1,8 @@
 package recorder
 
 import (
+	"errors"
+	"fmt"
 	"io"
 	"log"
 	"net/http"
@@ -20,9 +22,10 @@ import (
 // gzip itself and decodes it: the cassette holds readable (and so
 // scrubbable) bodies, and the client gets the same bytes, unencoded. A
 // request that fails upstream is answered 502; a body that fails midway
-// aborts the response, so the client sees the stream cut as it was.
+// aborts the response, so the client sees the stream cut as it was. A
+// request body over MaxRequestBody is answered 413.
 func NewProxy(upstream *url.URL, rec *Recorder) http.Handler {
-	return &httputil.ReverseProxy{
+	rp := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(upstream)
 			pr.Out.Header.Del("Accept-Encoding")
@@ -31,7 +34,34 @@ func NewProxy(upstream *url.URL, rec *Recorder) http.Handler {
 		FlushInterval: -1,
 		ErrorLog:      log.New(io.Discard, "", 0),
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			var tooLarge *http.MaxBytesError
+			if errors.As(err, &tooLarge) {
+				http.Error(w, tooLargeMessage(-1), http.StatusRequestEntityTooLarge)
+				return
+			}
 			http.Error(w, "openmax recorder: the upstream request failed ("+Classify(err)+")", http.StatusBadGateway)
 		},
 	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength > MaxRequestBody {
+			http.Error(w, tooLargeMessage(r.ContentLength), http.StatusRequestEntityTooLarge)
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, MaxRequestBody)
+		rp.ServeHTTP(w, r)
+	})
+}
+
+// MaxRequestBody is the largest request body the proxy forwards and
+// records (32 MiB; a model request with a long conversation is a few
+// MiB). A request that declares a longer Content-Length is answered 413
+// without its body being read, and one that sends more (chunked) is cut
+// off there and answered 413; neither goes upstream or into the cassette.
+const MaxRequestBody = 32 << 20
+
+func tooLargeMessage(declared int64) string {
+	if declared >= 0 {
+		return fmt.Sprintf("openmax recorder: the request body is %d bytes, over the limit of %d (%d MiB)", declared, MaxRequestBody, MaxRequestBody>>20)
+	}
+	return fmt.Sprintf("openmax recorder: the request body is over the limit of %d bytes (%d MiB)", MaxRequestBody, MaxRequestBody>>20)
 }

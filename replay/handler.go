@@ -69,6 +69,13 @@ func (h *Handler) Misses() []Miss { return h.m.missed() }
 // served and missed, interactions never requested.
 func (h *Handler) Summary() string { return h.m.summary() }
 
+// MaxRequestBody is the largest request body the handler reads (32 MiB; a
+// model request with a long conversation is a few MiB). A request that
+// declares a longer Content-Length is answered 413 without its body being
+// read, and one that sends more (chunked) is cut off there and answered
+// 413.
+const MaxRequestBody = 32 << 20
+
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p := newPacer(h.clk, h.pace)
 	ctx := r.Context()
@@ -77,10 +84,24 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		scheme = "https"
 	}
 	rawURL := scheme + "://" + r.Host + r.URL.RequestURI()
-	q, raw, err := h.m.live(r.Method, rawURL, r.Header, r.Body)
+	if r.ContentLength > MaxRequestBody {
+		// Refused unread: a declared size over the cap is never buffered.
+		err := fmt.Errorf("replay: the request body is %d bytes, over the limit of %d (%d MiB)", r.ContentLength, MaxRequestBody, MaxRequestBody>>20)
+		n := h.m.unreadable(r.Method, rawURL, err)
+		writeBody(w, http.StatusRequestEntityTooLarge, vendorError(r.URL.Path, r.Header, "request_too_large", err.Error(), map[string]any{"request": n}))
+		return
+	}
+	body := http.MaxBytesReader(w, r.Body, MaxRequestBody)
+	q, raw, err := h.m.live(r.Method, rawURL, r.Header, body)
 	if err != nil {
 		n := h.m.unreadable(r.Method, rawURL, err)
-		writeBody(w, http.StatusBadRequest, vendorError(r.URL.Path, r.Header, "replay_bad_request", err.Error(), map[string]any{"request": n}))
+		status, code := http.StatusBadRequest, "replay_bad_request"
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			status, code = http.StatusRequestEntityTooLarge, "request_too_large"
+			err = fmt.Errorf("replay: the request body is over the limit of %d bytes (%d MiB)", MaxRequestBody, MaxRequestBody>>20)
+		}
+		writeBody(w, status, vendorError(r.URL.Path, r.Header, code, err.Error(), map[string]any{"request": n}))
 		return
 	}
 	n, i, err := h.m.serve(q, raw)

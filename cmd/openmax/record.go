@@ -236,9 +236,19 @@ type roundTripFunc func(*http.Request) (*http.Response, error)
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 // sessionArgs are the harness flags worth replaying with: all but the
-// session id (kept separately) and --stdio.
+// session id (kept separately) and --stdio, with every URL among them
+// (--base-url) scrubbed of user information and credential-looking query
+// parameters (recorder.ScrubURL): the cassette stores them.
 func sessionArgs(args []string) []string {
-	return withoutFlag(withoutFlag(args, "stdio"), "session-id")
+	out := withoutFlag(withoutFlag(args, "stdio"), "session-id")
+	for i, a := range out {
+		if name, val, ok := strings.Cut(a, "="); ok && strings.HasPrefix(name, "-") {
+			out[i] = name + "=" + recorder.ScrubURL(val)
+		} else {
+			out[i] = recorder.ScrubURL(a)
+		}
+	}
+	return out
 }
 
 // withoutFlag drops --name (and its separate value, for flags that take

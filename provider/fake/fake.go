@@ -167,6 +167,12 @@ func route(r *http.Request) string {
 	return ""
 }
 
+// MaxRequestBody is the largest request body the server reads (32 MiB). A
+// request that declares a longer Content-Length is answered 413 without
+// its body being read; one that sends more (chunked) is cut off there and
+// answered 413. Neither is recorded in Requests.
+const MaxRequestBody = 32 << 20
+
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	if s.closed {
@@ -191,8 +197,20 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	defer context.AfterFunc(s.ctx, cancel)()
 
-	body, _ := io.ReadAll(r.Body) // read to the end so a client going away cancels ctx
 	wire := route(r)
+	if r.ContentLength > MaxRequestBody {
+		// Refused unread: a declared size over the cap is never buffered.
+		writeJSON(w, http.StatusRequestEntityTooLarge, errorBody(wire, http.StatusRequestEntityTooLarge, "request_too_large",
+			fmt.Sprintf("fake provider: the request body is %d bytes, over the limit of %d (%d MiB)", r.ContentLength, MaxRequestBody, MaxRequestBody>>20)))
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxRequestBody)) // to the end, so a client going away cancels ctx
+	var tooLarge *http.MaxBytesError
+	if errors.As(err, &tooLarge) {
+		writeJSON(w, http.StatusRequestEntityTooLarge, errorBody(wire, http.StatusRequestEntityTooLarge, "request_too_large",
+			fmt.Sprintf("fake provider: the request body is over the limit of %d bytes (%d MiB)", MaxRequestBody, MaxRequestBody>>20)))
+		return
+	}
 	s.mu.Lock()
 	s.requests = append(s.requests, Request{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body, Wire: wire})
 	s.mu.Unlock()

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/openmax/openmax/recorder"
 	"github.com/openmax/openmax/recorder/cassette"
 )
 
@@ -34,7 +35,10 @@ const previewRunes = 72
 //
 // The headers shown are the ones that steer a client: Content-Type, Date,
 // Retry-After, Retry-After-Ms, X-Should-Retry, x-ratelimit-*,
-// anthropic-ratelimit-*, request ids, and InjectedHeader. The body is put
+// anthropic-ratelimit-*, request ids, and InjectedHeader; a secret one
+// (recorder.SecretHeader) shows as [scrubbed], and URLs among the session's
+// flags without user information or secret query parameters, whoever
+// recorded the cassette. The body is put
 // together from its SSE events (OpenAI delta.content and Anthropic
 // text_delta as text; reasoning and thinking_delta as thinking; tool calls
 // with their name and arguments; the finish or stop reason; the completion
@@ -65,7 +69,7 @@ func showSession(p *printer, s *cassette.Session) {
 	if len(s.Args) > 0 {
 		args := make([]string, len(s.Args))
 		for i, a := range s.Args {
-			args[i] = quoteIfNeeded(a)
+			args[i] = quoteIfNeeded(scrubArg(a))
 		}
 		p.printf("  args: %s\n", strings.Join(args, " "))
 	}
@@ -104,7 +108,7 @@ func showInteraction(p *printer, i int, it *cassette.Interaction) {
 	if it.Stream != nil {
 		start = " at +" + it.Stream.Start.String()
 	}
-	p.printf("#%d%s: %s %s\n", i, start, it.Request.Method, urlPath(it.Request.URL))
+	p.printf("#%d%s: %s %s\n", i, start, it.Request.Method, urlPath(recorder.ScrubURL(it.Request.URL)))
 	if s := requestSummary(it.Request.Body); s != "" {
 		p.printf("  request: %s\n", s)
 	}
@@ -120,6 +124,9 @@ func showInteraction(p *printer, i int, it *cassette.Interaction) {
 	h := it.Response.Headers
 	for _, k := range shownHeaders(h) {
 		for _, v := range h[k] {
+			if recorder.SecretHeader(k) {
+				v = recorder.Scrubbed // a cassette recorded by another tool may hold it
+			}
 			p.printf("  header %s: %s\n", k, oneLine(v, 0))
 		}
 	}
@@ -220,6 +227,16 @@ func statusLine(code int, recorded string) string {
 		return prefix + " " + recorded
 	}
 	return strings.TrimSpace(prefix + " " + statusText(code))
+}
+
+// scrubArg is a recorded harness flag as shown: a URL (--base-url=URL or
+// the value after --base-url) without its user information or secret
+// query parameters, for cassettes recorded before they were scrubbed.
+func scrubArg(a string) string {
+	if name, val, ok := strings.Cut(a, "="); ok && strings.HasPrefix(name, "-") {
+		return name + "=" + recorder.ScrubURL(val)
+	}
+	return recorder.ScrubURL(a)
 }
 
 // shownHeaders are the names of the headers that matter to a client, in

@@ -162,7 +162,7 @@ func Detect(data []byte) (string, error) {
 	}
 	doc, err := decodeYAML(data)
 	if err != nil {
-		return "", fmt.Errorf("%w: not an httprr trace, and not a YAML cassette: %v", ErrUnknownFormat, err)
+		return "", fmt.Errorf("%w: not an httprr trace, and not a YAML cassette: %w", ErrUnknownFormat, err)
 	}
 	switch doc.Version {
 	case 2:
@@ -203,8 +203,14 @@ func (e *exchange) interaction() (*cassette.Interaction, error) {
 	if e.code < 100 || e.code > 999 {
 		return nil, fmt.Errorf("response status code %d", e.code)
 	}
-	reqHdr, reqBody := decodeBody(e.reqHdr, e.reqBody)
-	respHdr, respBody := decodeBody(e.respHdr, e.respBody)
+	reqHdr, reqBody, err := decodeBody(e.reqHdr, e.reqBody)
+	if err != nil {
+		return nil, fmt.Errorf("request body: %w", err)
+	}
+	respHdr, respBody, err := decodeBody(e.respHdr, e.respBody)
+	if err != nil {
+		return nil, fmt.Errorf("response body: %w", err)
+	}
 
 	scrub := recorder.ScrubFunc(nil)
 	// The request's literal secrets (its secret header values) are found

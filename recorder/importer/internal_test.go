@@ -84,7 +84,10 @@ func TestDecodeBody(t *testing.T) {
 	}
 	for _, tt := range tests {
 		in := tt.h.Clone()
-		h, body := decodeBody(tt.h, tt.body)
+		h, body, err := decodeBody(tt.h, tt.body)
+		if err != nil {
+			t.Errorf("%s: %v", tt.name, err)
+		}
 		if string(body) != tt.wantBody || !reflect.DeepEqual(h, tt.wantH) {
 			t.Errorf("%s: got %v %q, want %v %q", tt.name, h, body, tt.wantH, tt.wantBody)
 		}

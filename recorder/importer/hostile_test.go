@@ -1,0 +1,91 @@
+package importer
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/openmax/openmax/recorder"
+)
+
+// vcrpyDoc is a vcrpy cassette of n exchanges; extra goes at the top and
+// body(i) is each response's body member.
+func vcrpyDoc(n int, extra string, body func(i int) string) string {
+	var b strings.Builder
+	b.WriteString("version: 1\n" + extra + "interactions:\n")
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&b, "- request:\n    method: POST\n    uri: https://api.openai.com/v1/chat/completions\n    body: '{}'\n    headers: {}\n")
+		fmt.Fprintf(&b, "  response:\n    status: {code: 200, message: OK}\n    headers: {}\n    body: %s\n", body(i))
+	}
+	return b.String()
+}
+
+// TestAliasExpansionIsBounded: PyYAML writes anchors and aliases for a
+// value shared between exchanges, and those import; an alias bomb (one
+// large scalar aliased many times) is refused at once, whichever entry
+// point reads it.
+func TestAliasExpansionIsBounded(t *testing.T) {
+	shared := vcrpyDoc(20, "", func(i int) string {
+		if i == 0 {
+			return "&id001 {string: 'hello'}"
+		}
+		return "*id001"
+	})
+	bomb := vcrpyDoc(200, "big: &big '"+strings.Repeat("x", 20000)+"'\n", func(int) string { return "{string: *big}" })
+	tests := []struct {
+		name string
+		doc  string
+		ok   bool
+	}{
+		{"shared values", shared, true},
+		{"an alias bomb", bomb, false},
+		{"a self-referencing alias", "version: 1\nx: &a [*a]\ninteractions: []\n", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, err := Import(Auto, []byte(tt.doc))
+			if tt.ok {
+				if err != nil || len(f.Interactions) != 20 || f.Interactions[19].Response.Body != "hello" {
+					t.Fatalf("Import: %v", err)
+				}
+				return
+			}
+			if !errors.Is(err, errExpansion) {
+				t.Fatalf("Import: %v, want the expansion refused", err)
+			}
+			if _, err := Detect([]byte(tt.doc)); !errors.Is(err, errExpansion) {
+				t.Errorf("Detect: %v, want the expansion refused", err)
+			}
+			p := filepath.Join(t.TempDir(), "c.yaml")
+			os.WriteFile(p, []byte(tt.doc), 0o644)
+			if _, _, err := Load(p); !errors.Is(err, errExpansion) || !strings.Contains(err.Error(), "aliases expand it too far") {
+				t.Errorf("Load: %v, want the expansion refused", err)
+			}
+		})
+	}
+}
+
+// TestGzipBombIsRefused: an imported body that decodes past the limit is
+// refused with the interaction named, never decoded whole.
+func TestGzipBombIsRefused(t *testing.T) {
+	defer func(m int64) { maxDecoded = m }(maxDecoded)
+	maxDecoded = 1 << 20
+	var zb bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&zb, gzip.BestCompression)
+	zw.Write(make([]byte, 4<<20))
+	zw.Close()
+	doc := vcrpyDoc(1, "", func(int) string {
+		return "{string: !!binary '" + base64.StdEncoding.EncodeToString(zb.Bytes()) + "'}"
+	})
+	doc = strings.Replace(doc, "  response:\n    status: {code: 200, message: OK}\n    headers: {}", "  response:\n    status: {code: 200, message: OK}\n    headers: {Content-Encoding: [gzip]}", 1)
+	_, err := Import(VCRPy, []byte(doc))
+	if !errors.Is(err, recorder.ErrDecodedTooLarge) || !strings.Contains(err.Error(), "interaction 0: response body") {
+		t.Fatalf("Import: %v, want the body refused as too large", err)
+	}
+}
