@@ -56,10 +56,14 @@ func aliasBomb(s string) string {
 }
 
 // farChunk makes the first chunk arrive 2562047 hours after its request.
-func farChunk(s string) string { return strings.Replace(s, "        - at: 0s\n", "        - at: 2562047h\n", 1) }
+func farChunk(s string) string {
+	return strings.Replace(s, "        - at: 0s\n", "        - at: 2562047h\n", 1)
+}
 
 // negativeStart makes the first request go out before the recording began.
-func negativeStart(s string) string { return strings.Replace(s, "      start: 0s\n", "      start: -3s\n", 1) }
+func negativeStart(s string) string {
+	return strings.Replace(s, "      start: 0s\n", "      start: -3s\n", 1)
+}
 
 // TestHostileCassettesAreRefused: every command that loads a cassette
 // refuses an alias bomb or impossible timing at once, exits nonzero and
