@@ -86,6 +86,8 @@ type options struct {
 	maxIterations, maxAttempts   int
 	maxAgentTokens               int
 	idleTimeout, approvalTimeout time.Duration
+	headerTimeout, replyTimeout  time.Duration
+	maxReplyBytes                byteSize
 }
 
 // flagSet defines the harness's flags, bound to a fresh options.
@@ -108,6 +110,10 @@ func flagSet() (*flag.FlagSet, *options) {
 	fs.IntVar(&o.maxAttempts, "max-attempts", 4, "attempts per model request, the first included, before a retryable failure ends the turn")
 	fs.DurationVar(&o.approvalTimeout, "approval-timeout", 0, "settle an unanswered approval request as timed_out after this long (0: wait)")
 	fs.DurationVar(&o.idleTimeout, "idle-timeout", 120*time.Second, "a provider stream that sends no byte for this long counts as died")
+	fs.DurationVar(&o.headerTimeout, "header-timeout", 120*time.Second, "a provider that sends no response headers for this long counts as a failed connection (retried); 0: no limit")
+	fs.DurationVar(&o.replyTimeout, "reply-timeout", 30*time.Minute, "a model reply (one attempt) not complete this long after its request ends the turn truncated; 0: no limit")
+	o.maxReplyBytes = defaultMaxReplyBytes
+	fs.Var(&o.maxReplyBytes, "max-reply-bytes", "a model reply whose response body (decompressed) passes this `size` ends the turn truncated: bytes, or with KiB, MiB, GiB; 0: no limit")
 	fs.StringVar(&o.project, "project", "", "the project directory (default: the working directory)")
 	fs.StringVar(&o.sessionID, "session-id", "", "use this session id instead of a random one (for reproducible transcripts)")
 	fs.IntVar(&o.maxIterations, "max-iterations", core.DefaultMaxIterations, "model requests allowed per turn before it ends with max_iterations")
@@ -137,6 +143,14 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	}
 	if o.maxAttempts < 1 {
 		return nil, fmt.Errorf("%w: --max-attempts must be at least 1", errUsage)
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"idle-timeout", o.idleTimeout}, {"header-timeout", o.headerTimeout}, {"reply-timeout", o.replyTimeout}} {
+		if d.v < 0 {
+			return nil, fmt.Errorf("%w: --%s must not be negative", errUsage, d.name)
+		}
 	}
 	return o, nil
 }

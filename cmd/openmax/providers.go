@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"math"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -34,7 +36,8 @@ const (
 // policy, and the context window to report (0 for the default). Errors are
 // configuration mistakes, reported before the handshake.
 func newProvider(o *options, e env) (provider.Provider, int, error) {
-	hc := &httpx.Client{HTTP: &http.Client{Transport: e.transport}, Clock: e.clock, IdleTimeout: o.idleTimeout}
+	hc := &httpx.Client{HTTP: &http.Client{Transport: e.transport}, Clock: e.clock, IdleTimeout: o.idleTimeout,
+		HeaderTimeout: o.headerTimeout, ReplyTimeout: o.replyTimeout, MaxReplyBytes: int64(o.maxReplyBytes)}
 	var inner provider.Provider
 	var key string // the secret the replies must never carry
 	window := 0
@@ -93,6 +96,54 @@ func newProvider(o *options, e env) (provider.Provider, int, error) {
 		return redact.Provider(p, key), window, nil
 	}
 	return p, window, nil
+}
+
+// defaultMaxReplyBytes is --max-reply-bytes's default: twice the body of
+// the longest reply a current model streams (128k tokens at about 250
+// bytes an OpenAI chunk), and the size of a whole completion the OpenAI
+// client accepts.
+const defaultMaxReplyBytes = 64 << 20
+
+// byteSize is a flag holding a byte count: a number, optionally with a
+// binary unit (KiB, MiB, GiB; K, M, G and KB, MB, GB mean the same).
+type byteSize int64
+
+func (b *byteSize) String() string {
+	if b == nil {
+		return "0"
+	}
+	if *b == 0 {
+		return "0"
+	}
+	return strings.ReplaceAll(httpx.Size(int64(*b)), " ", "")
+}
+
+// Set parses a size.
+func (b *byteSize) Set(s string) error {
+	v := strings.TrimSpace(s)
+	num := strings.TrimRightFunc(v, func(r rune) bool { return r < '0' || r > '9' })
+	unit := strings.ToLower(strings.TrimSpace(v[len(num):]))
+	mult := int64(1)
+	switch unit {
+	case "", "b":
+	case "k", "kb", "kib":
+		mult = 1 << 10
+	case "m", "mb", "mib":
+		mult = 1 << 20
+	case "g", "gb", "gib":
+		mult = 1 << 30
+	default:
+		return fmt.Errorf("unknown unit %q (use bytes, KiB, MiB or GiB)", v[len(num):])
+	}
+	n, err := strconv.ParseUint(num, 10, 63)
+	if err != nil {
+		return fmt.Errorf("not a size (a number of bytes, with KiB, MiB or GiB if you like): %q", s)
+	}
+	if n > uint64(math.MaxInt64/mult) {
+		return fmt.Errorf("too large: %q", s)
+	}
+	*b = byteSize(int64(n) * mult)
+	return nil
 }
 
 // configError keeps a constructor's message but never a key.

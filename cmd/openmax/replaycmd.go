@@ -199,7 +199,10 @@ func replayCassette(ctx context.Context, f *cassette.File, pace replay.Pace, ign
 			return nil, fmt.Errorf("recorded flags: %w", err)
 		}
 		project, o.project = o.project, "" // the recorded path, printed as recorded
-		o.idleTimeout = 0                  // recorded endings replay as recorded
+		// Recorded endings replay as recorded: no watchdog on the
+		// replay's virtual clock (it passes time whenever the harness is
+		// quiet) may end a reply the recording completed.
+		o.idleTimeout, o.headerTimeout, o.replyTimeout = 0, 0, 0
 		re := e
 		re.transport, re.clock, re.seed = t, clk, seed
 		re.getenv = func(k string) string {
