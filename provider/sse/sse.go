@@ -128,6 +128,9 @@ func (r *Reader) line() ([]byte, error) {
 				// An unterminated line at EOF cannot end an event.
 				return nil, io.EOF
 			}
+			if errors.Is(err, provider.ErrLimit) {
+				return nil, err // it names its limit
+			}
 			return nil, fmt.Errorf("sse: read: %w", err)
 		}
 		break
