@@ -291,6 +291,12 @@ func TestCorruptSettingsAreNeverOverwritten(t *testing.T) {
 	if code := session.finish(); code != 0 {
 		t.Errorf("session exit %d", code)
 	}
+	// The contract acknowledges a mode only once it is persisted: here it
+	// cannot be, so the answer is a protocol_error saying so.
+	seen := strings.Join(session.seen, "\n")
+	if strings.Contains(seen, `"type":"approval_mode"`) || !strings.Contains(seen, "nothing can be saved") {
+		t.Errorf("approval_mode with unreadable settings was not refused:\n%s", seen)
+	}
 	if stderr := session.stderr.String(); !strings.Contains(stderr, path) || !strings.Contains(stderr, "not valid") {
 		t.Errorf("session stderr does not name the bad file: %s", stderr)
 	}

@@ -348,9 +348,20 @@ func projectSettings(e env, project string, stderr io.Writer) (bool, stdio.ModeS
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "openmax: %v; the project counts as untrusted\n", err)
-		return false, stdio.NewMemoryModes(config.DefaultMode)
+		return false, unsavable{err: err}
 	}
 	return p.Trusted(project), config.ModeStore{P: p, Project: project}
+}
+
+// unsavable is the mode store of a session whose settings cannot be read:
+// the default mode, and every approval_mode refused (the contract
+// acknowledges a mode only after it is persisted).
+type unsavable struct{ err error }
+
+func (unsavable) Mode() string { return config.DefaultMode }
+
+func (u unsavable) SetMode(string) error {
+	return fmt.Errorf("the settings cannot be read, so nothing can be saved: %w", u.err)
 }
 
 // runTrust is `openmax trust [DIR]`.
