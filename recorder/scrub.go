@@ -103,11 +103,13 @@ const minLiteral = 8
 
 // ScrubRequest returns req as the recorder writes it into a cassette, with
 // every secret replaced by Scrubbed: the method, the URL (secret query
-// parameters and a URL password replaced), the headers (secret headers
-// replaced) and the body, with every match of patterns replaced in the URL,
-// the header values and the body. The values of the secret headers and
-// query parameters (8 characters or longer) are also replaced wherever
-// else they appear verbatim.
+// parameters, SecretParam, and the user information replaced), the headers
+// (secret headers, SecretHeader, replaced) and the body (decoded first when
+// it has a Content-Encoding, which the recorded headers then drop), with
+// every match of patterns replaced in the URL, the header values and the
+// body. The values of the secret headers, query parameters and user
+// information (8 characters or longer) are also replaced wherever else
+// they appear verbatim.
 //
 // It is deterministic, so a replayer that scrubs a live request with it
 // and the same patterns gets exactly the Method, URL, Headers and Body a
