@@ -14,16 +14,22 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/openmax/openmax/core/tool"
 	"github.com/openmax/openmax/core/wire"
 	"github.com/openmax/openmax/provider"
+	"github.com/openmax/openmax/provider/clock"
 )
 
 // Defaults for an Engine's zero fields.
 const (
 	DefaultMaxIterations = 50
 	DefaultContextTokens = 128_000
+	// DefaultToolGrace is how long a cancelled tool call may take to return
+	// before the turn stops waiting for it. It is longer than run_command
+	// needs to kill its process group and collect its output.
+	DefaultToolGrace = 5 * time.Second
 )
 
 // Engine runs turns. Its fields are configuration and must not change while a
@@ -52,6 +58,14 @@ type Engine struct {
 	Mode func() string
 	// Approver answers approval requests in ask mode; nil declines them.
 	Approver Approver
+	// ToolGrace is how long a tool call may go on once the turn is
+	// cancelled. A tool still running then is abandoned: its result is
+	// recorded as cancelled and the turn ends; the call's goroutine is left
+	// to finish on its own, and until it does the session refuses further
+	// calls of that tool. Zero means DefaultToolGrace.
+	ToolGrace time.Duration
+	// Clock times ToolGrace; nil means the wall clock.
+	Clock clock.Clock
 }
 
 // Approver settles approval requests.
@@ -90,6 +104,9 @@ type Session struct {
 	scale float64
 	// warnedSchemas records that schemas_over_budget went out.
 	warnedSchemas bool
+	// abandoned holds, by tool name, the end of a call that ignored its
+	// cancellation and is still running; closed when it returns.
+	abandoned map[string]chan struct{}
 }
 
 // NewSession returns an empty session kept in memory only.
@@ -107,6 +124,26 @@ func (s *Session) Messages() []provider.Message {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]provider.Message(nil), s.messages...)
+}
+
+// WaitAbandoned waits until every tool call the session abandoned on a
+// cancel (see Engine.ToolGrace) has returned, or until ctx ends, and
+// reports ctx's error then.
+func (s *Session) WaitAbandoned(ctx context.Context) error {
+	s.mu.Lock()
+	var pending []chan struct{}
+	for _, ch := range s.abandoned {
+		pending = append(pending, ch)
+	}
+	s.mu.Unlock()
+	for _, ch := range pending {
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
 }
 
 // append adds messages, writing each through persist first.
@@ -520,14 +557,76 @@ func (t *turn) gate(ctx context.Context, c provider.ToolCall, tl tool.Tool, args
 	return fmt.Sprintf("the call was %s", outcome)
 }
 
+// runTool runs one call of tl. The call runs on a goroutine of its own so
+// that a cancelled turn never waits on a tool that ignores its context
+// beyond the grace period (Engine.ToolGrace): such a call is abandoned and
+// reported cancelled. A tool whose abandoned call is still running is not
+// run again in this session, so at most one goroutine per tool is ever left
+// behind.
 func (t *turn) runTool(ctx context.Context, tl tool.Tool, args json.RawMessage) (res tool.Result, crash any) {
-	defer func() {
-		if r := recover(); r != nil {
-			t.e.panicked(r)
-			res, crash = tool.Failed("tool crashed: %v", r), r
+	name := tl.Spec().Name
+	t.s.mu.Lock()
+	prev := t.s.abandoned[name]
+	t.s.mu.Unlock()
+	if prev != nil {
+		select {
+		case <-prev:
+		default:
+			return tool.Failed("not run: an earlier %s call ignored its cancellation and is still running", name), nil
+		}
+	}
+	type outcome struct {
+		res   tool.Result
+		crash any
+	}
+	ended := make(chan outcome, 1)
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		o := outcome{}
+		defer func() {
+			if r := recover(); r != nil {
+				t.e.panicked(r)
+				o = outcome{tool.Failed("tool crashed: %v", r), r}
+			}
+			ended <- o
+		}()
+		o.res = tl.Run(ctx, args)
+	}()
+	select {
+	case o := <-ended:
+		return o.res, o.crash
+	case <-ctx.Done():
+	}
+	grace := t.e.ToolGrace
+	if grace <= 0 {
+		grace = DefaultToolGrace
+	}
+	c := t.e.Clock
+	if c == nil {
+		c = clock.Real{}
+	}
+	// A wait of its own, not tied to ctx (which is already done).
+	waitCtx, stop := context.WithCancel(context.Background())
+	defer stop()
+	timedOut := make(chan struct{})
+	go func() {
+		if clock.Sleep(waitCtx, c, grace) == nil {
+			close(timedOut)
 		}
 	}()
-	return tl.Run(ctx, args), nil
+	select {
+	case o := <-ended:
+		return o.res, o.crash
+	case <-timedOut:
+	}
+	t.s.mu.Lock()
+	if t.s.abandoned == nil {
+		t.s.abandoned = map[string]chan struct{}{}
+	}
+	t.s.abandoned[name] = finished
+	t.s.mu.Unlock()
+	return tool.Failed("cancelled: %s did not stop within %v of the cancel and was abandoned", name, grace), nil
 }
 
 // objectArgs returns the call's arguments as a JSON object. Missing

@@ -13,8 +13,11 @@ import (
 // Tool is something the model can call.
 //
 // Run is called with the call's arguments, already checked to be a JSON
-// object, and must return promptly once ctx is cancelled. A Tool may be run
-// again for a later call but never concurrently with itself by one session.
+// object, and must return promptly once ctx is cancelled: the engine stops
+// waiting for a cancelled call after a grace period (core.Engine.ToolGrace)
+// and abandons it, and does not run the tool again in that session until the
+// abandoned call has returned. A Tool may be run again for a later call but
+// never concurrently with itself by one session.
 type Tool interface {
 	Spec() provider.ToolSpec
 	Run(ctx context.Context, args json.RawMessage) Result
