@@ -26,6 +26,10 @@ const MaxEditFileSize = 16 << 20
 // of such files are allowed (package managers such as pnpm hard-link whole
 // trees); see docs/stdio.md.
 
+// beforeOpen, when set (by tests), runs between the stat of a file and its
+// open: where a file can be swapped.
+var beforeOpen func(rel string)
+
 // openRegular opens the regular file rel for reading, refusing
 // directories and special files.
 func openRegular(root *os.Root, rel, arg string) (*os.File, fs.FileInfo, error) {
@@ -35,6 +39,9 @@ func openRegular(root *os.Root, rel, arg string) (*os.File, fs.FileInfo, error) 
 	}
 	if err := regularOnly(st, arg); err != nil {
 		return nil, nil, err
+	}
+	if beforeOpen != nil {
+		beforeOpen(rel)
 	}
 	f, err := root.OpenFile(rel, os.O_RDONLY|openNonblock, 0)
 	if err != nil {
@@ -59,6 +66,9 @@ func openForWrite(root *os.Root, rel, arg string, create bool) (f *os.File, st f
 		}
 	case !errors.Is(err, fs.ErrNotExist):
 		return nil, nil, false, fileError(arg, err)
+	}
+	if beforeOpen != nil {
+		beforeOpen(rel)
 	}
 	for attempt := 0; ; attempt++ {
 		f, err = root.OpenFile(rel, os.O_RDWR|openNonblock, 0)
@@ -185,10 +195,10 @@ func countLines(r io.Reader) (int, error) {
 // sizeText says how big n bytes are, for messages.
 func sizeText(n int64) string {
 	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
 	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+		return fmt.Sprintf("%.1f MiB (%d bytes)", float64(n)/(1<<20), n)
 	}
 	return fmt.Sprintf("%d bytes", n)
 }

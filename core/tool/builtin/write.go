@@ -200,6 +200,12 @@ func (p *project) fileDiff(rel string, old, new side, existed bool) (tool.FileDi
 	}
 	head := "--- " + from + "\n+++ " + to + "\n"
 	if !old.held && existed || !new.held {
+		if old.held {
+			old.lines = lineCount(old.text)
+		}
+		if new.held {
+			new.lines = lineCount(new.text)
+		}
 		return tool.FileDiff{
 			Path: name,
 			Unified: head + fmt.Sprintf("[diff not computed: the old content is %s, the new %s; contents over %s are not diffed, every old line counts as removed and every new one as added]\n",
