@@ -474,7 +474,8 @@ func (t *turn) runTools(ctx context.Context, calls []provider.ToolCall) string {
 			return wire.StopCancelled
 		}
 		args, argErr := objectArgs(c.Args)
-		t.emit(wire.ToolStart{CallID: c.ID, Name: c.Name, Args: args})
+		shown := displayArgs(args)
+		t.emit(wire.ToolStart{CallID: c.ID, Name: c.Name, Args: shown})
 		var res tool.Result
 		var crash any
 		switch tl, ok := t.e.Tools.Lookup(c.Name); {
@@ -483,7 +484,7 @@ func (t *turn) runTools(ctx context.Context, calls []provider.ToolCall) string {
 		case !ok:
 			res = tool.Failed("unknown tool %q", c.Name)
 		default:
-			if outcome := t.gate(ctx, c, tl, args); outcome != "" {
+			if outcome := t.gate(ctx, c, tl, shown); outcome != "" {
 				res = tool.Failed("not run: %s", outcome)
 				break
 			}
@@ -516,8 +517,8 @@ func (t *turn) runTools(ctx context.Context, calls []provider.ToolCall) string {
 	return ""
 }
 
-// gate applies the approval mode to a mutating tool call. It returns why
-// the call must not run, or "" to run it.
+// gate applies the approval mode to a mutating tool call, whose arguments
+// are shown as args. It returns why the call must not run, or "" to run it.
 func (t *turn) gate(ctx context.Context, c provider.ToolCall, tl tool.Tool, args json.RawMessage) string {
 	m, ok := tl.(tool.Mutator)
 	if !ok || !m.Mutating() {
@@ -627,6 +628,62 @@ func (t *turn) runTool(ctx context.Context, tl tool.Tool, args json.RawMessage) 
 	t.s.abandoned[name] = finished
 	t.s.mu.Unlock()
 	return tool.Failed("cancelled: %s did not stop within %v of the cancel and was abandoned", name, grace), nil
+}
+
+// Display caps for a call's arguments on the wire (tool_start args,
+// approval_request detail): past maxShownArgs bytes, every member longer
+// than maxShownMember is cut.
+const (
+	maxShownArgs   = 1 << 20
+	maxShownMember = 64 << 10
+)
+
+// displayArgs is args (a compact JSON object) as shown to the client: as
+// is up to maxShownArgs bytes, else with each member longer than
+// maxShownMember cut, a string to its first maxShownMember bytes followed by
+// a note, any other value to a string saying how long it was. The tool
+// itself always gets the whole arguments.
+func displayArgs(args json.RawMessage) json.RawMessage {
+	if len(args) <= maxShownArgs {
+		return args
+	}
+	dec := json.NewDecoder(bytes.NewReader(args))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return args
+	}
+	var buf bytes.Buffer
+	buf.WriteByte('{')
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return args
+		}
+		key, _ := tok.(string)
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return args
+		}
+		if buf.Len() > 1 {
+			buf.WriteByte(',')
+		}
+		k, _ := json.Marshal(key)
+		buf.Write(k)
+		buf.WriteByte(':')
+		if len(raw) <= maxShownMember {
+			buf.Write(raw)
+			continue
+		}
+		note := fmt.Sprintf("[cut for display: %d bytes of JSON]", len(raw))
+		var str string
+		if json.Unmarshal(raw, &str) == nil {
+			cut := strings.ToValidUTF8(str[:maxShownMember], "")
+			note = cut + fmt.Sprintf("\n[cut for display: %d bytes, showing the first %d]", len(str), len(cut))
+		}
+		v, _ := json.Marshal(note)
+		buf.Write(v)
+	}
+	buf.WriteByte('}')
+	return buf.Bytes()
 }
 
 // objectArgs returns the call's arguments as a JSON object. Missing

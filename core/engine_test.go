@@ -747,3 +747,37 @@ func TestStuckToolCancelGivesExactlyOneDone(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestHugeToolArgsAreCutForDisplay: a call whose arguments pass 1 MiB is
+// shown (tool_start) with its long members cut and a note, while the tool
+// gets them whole.
+func TestHugeToolArgsAreCutForDisplay(t *testing.T) {
+	big := strings.Repeat("é", 600<<10) // 1.2 MB of two-byte characters
+	args, _ := json.Marshal(map[string]any{"path": "a.txt", "content": big, "list": []string{big}})
+	p := mustScript(t, "replies:\n  - tool_calls: [{id: c1, name: echo_args, args_json: '"+string(args)+"'}]\n  - text: ok\n")
+	e := newEngine(t, p, echoTool())
+	var rec recorder
+	if stop := e.RunTurn(context.Background(), core.NewSession("s"), "go", rec.emit); stop != "stop" {
+		t.Fatalf("stop %q", stop)
+	}
+	start := rec.events[1].(wire.ToolStart)
+	if len(start.Args) > 200<<10 {
+		t.Errorf("tool_start args are %d bytes", len(start.Args))
+	}
+	var shown map[string]any
+	if err := json.Unmarshal(start.Args, &shown); err != nil {
+		t.Fatal(err)
+	}
+	content, _ := shown["content"].(string)
+	cut := strings.Repeat("é", 32<<10)
+	if want := cut + fmt.Sprintf("\n[cut for display: %d bytes, showing the first %d]", len(big), len(cut)); content != want {
+		t.Errorf("content shown as %d bytes ending %q", len(content), content[max(0, len(content)-80):])
+	}
+	if shown["path"] != "a.txt" || shown["list"] != fmt.Sprintf("[cut for display: %d bytes of JSON]", len(big)+4) {
+		t.Errorf("path %v, list %.80v", shown["path"], shown["list"])
+	}
+	end := rec.events[2].(wire.ToolEnd)
+	if end.Output != string(args) {
+		t.Errorf("the tool got %d bytes of arguments, want %d", len(end.Output), len(args))
+	}
+}
