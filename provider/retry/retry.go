@@ -119,7 +119,11 @@ func (p *Provider) Stream(ctx context.Context, req provider.Request) iter.Seq[pr
 				yield(provider.Error{Err: fmt.Errorf("%w; gave up after %d attempts in a row that never reached the endpoint", failure, unreachable)})
 				return
 			case attempt >= pol.MaxAttempts:
-				yield(provider.Error{Err: fmt.Errorf("%w (after %d attempts)", failure, attempt)})
+				if attempt == 1 {
+					yield(provider.Error{Err: failure}) // nothing was retried
+				} else {
+					yield(provider.Error{Err: fmt.Errorf("%w (after %d attempts)", failure, attempt)})
+				}
 				return
 			}
 			wait := p.backoff(pol, attempt+1)

@@ -253,3 +253,15 @@ func TestHugeRetryAfterFailsAtOnce(t *testing.T) {
 		})
 	}
 }
+
+// TestSingleAttemptKeepsTheFailure: with a budget of one attempt nothing
+// is retried, and the failure is reported as it is.
+func TestSingleAttemptKeepsTheFailure(t *testing.T) {
+	parts, calls, _ := run(t, Policy{MaxAttempts: 1}, fail(headerTimeout))
+	if got := kinds(parts); got != "error" || calls != 1 {
+		t.Fatalf("parts %s after %d attempts", got, calls)
+	}
+	if e := parts[0].(provider.Error); e.Err != error(headerTimeout) {
+		t.Errorf("error %q, want the failure itself", e.Err)
+	}
+}
