@@ -4,9 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
+	"github.com/openmax/openmax/recorder/cassette"
 	"github.com/openmax/openmax/recorder/edit"
 	"github.com/openmax/openmax/recorder/importer"
 )
@@ -111,7 +111,7 @@ func runCassette(args []string, stdout, stderr io.Writer) int {
 		if len(pos) != 2 {
 			return usage()
 		}
-		data, err := os.ReadFile(pos[0])
+		data, err := cassette.ReadFile(pos[0])
 		if err != nil {
 			fmt.Fprintf(stderr, "openmax cassette import: %v\n", err)
 			return 1

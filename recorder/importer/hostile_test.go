@@ -89,3 +89,16 @@ func TestGzipBombIsRefused(t *testing.T) {
 		t.Fatalf("Import: %v, want the body refused as too large", err)
 	}
 }
+
+// TestImportedTimingIsChecked: a go-vcr recording whose duration would
+// stall a paced replay for centuries, or is negative, is refused naming
+// the interaction and field.
+func TestImportedTimingIsChecked(t *testing.T) {
+	for _, d := range []string{"2562047h", "-1s"} {
+		doc := "version: 1\ninteractions:\n- request: {method: GET, url: 'http://h/v1/models', body: ''}\n  response: {code: 200, status: 200 OK, body: '', duration: " + d + "}\n"
+		_, err := Import(GoVCR1, []byte(doc))
+		if err == nil || !strings.Contains(err.Error(), "interaction 0: response.duration is ") {
+			t.Errorf("duration %s: %v, want it refused", d, err)
+		}
+	}
+}

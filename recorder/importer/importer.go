@@ -142,6 +142,9 @@ func Import(format string, data []byte) (*cassette.File, error) {
 	f.Interactions = make([]*cassette.Interaction, 0, len(exs))
 	for i := range exs {
 		it, err := exs[i].interaction()
+		if err == nil {
+			err = it.CheckTiming() // a recorded duration of centuries would stall a paced replay
+		}
 		if err != nil {
 			return nil, fmt.Errorf("importer: %s: interaction %d: %w", format, i, err)
 		}
