@@ -1,3 +1,10 @@
+//go:build sdkpeers
+
+// The official SDKs are large (compiling them takes minutes on two cores),
+// so these tests build only with -tags sdkpeers: the test command in
+// README.md runs them in a separate step without -race, which shares the
+// SDKs' build with go vet instead of compiling them twice.
+
 package fake_test
 
 // Peer tests: the fake must speak the real wires, so the official SDK
