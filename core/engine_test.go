@@ -534,10 +534,14 @@ func TestSchemasOverBudgetOncePerSession(t *testing.T) {
 }
 
 // stuckTool blocks, ignoring its context, until release is closed; runs
-// counts its calls.
-func stuckTool(release <-chan struct{}, runs *atomic.Int32) tool.Tool {
+// counts its calls, each of which sends on started (when it has room).
+func stuckTool(release <-chan struct{}, started chan<- struct{}, runs *atomic.Int32) tool.Tool {
 	return tool.Func{ToolSpec: provider.ToolSpec{Name: "stuck"}, Fn: func(context.Context, json.RawMessage) tool.Result {
 		runs.Add(1)
+		select {
+		case started <- struct{}{}:
+		default:
+		}
 		<-release
 		return tool.Result{OK: true, Output: "finally"}
 	}}
@@ -557,8 +561,9 @@ replies:
   - text: "ran"
 `)
 	release := make(chan struct{})
+	started := make(chan struct{}, 1)
 	var runs atomic.Int32
-	e := newEngine(t, p, stuckTool(release, &runs), echoTool())
+	e := newEngine(t, p, stuckTool(release, started, &runs), echoTool())
 	fake := clock.NewFake(time.Unix(0, 0))
 	e.Clock, e.ToolGrace = fake, 3*time.Second
 	s := core.NewSession("s")
@@ -567,16 +572,15 @@ replies:
 	defer cancel()
 	var rec recorder
 	stopc := make(chan string, 1)
-	go func() {
-		stopc <- e.RunTurn(ctx, s, "go", func(ev wire.Event) {
-			rec.emit(ev)
-			if _, ok := ev.(wire.ToolStart); ok {
-				cancel()
-			}
-		})
-	}()
+	go func() { stopc <- e.RunTurn(ctx, s, "go", rec.emit) }()
 	wctx, wcancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer wcancel()
+	select {
+	case <-started:
+	case <-wctx.Done():
+		t.Fatal("the stuck tool never ran")
+	}
+	cancel()
 	if err := fake.BlockUntil(wctx, 1); err != nil {
 		t.Fatal("the engine never started the grace wait:", err)
 	}
@@ -673,7 +677,7 @@ func TestStuckToolCancelGivesExactlyOneDone(t *testing.T) {
 	release := make(chan struct{})
 	defer close(release)
 	var runs atomic.Int32
-	e := newEngine(t, p, stuckTool(release, &runs))
+	e := newEngine(t, p, stuckTool(release, nil, &runs))
 	fake := clock.NewFake(time.Unix(0, 0))
 	e.Clock = fake
 	inR, inW := io.Pipe()

@@ -36,8 +36,7 @@ func (t runCommand) Spec() provider.ToolSpec {
 		Description: "Run a program in the project directory and return its combined stdout and stderr, then its exit status as \"[exit code: N]\". " +
 			"argv is the program and its arguments, run directly: there is no shell, so no pipes, redirection, globbing, variables or && " +
 			"(run [\"sh\", \"-c\", \"...\"] if you need them). stdin is empty. The command is killed, with every process it started, " +
-			"when it times out (default " + strconv.FormatInt(t.p.timeout.Milliseconds(), 10) + " ms) or the turn is cancelled " +
-			"(a process that calls setsid() leaves the group and escapes that). " +
+			"when it times out (default " + strconv.FormatInt(t.p.timeout.Milliseconds(), 10) + " ms) or the turn is cancelled. " +
 			"It gets a minimal environment, not the user's.",
 		Schema: json.RawMessage(`{
   "type": "object",

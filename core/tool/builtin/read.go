@@ -326,7 +326,7 @@ func (search) Spec() provider.ToolSpec {
 		Name: "search",
 		Description: "Search the project's text files for a regular expression (Go RE2 syntax, matched line by line; (?i) for case-insensitive). " +
 			"Prints one line per match as \"path:line: text\", the path relative to the project root, lines sorted by path then line number, long lines cut at " +
-			strconv.Itoa(searchLineCap) + " bytes. Binary files, files over 16 MiB, special files (FIFOs, devices), .git directories and symbolic links are skipped. " + globSyntax,
+			strconv.Itoa(searchLineCap) + " bytes. Binary files, files over 16 MiB, .git directories and symbolic links are skipped. " + globSyntax,
 		Schema: json.RawMessage(`{
   "type": "object",
   "properties": {
