@@ -529,11 +529,15 @@ func (t *turn) gate(ctx context.Context, c provider.ToolCall, tl tool.Tool, args
 		mode = t.e.Mode()
 	}
 	switch mode {
+	case "auto":
+		return ""
 	case "readonly":
 		return fmt.Sprintf("%s changes the project, and the approval mode is readonly", c.Name)
 	case "ask":
 	default:
-		return ""
+		// A mode openmax does not know (a hand-edited settings file, say)
+		// fails closed: nothing runs without the user's word.
+		return fmt.Sprintf("%s changes the project, and the approval mode %q is not one openmax knows (auto, ask, readonly), so it is refused", c.Name, mode)
 	}
 	id := "approve-" + c.ID
 	announce := func() {
