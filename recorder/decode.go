@@ -31,9 +31,9 @@ var ErrDecodedTooLarge = errors.New("the decoded body is over the limit")
 // cannot undo.
 var errUndecodable = errors.New("a content coding the recorder cannot decode")
 
-// contentCodings lists the codings of h's Content-Encoding in the order
+// ContentCodings lists the codings of h's Content-Encoding in the order
 // they were applied, without identity, lower case.
-func contentCodings(h http.Header) []string {
+func ContentCodings(h http.Header) []string {
 	var out []string
 	for _, v := range h.Values("Content-Encoding") {
 		for _, c := range strings.Split(v, ",") {
@@ -57,7 +57,7 @@ func DecodeLimited(coding string, data []byte, max int64) ([]byte, error) {
 	return []byte(pieces[0]), nil
 }
 
-// decodeChunks undoes codings (as contentCodings lists them: the last
+// decodeChunks undoes codings (as ContentCodings lists them: the last
 // applied is undone first) of a body that arrived as chunks. Piece i is
 // what the decoder gave out by the time it asked for bytes past chunk i,
 // so the pieces keep the chunks' timing as closely as the coding allows.
@@ -202,8 +202,9 @@ func (f *feeder) total() int {
 // the recorder could not decode (and so could not scrub).
 const BodyNotStored = "[openmax recorder: body not stored: "
 
-// placeholder is the text stored instead of an undecodable body.
-func placeholder(codings []string, size int, err error) string {
+// Placeholder is the text stored instead of a body of size bytes whose
+// codings could not be undone (err says why).
+func Placeholder(codings []string, size int, err error) string {
 	return fmt.Sprintf("%sits %d bytes of Content-Encoding %s could not be decoded, so they could not be scrubbed: %v]", BodyNotStored, size, strings.Join(codings, ", "), err)
 }
 
@@ -223,7 +224,7 @@ func decodeRecorded(codings []string, raw []string, ats []time.Duration) ([]stri
 	if len(ats) > 0 {
 		at = ats[0]
 	}
-	return []string{placeholder(codings, size, err)}, []time.Duration{at}
+	return []string{Placeholder(codings, size, err)}, []time.Duration{at}
 }
 
 // decodeRequestBody is decodeRecorded for a request body: its decoded
@@ -231,7 +232,7 @@ func decodeRecorded(codings []string, raw []string, ats []time.Duration) ([]stri
 func decodeRequestBody(codings []string, body []byte) []byte {
 	dec, err := decodeChunks(codings, []string{string(body)}, bodyLimit)
 	if err != nil {
-		return []byte(placeholder(codings, len(body), err))
+		return []byte(Placeholder(codings, len(body), err))
 	}
 	return []byte(strings.Join(dec, ""))
 }

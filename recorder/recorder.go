@@ -330,7 +330,7 @@ func (r *Recorder) completeLocked(e *entry, end *cassette.Error, at time.Duratio
 			// encoded length no longer describe them.
 			h.Del("Content-Encoding")
 			h.Del("Content-Length")
-		} else if codings := contentCodings(e.header); len(codings) > 0 {
+		} else if codings := ContentCodings(e.header); len(codings) > 0 {
 			// Still encoded (the client asked for an encoding itself, or
 			// the server sent one unasked): decoded here, so the scrubber
 			// sees the text, and stored decoded, which the cassette's

@@ -296,7 +296,7 @@ func (s *scrubber) request(method string, u *url.URL, h http.Header, body []byte
 		URL:     s.url(u),
 		Headers: s.header(h),
 	}
-	if codings := contentCodings(h); len(codings) > 0 && len(body) > 0 {
+	if codings := ContentCodings(h); len(codings) > 0 && len(body) > 0 {
 		// An encoded request body is stored decoded (or as a placeholder),
 		// so the scrubber sees its text; a live request scrubbed for
 		// matching goes the same way.
