@@ -31,6 +31,8 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/openmax/openmax/internal/atomicfile"
 )
 
 // Dir is $XDG_CONFIG_HOME/openmax, else $HOME/.config/openmax.
@@ -180,7 +182,7 @@ func (p *Projects) update(project string, change func(*Project)) error {
 	if err := enc.Encode(cur.top); err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
-	if err := writeAtomic(p.path, buf.Bytes()); err != nil {
+	if err := atomicfile.Write(p.path, buf.Bytes(), 0o600); err != nil {
 		return fmt.Errorf("config: save %s: %w", p.path, err)
 	}
 	cur.typed[project] = pr
@@ -256,39 +258,6 @@ func mustJSON(v any) json.RawMessage {
 		panic(err) // bools, strings and maps of raw JSON always encode
 	}
 	return bytes.TrimRight(buf.Bytes(), "\n")
-}
-
-// writeAtomic replaces path with data: a synced temp file in the same
-// directory renamed over it, then the directory synced.
-func writeAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name()) // a no-op once renamed
-	_, werr := tmp.Write(data)
-	serr := tmp.Sync()
-	cerr := tmp.Close()
-	if err := errors.Join(werr, serr, cerr); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return err
-	}
-	return syncDir(dir)
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }
 
 // ModeStore binds the approval mode of one project (stdio.ModeStore).

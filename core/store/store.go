@@ -53,6 +53,7 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/openmax/openmax/internal/atomicfile"
 	"github.com/openmax/openmax/provider"
 )
 
@@ -150,7 +151,7 @@ func (s *Store) writeProjectFile() error {
 	case !errors.Is(err, fs.ErrNotExist):
 		return err
 	}
-	return writeAtomic(path, []byte(want))
+	return atomicfile.Write(path, []byte(want), filePerm)
 }
 
 func (s *Store) indexPath() string { return filepath.Join(s.dir, indexName) }
@@ -219,14 +220,14 @@ func (s *Store) Create(sessionID string) (*Writer, error) {
 	}
 	// The transcript's directory entry must be durable before the index can
 	// name it.
-	if err := syncDir(filepath.Dir(path)); err != nil {
+	if err := atomicfile.SyncDir(filepath.Dir(path)); err != nil {
 		return fail(err)
 	}
 	data, err := json.Marshal(index{Latest: sessionID})
 	if err != nil {
 		return fail(err)
 	}
-	if err := writeAtomic(s.indexPath(), append(data, '\n')); err != nil {
+	if err := atomicfile.Write(s.indexPath(), append(data, '\n'), filePerm); err != nil {
 		return fail(err)
 	}
 	return &Writer{id: sessionID, path: path, f: f, lock: lock}, nil
@@ -579,46 +580,4 @@ func checkID(id string) error {
 		}
 	}
 	return nil
-}
-
-// writeAtomic replaces path with data: a synced temp file renamed over it,
-// then the directory synced, so a reader sees the old or the new file whole.
-func writeAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name()) // a no-op once renamed
-	if err := tmp.Chmod(filePerm); err != nil {
-		tmp.Close()
-		return err
-	}
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return err
-	}
-	return syncDir(dir)
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }

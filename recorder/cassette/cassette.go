@@ -17,11 +17,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
 	vcr "github.com/dnaeon/go-vcr/v2/cassette"
+	"github.com/openmax/openmax/internal/atomicfile"
 	"gopkg.in/yaml.v3"
 )
 
@@ -322,20 +322,7 @@ func (f *File) Save(path string) error {
 	if err != nil {
 		return fmt.Errorf("cassette: %w", err)
 	}
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
-	if err != nil {
-		return fmt.Errorf("cassette: %w", err)
-	}
-	_, werr := tmp.Write(data)
-	serr := tmp.Sync()
-	cerr := tmp.Close()
-	if err := errors.Join(werr, serr, cerr); err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("cassette: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		os.Remove(tmp.Name())
+	if err := atomicfile.Write(path, data, 0o600); err != nil {
 		return fmt.Errorf("cassette: %w", err)
 	}
 	return nil
