@@ -1,14 +1,12 @@
 package recorder
 
 import (
-	"bufio"
 	"bytes"
 	"compress/flate"
 	"compress/gzip"
 	"compress/zlib"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -18,7 +16,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
+
+	"github.com/openmax/openmax/internal/hostiletest"
 )
 
 func gzipOf(s string) []byte {
@@ -270,46 +269,9 @@ func TestProxyRefusesOversizedRequestBodies(t *testing.T) {
 	proxy := httptest.NewServer(NewProxy(up, g.rec))
 	defer proxy.Close()
 
-	t.Run("declared", func(t *testing.T) {
-		conn, err := net.Dial("tcp", strings.TrimPrefix(proxy.URL, "http://"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close()
-		conn.SetDeadline(time.Now().Add(guard))
-		fmt.Fprintf(conn, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n{\"model\":", 1<<30)
-		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		msg, _ := io.ReadAll(resp.Body)
-		if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(string(msg), "1073741824 bytes, over the limit of 33554432 (32 MiB)") {
-			t.Errorf("%s: %s", resp.Status, msg)
-		}
-	})
-	t.Run("chunked", func(t *testing.T) {
-		pr, pw := io.Pipe()
-		go func() {
-			chunk := make([]byte, 1<<20)
-			for i := 0; i < 40; i++ {
-				if _, err := pw.Write(chunk); err != nil {
-					return
-				}
-			}
-			pw.Close()
-		}()
-		req, _ := http.NewRequest("POST", proxy.URL+"/v1/chat/completions", pr)
-		resp, err := (&http.Client{Transport: &http.Transport{}}).Do(req)
-		pr.CloseWithError(io.ErrClosedPipe)
-		if err != nil {
-			t.Fatal(err)
-		}
-		msg, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(string(msg), "over the limit of 33554432 bytes (32 MiB)") {
-			t.Errorf("%s: %s", resp.Status, msg)
-		}
-	})
+	hostiletest.OversizedBodies(t, &http.Client{Transport: &http.Transport{}}, proxy.URL,
+		[]string{"1073741824 bytes, over the limit of 33554432 (32 MiB)"},
+		[]string{"over the limit of 33554432 bytes (32 MiB)"})
 	if n := calls.Load(); n != 0 {
 		t.Errorf("the upstream got %d request(s)", n)
 	}

@@ -1,60 +1,16 @@
 package openai
 
 import (
-	"bytes"
-	"compress/gzip"
 	"context"
 	"errors"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
+	"github.com/openmax/openmax/internal/hostiletest"
 	"github.com/openmax/openmax/provider"
 	"github.com/openmax/openmax/provider/httpx"
 )
-
-// hostile serves head, then unit over and over until the client goes
-// away. With zip the body is gzip: head, then one member of unit repeated
-// to 1 MiB sent over and over (a reader takes concatenated members as one
-// stream), so the server spends nothing compressing.
-func hostile(t *testing.T, head, unit string, zip bool) *httptest.Server {
-	t.Helper()
-	chunk := []byte(strings.Repeat(unit, 1+(32<<10)/len(unit)))
-	if zip {
-		chunk = gzipped(t, strings.Repeat(unit, (1<<20)/len(unit)))
-		head = string(gzipped(t, head))
-	}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// Reading the request to its end lets the server notice at once
-		// that the client hung up (r.Context ends).
-		io.Copy(io.Discard, r.Body)
-		w.Header().Set("Content-Type", "text/event-stream")
-		if zip {
-			w.Header().Set("Content-Encoding", "gzip")
-		}
-		io.WriteString(w, head)
-		for r.Context().Err() == nil {
-			if _, err := w.Write(chunk); err != nil {
-				return
-			}
-		}
-	}))
-	t.Cleanup(srv.Close)
-	return srv
-}
-
-func gzipped(t *testing.T, s string) []byte {
-	t.Helper()
-	var b bytes.Buffer
-	zw, _ := gzip.NewWriterLevel(&b, gzip.BestCompression)
-	io.WriteString(zw, s)
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return b.Bytes()
-}
 
 // TestHostileBodiesHitClientLimits: bodies that never end (issue 9) end
 // the reply with a client-limit error, an incomplete reply the engine
@@ -82,7 +38,7 @@ func TestHostileBodiesHitClientLimits(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			srv := hostile(t, tt.head, tt.unit, tt.zip)
+			srv := hostiletest.EndlessServer(t, tt.head, tt.unit, tt.zip)
 			hc := &httpx.Client{MaxReplyBytes: tt.max}
 			if tt.decodeSelf {
 				hc.HTTP = &http.Client{Transport: &http.Transport{DisableCompression: true}}
