@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/json"
 	"io"
@@ -17,6 +16,7 @@ import (
 	"time"
 
 	"github.com/openmax/openmax/core/wire"
+	"github.com/openmax/openmax/internal/hostiletest"
 )
 
 // Hostile providers (issue 9, points 1 and 3): each case is a tiny
@@ -46,49 +46,6 @@ var (
 	}
 )
 
-// endlessHandler answers with head, then unit over and over until the
-// client hangs up; with zip the body is gzip (concatenated members, each
-// unit repeated to 1 MiB), which Go's transport decodes for the harness.
-// Every pause waits between writes.
-func endlessHandler(head, unit string, zip bool, every time.Duration) http.HandlerFunc {
-	chunk := []byte(strings.Repeat(unit, 1+(32<<10)/len(unit)))
-	if every > 0 {
-		chunk = []byte(unit)
-	}
-	if zip {
-		chunk = gzipBytes(strings.Repeat(unit, (1<<20)/len(unit)))
-		head = string(gzipBytes(head))
-	}
-	return func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body) // so r.Context ends when the client hangs up
-		w.Header().Set("Content-Type", "text/event-stream")
-		if zip {
-			w.Header().Set("Content-Encoding", "gzip")
-		}
-		io.WriteString(w, head)
-		for r.Context().Err() == nil {
-			if _, err := w.Write(chunk); err != nil {
-				return
-			}
-			if every > 0 {
-				w.(http.Flusher).Flush()
-				select {
-				case <-r.Context().Done():
-				case <-time.After(every):
-				}
-			}
-		}
-	}
-}
-
-func gzipBytes(s string) []byte {
-	var b bytes.Buffer
-	zw, _ := gzip.NewWriterLevel(&b, gzip.BestCompression)
-	io.WriteString(zw, s)
-	zw.Close()
-	return b.Bytes()
-}
-
 // noHeaders takes the request and never answers it.
 func noHeaders(w http.ResponseWriter, r *http.Request) {
 	io.Copy(io.Discard, r.Body)
@@ -113,28 +70,28 @@ func TestHostileProviders(t *testing.T) {
 			[]string{"--header-timeout", "200ms", "--max-attempts", "1"}, wire.StopError, "no response headers within 200ms (header timeout)", false},
 		{"no headers (anthropic)", anthropicWire, func(hostileWire) http.HandlerFunc { return noHeaders },
 			[]string{"--header-timeout", "200ms", "--max-attempts", "1"}, wire.StopError, "no response headers within 200ms (header timeout)", false},
-		{"data lines with no blank line (openai)", openaiWire, func(w hostileWire) http.HandlerFunc { return endlessHandler(w.head, dataLines, false, 0) },
+		{"data lines with no blank line (openai)", openaiWire, func(w hostileWire) http.HandlerFunc { return hostiletest.Endless(w.head, dataLines, false, 0) },
 			nil, wire.StopTruncated, "passed 16 MiB with no blank line to end it (SSE event cap)", false},
 		{"data lines with no blank line (anthropic)", anthropicWire, func(w hostileWire) http.HandlerFunc {
-			return endlessHandler(w.head+"event: content_block_delta\n", dataLines, false, 0)
+			return hostiletest.Endless(w.head+"event: content_block_delta\n", dataLines, false, 0)
 		}, nil, wire.StopTruncated, "passed 16 MiB with no blank line to end it (SSE event cap)", false},
-		{"gzip bomb of data lines (openai)", openaiWire, func(w hostileWire) http.HandlerFunc { return endlessHandler(w.head, dataLines, true, 0) },
+		{"gzip bomb of data lines (openai)", openaiWire, func(w hostileWire) http.HandlerFunc { return hostiletest.Endless(w.head, dataLines, true, 0) },
 			nil, wire.StopTruncated, "(SSE event cap)", false},
-		{"gzip bomb of newlines (anthropic)", anthropicWire, func(w hostileWire) http.HandlerFunc { return endlessHandler(w.head, "\n\n\n\n\n\n\n\n", true, 0) },
+		{"gzip bomb of newlines (anthropic)", anthropicWire, func(w hostileWire) http.HandlerFunc { return hostiletest.Endless(w.head, "\n\n\n\n\n\n\n\n", true, 0) },
 			[]string{"--max-reply-bytes", "4MiB"}, wire.StopTruncated, "the response body passed 4 MiB (max reply bytes)", false},
-		{"endless comments (openai)", openaiWire, func(w hostileWire) http.HandlerFunc { return endlessHandler(w.head, ": keepalive\n", false, 0) },
+		{"endless comments (openai)", openaiWire, func(w hostileWire) http.HandlerFunc { return hostiletest.Endless(w.head, ": keepalive\n", false, 0) },
 			[]string{"--reply-timeout", "300ms", "--max-reply-bytes", "1GiB"}, wire.StopTruncated, "not complete 300ms after the request went out (reply timeout)", false},
-		{"endless blank lines (anthropic)", anthropicWire, func(w hostileWire) http.HandlerFunc { return endlessHandler(w.head, "\n", false, 0) },
+		{"endless blank lines (anthropic)", anthropicWire, func(w hostileWire) http.HandlerFunc { return hostiletest.Endless(w.head, "\n", false, 0) },
 			[]string{"--max-reply-bytes", "1MiB"}, wire.StopTruncated, "the response body passed 1 MiB (max reply bytes)", false},
-		{"endless tokens (openai)", openaiWire, func(w hostileWire) http.HandlerFunc { return endlessHandler(w.head, w.token, false, 0) },
+		{"endless tokens (openai)", openaiWire, func(w hostileWire) http.HandlerFunc { return hostiletest.Endless(w.head, w.token, false, 0) },
 			[]string{"--max-reply-bytes", "256KiB"}, wire.StopTruncated, "passed 256 KiB (max reply bytes)", true},
-		{"endless tokens (anthropic)", anthropicWire, func(w hostileWire) http.HandlerFunc { return endlessHandler(w.head, w.token, false, 0) },
+		{"endless tokens (anthropic)", anthropicWire, func(w hostileWire) http.HandlerFunc { return hostiletest.Endless(w.head, w.token, false, 0) },
 			[]string{"--max-reply-bytes", "256KiB"}, wire.StopTruncated, "passed 256 KiB (max reply bytes)", true},
 		{"drip under the idle timeout (anthropic)", anthropicWire, func(w hostileWire) http.HandlerFunc {
-			return endlessHandler(w.head, ": drip\n", false, 50*time.Millisecond)
+			return hostiletest.Endless(w.head, ": drip\n", false, 50*time.Millisecond)
 		}, []string{"--idle-timeout", "300ms", "--reply-timeout", "700ms"}, wire.StopTruncated, "(reply timeout)", false},
 		{"token drip under the idle timeout (openai)", openaiWire, func(w hostileWire) http.HandlerFunc {
-			return endlessHandler(w.head, w.token, false, 50*time.Millisecond)
+			return hostiletest.Endless(w.head, w.token, false, 50*time.Millisecond)
 		}, []string{"--idle-timeout", "300ms", "--reply-timeout", "700ms"}, wire.StopTruncated, "(reply timeout)", true},
 	}
 	bin := buildBinary(t)

@@ -75,18 +75,30 @@ func check(t *testing.T, resp *http.Response, want []string) {
 	}
 }
 
-// EndlessServer serves head, then unit over and over until the client goes
-// away. With zip the body is gzip: head, then one member of unit repeated
-// to 1 MiB sent over and over (a reader takes concatenated members as one
-// stream), so the server spends nothing compressing.
+// EndlessServer serves Endless(head, unit, zip, 0) on loopback until the
+// test ends.
 func EndlessServer(t *testing.T, head, unit string, zip bool) *httptest.Server {
 	t.Helper()
+	srv := httptest.NewServer(Endless(head, unit, zip, 0))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// Endless answers with head, then unit over and over until the client
+// hangs up. With zip the body is gzip: head, then one member of unit
+// repeated to 1 MiB sent over and over (a reader takes concatenated
+// members as one stream), so the server spends nothing compressing. With
+// every > 0 it drips: one unit, flushed, then a pause of every.
+func Endless(head, unit string, zip bool, every time.Duration) http.HandlerFunc {
 	chunk := []byte(strings.Repeat(unit, 1+(32<<10)/len(unit)))
-	if zip {
-		chunk = Gzip(t, strings.Repeat(unit, (1<<20)/len(unit)))
-		head = string(Gzip(t, head))
+	if every > 0 {
+		chunk = []byte(unit)
 	}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	if zip {
+		chunk = gzipBytes(strings.Repeat(unit, (1<<20)/len(unit)))
+		head = string(gzipBytes(head))
+	}
+	return func(w http.ResponseWriter, r *http.Request) {
 		// Reading the request to its end lets the server notice at once
 		// that the client hung up (r.Context ends).
 		io.Copy(io.Discard, r.Body)
@@ -99,20 +111,27 @@ func EndlessServer(t *testing.T, head, unit string, zip bool) *httptest.Server {
 			if _, err := w.Write(chunk); err != nil {
 				return
 			}
+			if every > 0 {
+				w.(http.Flusher).Flush()
+				select {
+				case <-r.Context().Done():
+				case <-time.After(every):
+				}
+			}
 		}
-	}))
-	t.Cleanup(srv.Close)
-	return srv
+	}
 }
 
 // Gzip compresses s.
 func Gzip(t *testing.T, s string) []byte {
 	t.Helper()
+	return gzipBytes(s)
+}
+
+func gzipBytes(s string) []byte {
 	var b bytes.Buffer
 	zw, _ := gzip.NewWriterLevel(&b, gzip.BestCompression)
 	io.WriteString(zw, s)
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
+	zw.Close() // writing to memory cannot fail
 	return b.Bytes()
 }
