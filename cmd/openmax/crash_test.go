@@ -95,16 +95,9 @@ func TestCrashKillAndContinue(t *testing.T) {
 		t.Fatal(err)
 	}
 	state := t.TempDir()
-	cmdEnv := append(os.Environ(), "XDG_STATE_HOME="+state, "XDG_CONFIG_HOME="+t.TempDir())
-
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-
-	trust := exec.CommandContext(ctx, bin, "trust", dir)
-	trust.Env = cmdEnv
-	if out, err := trust.CombinedOutput(); err != nil || !strings.Contains(string(out), "trusted ") {
-		t.Fatalf("openmax trust: %v %s", err, out)
-	}
+	cmdEnv := trustedBinaryEnv(t, ctx, bin, dir, state)
 
 	full := strings.Join(crashChunks, "")
 	validAssistant := map[string]bool{}

@@ -45,15 +45,10 @@ func TestDiskFullTurnsRecover(t *testing.T) {
 		t.Skip("builds the binary; skipped in -short mode")
 	}
 	bin := buildBinary(t)
-	cfg, state, project := t.TempDir(), t.TempDir(), t.TempDir()
-	env := append(os.Environ(), "XDG_CONFIG_HOME="+cfg, "XDG_STATE_HOME="+state)
+	state, project := t.TempDir(), t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	trust := exec.CommandContext(ctx, bin, "trust", project)
-	trust.Env = env
-	if out, err := trust.CombinedOutput(); err != nil {
-		t.Fatalf("trust: %v %s", err, out)
-	}
+	env := trustedBinaryEnv(t, ctx, bin, project, state)
 
 	s := startLive(t, ctx, bin, env, "--stdio", "--provider", "echo", "--project", project, "--session-id", "s-full")
 	s.send(`{"cmd":"user","text":"one"}`)

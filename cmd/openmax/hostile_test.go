@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"os/exec"
 	"strings"
 	"syscall"
@@ -175,12 +174,7 @@ func runHostile(t *testing.T, bin string, w hostileWire, base string, flags []st
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	env := append(os.Environ(), "XDG_STATE_HOME="+t.TempDir(), "XDG_CONFIG_HOME="+t.TempDir(), w.keyEnv+"=sk-hostile-test")
-	trust := exec.CommandContext(ctx, bin, "trust", dir)
-	trust.Env = env
-	if out, err := trust.CombinedOutput(); err != nil {
-		t.Fatalf("trust: %v %s", err, out)
-	}
+	env := trustedBinaryEnv(t, ctx, bin, dir, "", w.keyEnv+"=sk-hostile-test")
 	args := append([]string{"--stdio", "--provider", w.provider, "--base-url", base + w.path, "--project", dir}, flags...)
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env = env

@@ -155,6 +155,24 @@ var (
 	binErr  error
 )
 
+// trustedBinaryEnv is the environment for running the real binary bin:
+// fresh state and config directories (state, when given, is the state
+// directory), then extra (a later entry wins). project is trusted in it.
+func trustedBinaryEnv(t *testing.T, ctx context.Context, bin, project, state string, extra ...string) []string {
+	t.Helper()
+	if state == "" {
+		state = t.TempDir()
+	}
+	env := append(os.Environ(), "XDG_STATE_HOME="+state, "XDG_CONFIG_HOME="+t.TempDir())
+	env = append(env, extra...)
+	trust := exec.CommandContext(ctx, bin, "trust", project)
+	trust.Env = env
+	if out, err := trust.CombinedOutput(); err != nil || !strings.Contains(string(out), "trusted "+project) {
+		t.Fatalf("openmax trust %s: %v %s", project, err, out)
+	}
+	return env
+}
+
 // TestMain removes the shared binary after the tests.
 func TestMain(m *testing.M) {
 	code := m.Run()
@@ -179,12 +197,7 @@ func TestProcessSignalCancelsTurn(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cmdEnv := append(os.Environ(), "XDG_STATE_HOME="+t.TempDir(), "XDG_CONFIG_HOME="+t.TempDir())
-	trust := exec.CommandContext(ctx, bin, "trust", dir)
-	trust.Env = cmdEnv
-	if out, err := trust.CombinedOutput(); err != nil || !strings.Contains(string(out), "trusted "+dir) {
-		t.Fatalf("openmax trust: %v %s", err, out)
-	}
+	cmdEnv := trustedBinaryEnv(t, ctx, bin, dir, "")
 	cmd := exec.CommandContext(ctx, bin, "--stdio", "--provider", "script", "--script", sc, "--project", dir)
 	cmd.Env = cmdEnv
 	stdin, _ := cmd.StdinPipe()

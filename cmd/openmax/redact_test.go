@@ -44,12 +44,7 @@ func TestEchoedKeyNeverWritten(t *testing.T) {
 	dir, state := t.TempDir(), t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	env := append(os.Environ(), "XDG_STATE_HOME="+state, "XDG_CONFIG_HOME="+t.TempDir(), "OPENAI_API_KEY="+key)
-	trust := exec.CommandContext(ctx, bin, "trust", dir)
-	trust.Env = env
-	if out, err := trust.CombinedOutput(); err != nil {
-		t.Fatalf("trust: %v %s", err, out)
-	}
+	env := trustedBinaryEnv(t, ctx, bin, dir, state, "OPENAI_API_KEY="+key)
 	cmd := exec.CommandContext(ctx, bin, "--stdio", "--provider", "openai", "--base-url", srv.URL+"/v1", "--project", dir)
 	cmd.Env = env
 	cmd.Stdin = strings.NewReader(`{"cmd":"user","text":"what is my key?"}` + "\n")

@@ -49,12 +49,7 @@ func startToolSession(t *testing.T, ctx context.Context, script string, setup fu
 	if err := os.WriteFile(sc, []byte(script), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmdEnv := append(os.Environ(), "XDG_STATE_HOME="+t.TempDir(), "XDG_CONFIG_HOME="+t.TempDir())
-	trust := exec.CommandContext(ctx, bin, "trust", dir)
-	trust.Env = cmdEnv
-	if out, err := trust.CombinedOutput(); err != nil {
-		t.Fatalf("openmax trust: %v %s", err, out)
-	}
+	cmdEnv := trustedBinaryEnv(t, ctx, bin, dir, "")
 	s := &toolSession{t: t, dir: dir, stderr: &bytes.Buffer{}, lines: make(chan string, 1024)}
 	s.cmd = exec.CommandContext(ctx, bin, "--stdio", "--provider", "script", "--script", sc, "--project", dir)
 	s.cmd.Env = cmdEnv
