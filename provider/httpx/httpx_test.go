@@ -127,6 +127,30 @@ func waitErr(f func() error) chan error {
 	return c
 }
 
+// advanceUntil advances fake by step each time something waits on it,
+// until c delivers.
+func advanceUntil(t *testing.T, fake *clock.Fake, step time.Duration, c chan error) error {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for {
+		waited := make(chan error, 1)
+		bctx, stop := context.WithCancel(ctx)
+		go func() { waited <- fake.BlockUntil(bctx, 1) }()
+		select {
+		case err := <-c:
+			stop()
+			return err
+		case err := <-waited:
+			stop()
+			if err != nil {
+				t.Fatal("no result, and nothing waits on the clock")
+			}
+			fake.Advance(step)
+		}
+	}
+}
+
 func recv(t *testing.T, c chan error) error {
 	t.Helper()
 	select {
@@ -138,11 +162,19 @@ func recv(t *testing.T, c chan error) error {
 	}
 }
 
+// silent takes the request and never answers. It reads the body first:
+// the server notices a client hanging up (r.Context ends) only once the
+// body is consumed, and httptest's Close waits for the handler.
+func silent(w http.ResponseWriter, r *http.Request) {
+	io.Copy(io.Discard, r.Body)
+	<-r.Context().Done()
+}
+
 // TestHeaderTimeout: a server that takes the request and never answers
 // fails the attempt as a transport failure (retryable) once the header
 // timeout passes on the injected clock, and leaves no clock wait behind.
 func TestHeaderTimeout(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }))
+	srv := httptest.NewServer(http.HandlerFunc(silent))
 	defer srv.Close()
 	fake := clock.NewFake(time.Unix(0, 0))
 	c := &Client{Clock: fake, HeaderTimeout: 2 * time.Minute, ReplyTimeout: time.Hour}
@@ -249,7 +281,7 @@ func TestBodyOfExactlyTheCap(t *testing.T) {
 // TestReplyDeadlineBeforeHeaders: a reply deadline shorter than the header
 // timeout is a client limit even before the headers.
 func TestReplyDeadlineBeforeHeaders(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }))
+	srv := httptest.NewServer(http.HandlerFunc(silent))
 	defer srv.Close()
 	fake := clock.NewFake(time.Unix(0, 0))
 	c := &Client{Clock: fake, HeaderTimeout: time.Hour, ReplyTimeout: time.Minute}
@@ -278,14 +310,10 @@ func TestErrorBodyIsWatched(t *testing.T) {
 	fake := clock.NewFake(time.Unix(0, 0))
 	c := &Client{Clock: fake, IdleTimeout: 30 * time.Second}
 	errc := waitErr(func() error { _, err := c.Post(context.Background(), srv.URL, nil, nil); return err })
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := fake.BlockUntil(ctx, 1); err != nil {
-		t.Fatal(err)
-	}
-	fake.Advance(30 * time.Second)
+	// The body's bytes may be read only after a first advance, restarting
+	// the idle wait: advance whenever the watchdog waits, until it fires.
 	var he *provider.HTTPError
-	if err := recv(t, errc); !errors.As(err, &he) || he.Status != 503 {
+	if err := advanceUntil(t, fake, 30*time.Second, errc); !errors.As(err, &he) || he.Status != 503 {
 		t.Fatalf("got %v", err)
 	}
 }
