@@ -1,0 +1,79 @@
+package core
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/openmax/openmax/provider"
+)
+
+// Session is one conversation: its id and transcript. A session runs at
+// most one turn at a time; Messages must not be read while a turn runs.
+type Session struct {
+	ID string
+
+	mu       sync.Mutex
+	messages []provider.Message
+	persist  func(provider.Message) error
+	// scale corrects the estimate when the server counted more prompt
+	// tokens than estimated for the last request.
+	scale float64
+	// warnedSchemas records that schemas_over_budget went out.
+	warnedSchemas bool
+	// abandoned holds, by tool name, the end of a call that ignored its
+	// cancellation and is still running; closed when it returns.
+	abandoned map[string]chan struct{}
+}
+
+// NewSession returns an empty session kept in memory only.
+func NewSession(id string) *Session { return &Session{ID: id} }
+
+// NewSessionFrom returns a session continuing history. Every message the
+// engine adds is handed to persist (when set) before any event reporting it
+// goes out; a persist failure ends the turn with an error.
+func NewSessionFrom(id string, history []provider.Message, persist func(provider.Message) error) *Session {
+	return &Session{ID: id, messages: append([]provider.Message(nil), history...), persist: persist}
+}
+
+// Messages returns a copy of the transcript.
+func (s *Session) Messages() []provider.Message {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]provider.Message(nil), s.messages...)
+}
+
+// WaitAbandoned waits until every tool call the session abandoned on a
+// cancel (see Engine.ToolGrace) has returned, or until ctx ends, and
+// reports ctx's error then.
+func (s *Session) WaitAbandoned(ctx context.Context) error {
+	s.mu.Lock()
+	var pending []chan struct{}
+	for _, ch := range s.abandoned {
+		pending = append(pending, ch)
+	}
+	s.mu.Unlock()
+	for _, ch := range pending {
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// append adds messages, writing each through persist first.
+func (s *Session) append(m ...provider.Message) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, msg := range m {
+		if s.persist != nil {
+			if err := s.persist(msg); err != nil {
+				return fmt.Errorf("could not write the session record: %w", err)
+			}
+		}
+		s.messages = append(s.messages, msg)
+	}
+	return nil
+}
