@@ -1,0 +1,83 @@
+package vcr_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+// userTest is a test in a user's own module: five lines of vcr use around
+// a model call. With USERTEST_OFFLINE=1 the upstream is gone, so only the
+// cassette can answer.
+const userTest = `package agent
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/openmax/openmax/recorder/vcr"
+)
+
+func TestAgent(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, ` + "`" + `{"choices":[{"message":{"content":"hello from upstream"}}]}` + "`" + `)
+	}))
+	if os.Getenv("USERTEST_OFFLINE") == "1" {
+		up.Close()
+	}
+	client := &http.Client{Transport: vcr.New(t)}
+	resp, err := client.Post(up.URL+"/v1/chat/completions", "application/json", strings.NewReader(` + "`" + `{"model":"m"}` + "`" + `))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	if !strings.Contains(string(body), "hello from upstream") {
+		t.Fatalf("got %s", body)
+	}
+}
+`
+
+// TestUsedFromAnotherModule: a separate module requiring openmax (through
+// a replace directive) records with vcr.New on its first run and replays
+// offline on its second, with nothing but the public API.
+func TestUsedFromAnotherModule(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go test in a separate module; skipped in -short mode")
+	}
+	_, here, _, _ := runtime.Caller(0)
+	root := filepath.Clean(filepath.Join(filepath.Dir(here), "..", ".."))
+	dir := t.TempDir()
+	gomod := "module example.com/agent\n\ngo 1.26\n\nrequire github.com/openmax/openmax v0.0.0\n\nreplace github.com/openmax/openmax => " + root + "\n"
+	sum, err := os.ReadFile(filepath.Join(root, "go.sum"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range map[string]string{"go.mod": gomod, "go.sum": string(sum), "agent_test.go": userTest} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	goTest := func(offline string) {
+		t.Helper()
+		cmd := exec.Command("go", "test", "-count=1", "-mod=mod", ".")
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "USERTEST_OFFLINE="+offline, "GOFLAGS=", "GOPROXY=off", "GOWORK=off", "OPENMAX_RECORD=")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("go test (offline=%s): %v\n%s", offline, err, out)
+		}
+	}
+	goTest("0")
+	cassette, err := os.ReadFile(filepath.Join(dir, "testdata", "TestAgent.yaml"))
+	if err != nil || !strings.Contains(string(cassette), "hello from upstream") {
+		t.Fatalf("the first run recorded no cassette: %v\n%s", err, cassette)
+	}
+	goTest("1")
+}
