@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+
+	"github.com/openmax/openmax/recorder/cassette"
 )
 
 // NewProxy returns a reverse proxy to upstream that sends everything
@@ -39,7 +41,7 @@ func NewProxy(upstream *url.URL, rec *Recorder) http.Handler {
 				http.Error(w, tooLargeMessage(-1), http.StatusRequestEntityTooLarge)
 				return
 			}
-			http.Error(w, "openmax recorder: the upstream request failed ("+Classify(err)+")", http.StatusBadGateway)
+			http.Error(w, "openmax recorder: the upstream request failed ("+cassette.KindOf(err)+")", http.StatusBadGateway)
 		},
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

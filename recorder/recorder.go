@@ -294,7 +294,7 @@ func (r *Recorder) finish(e *entry, err error, at time.Duration, end *cassette.E
 		return
 	}
 	if end == nil && err != nil && err != io.EOF {
-		end = &cassette.Error{Kind: Classify(err), Message: err.Error(), At: at}
+		end = cassette.ErrorOf(err, at)
 	}
 	r.completeLocked(e, end, at)
 	r.mu.Unlock()

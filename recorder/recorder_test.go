@@ -781,30 +781,6 @@ func TestWholeBodyClosedWithoutEOFIsClean(t *testing.T) {
 	}
 }
 
-func TestClassify(t *testing.T) {
-	for _, tt := range []struct {
-		err  error
-		want string
-	}{
-		{nil, ""},
-		{context.Canceled, cassette.KindCancel},
-		{fmt.Errorf("wrapped: %w", context.Canceled), cassette.KindCancel},
-		{&net.OpError{Op: "dial", Err: &net.DNSError{Err: "no such host", Name: "x"}}, cassette.KindDNS},
-		{&net.OpError{Op: "dial", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}, cassette.KindRefused},
-		{&net.OpError{Op: "dial", Err: errors.New("i/o timeout")}, cassette.KindRefused},
-		{&net.OpError{Op: "read", Err: os.NewSyscallError("read", syscall.ECONNRESET)}, cassette.KindReset},
-		{&net.OpError{Op: "write", Err: os.NewSyscallError("write", syscall.EPIPE)}, cassette.KindReset},
-		{io.ErrUnexpectedEOF, cassette.KindEOF},
-		{context.DeadlineExceeded, cassette.KindTimeout},
-		{&net.OpError{Op: "read", Err: os.ErrDeadlineExceeded}, cassette.KindTimeout},
-		{errors.New("boom"), cassette.KindOther},
-	} {
-		if got := Classify(tt.err); got != tt.want {
-			t.Errorf("Classify(%v) = %q, want %q", tt.err, got, tt.want)
-		}
-	}
-}
-
 func TestScrubChunksKeepsCuts(t *testing.T) {
 	s := &scrubber{patterns: []*regexp.Regexp{regexp.MustCompile(`SECRET`)}}
 	for _, tt := range []struct {

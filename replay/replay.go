@@ -32,7 +32,7 @@
 //
 // An interaction whose response code is 0 got no response: RoundTrip fails
 // with its recorded error, shaped as the transport would have made it (see
-// transportError). Otherwise the response body yields the recorded chunks
+// cassette.Error.Err). Otherwise the response body yields the recorded chunks
 // one per Read, never merged (a short buffer splits a chunk across reads),
 // then the recorded terminal error, or io.EOF. An interaction without the
 // openmax streaming member (a stock go-vcr cassette) serves its body as one
@@ -168,7 +168,7 @@ func (r *Replayer) RoundTrip(req *http.Request) (*http.Response, error) {
 		if err := p.wait(ctx, e.At); err != nil {
 			return nil, err
 		}
-		return nil, transportError(e, req.URL.Host, false)
+		return nil, e.Err(req.URL.Host, false)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -327,7 +327,7 @@ func (b *body) Read(p []byte) (int, error) {
 	}
 	err := io.EOF
 	if b.term != nil {
-		err = transportError(b.term, b.host, true)
+		err = b.term.Err(b.host, true)
 	}
 	b.fail(err)
 	return 0, err

@@ -65,18 +65,8 @@ type Chunk struct {
 	Data string        `yaml:"data"`
 }
 
-// Error kinds.
-const (
-	KindRefused = "refused" // the connection was refused: the request never reached the endpoint
-	KindDNS     = "dns"     // the host name did not resolve
-	KindReset   = "reset"   // the connection was reset
-	KindEOF     = "eof"     // the body ended early (unexpected EOF)
-	KindTimeout = "timeout" // a deadline or timeout fired
-	KindCancel  = "cancel"  // the client cancelled the request
-	KindOther   = "other"
-)
-
-// Error is a recorded transport failure.
+// Error is a recorded transport failure. Its Kind is one of the Kind
+// constants (see KindOf, and Err for the error it replays as).
 type Error struct {
 	Kind    string        `yaml:"kind"`
 	Message string        `yaml:"message"`
