@@ -33,6 +33,7 @@ import (
 	"time"
 
 	"github.com/openmax/openmax/internal/atomicfile"
+	"github.com/openmax/openmax/internal/flock"
 )
 
 // Dir is $XDG_CONFIG_HOME/openmax, else $HOME/.config/openmax.
@@ -150,11 +151,14 @@ func (p *Projects) update(project string, change func(*Project)) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
-	unlock, err := lockFile(p.lock, lockWait)
-	if err != nil {
-		return fmt.Errorf("config: %w", err)
+	l, err := flock.Acquire(p.lock, 0o600, lockWait)
+	if errors.Is(err, flock.ErrHeld) {
+		err = fmt.Errorf("another openmax process has held %s for over %v: %w", p.lock, lockWait, err)
 	}
-	defer unlock()
+	if err != nil {
+		return fmt.Errorf("config: lock: %w", err)
+	}
+	defer l.Release()
 	cur, err := read(p.path)
 	if err != nil {
 		return fmt.Errorf("%w (nothing was saved)", err)

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/openmax/openmax/internal/flock"
 )
 
 func TestTrustAndModeSurviveReopening(t *testing.T) {
@@ -280,16 +282,16 @@ func TestLockHeldTooLong(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	unlock, err := lockFile(filepath.Join(dir, "projects.json.lock"), 0)
+	held, err := flock.Acquire(filepath.Join(dir, "projects.json.lock"), 0o600, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer func(w time.Duration) { lockWait = w }(lockWait)
 	lockWait = 20 * time.Millisecond
-	if err := p.Trust("/a"); err == nil || !strings.Contains(err.Error(), "another openmax process has held it") {
+	if err := p.Trust("/a"); err == nil || !strings.Contains(err.Error(), "another openmax process has held") {
 		t.Errorf("Trust under a held lock: %v", err)
 	}
-	unlock()
+	held.Release()
 	if p.Trusted("/a") {
 		t.Error("saved without the lock")
 	}

@@ -51,9 +51,9 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 
 	"github.com/openmax/openmax/internal/atomicfile"
+	"github.com/openmax/openmax/internal/flock"
 	"github.com/openmax/openmax/provider"
 )
 
@@ -277,38 +277,20 @@ func (s *Store) Continue(sessionID string) (*Writer, []provider.Message, error) 
 }
 
 // lock takes the session's lock file, or fails with ErrOwned.
-func (s *Store) lock(id string) (*os.File, error) {
+func (s *Store) lock(id string) (*flock.Lock, error) {
 	path := s.lockPath(id)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, filePerm)
-	if err != nil {
-		return nil, fmt.Errorf("lock session %s: %w", id, err)
-	}
-	for {
-		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if err != syscall.EINTR {
-			break
-		}
+	l, err := flock.Acquire(path, filePerm, 0)
+	if errors.Is(err, flock.ErrHeld) {
+		return nil, fmt.Errorf("session %s: %w (lock %s)", id, ErrOwned, path)
 	}
 	if err != nil {
-		f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, fmt.Errorf("session %s: %w (lock %s)", id, ErrOwned, path)
-		}
 		return nil, fmt.Errorf("lock session %s: %s: %w", id, path, err)
 	}
-	return f, nil
+	return l, nil
 }
 
-// unlock releases a lock from lock. Closing the only descriptor of the open
-// file description drops the flock; the explicit LOCK_UN is belt and braces.
-func unlock(f *os.File) error {
-	uerr := syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-	cerr := f.Close()
-	if cerr != nil {
-		return cerr
-	}
-	return uerr
-}
+// unlock releases a lock from lock.
+func unlock(l *flock.Lock) error { return l.Release() }
 
 // load reads a transcript, drops a torn last record, truncates the file to
 // the good records and returns them with the file's new size.
@@ -357,7 +339,7 @@ type Writer struct {
 
 	mu    sync.Mutex
 	f     appendFile // nil once closed
-	lock  *os.File
+	lock  *flock.Lock
 	size  int64 // bytes of good records in the file
 	dirty error // why the file may hold bytes past size: a failed append not yet undone
 }
