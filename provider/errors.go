@@ -31,10 +31,8 @@ type HTTPError struct {
 func (e *HTTPError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "HTTP %d", e.Status)
-	if t := http.StatusText(e.Status); t != "" {
+	if t := StatusText(e.Status); t != "" {
 		b.WriteString(" " + t)
-	} else if e.Status == 529 {
-		b.WriteString(" Overloaded")
 	}
 	if e.Code != "" {
 		b.WriteString(": " + e.Code)
@@ -69,6 +67,25 @@ func (e *StreamError) Error() string {
 		return e.Type
 	}
 	return e.Message
+}
+
+// StreamErrorOf is the provider-reported failure err is or wraps, or a
+// StreamError with err's text as its message.
+func StreamErrorOf(err error) *StreamError {
+	var se *StreamError
+	if errors.As(err, &se) {
+		return se
+	}
+	return &StreamError{Message: err.Error()}
+}
+
+// StatusText is the reason phrase of an HTTP status, 529 (Overloaded, the
+// vendors' own status) included; empty for a status it does not know.
+func StatusText(status int) string {
+	if status == 529 {
+		return "Overloaded"
+	}
+	return http.StatusText(status)
 }
 
 // TransportError is a failure to exchange the request and response at all.

@@ -26,7 +26,9 @@ import (
 	"sync"
 
 	"github.com/openmax/openmax/provider"
+	"github.com/openmax/openmax/provider/anthropic"
 	"github.com/openmax/openmax/provider/clock"
+	"github.com/openmax/openmax/provider/openai"
 	"github.com/openmax/openmax/provider/script"
 )
 
@@ -217,8 +219,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 
 	w.Header().Set("Date", s.clock.Now().UTC().Format(http.TimeFormat))
 	if wire == "" {
-		writeJSON(w, http.StatusNotFound, marshal(anthropicError{Type: "error", Error: anthropicErrorDetail{
-			Type: "not_found_error", Message: fmt.Sprintf("fake provider: no route for %s %s (POST /v1/chat/completions, /chat/completions or /v1/messages)", r.Method, r.URL.Path)}}))
+		writeJSON(w, http.StatusNotFound, anthropic.HTTPErrorBody(http.StatusNotFound, "not_found_error",
+			fmt.Sprintf("fake provider: no route for %s %s (POST /v1/chat/completions, /chat/completions or /v1/messages)", r.Method, r.URL.Path)))
 		return
 	}
 	var in struct {
@@ -354,23 +356,39 @@ func closeConn(w http.ResponseWriter) {
 	}
 }
 
-// streamer renders the parts of one reply as the SSE events of a wire.
+// streamer renders the parts of one reply as the SSE events of a wire: an
+// openai.Encoder or an anthropic.Encoder.
 type streamer interface {
-	// open is the event(s) that start the stream.
-	open() []byte
-	// part renders one part; end reports a part that ends the stream (an
-	// in-stream error).
-	part(s script.Step) (events []byte, end bool)
-	// close is what ends a stream whose steps ran out: the terminator when
+	// Open is the event(s) that start the stream.
+	Open() []byte
+	// Part renders one part; an Error part ends the stream.
+	Part(p provider.Part) []byte
+	// Close is what ends a stream whose steps ran out: the terminator when
 	// the reply finished, nothing otherwise (the stream just stops).
-	close() []byte
+	Close() []byte
 }
 
 func (p *play) streamer(steps []script.Step) streamer {
 	if p.wire == WireAnthropic {
-		return newAnthropicStream(p.n, p.model, steps)
+		var usage *provider.Usage
+		for _, s := range steps {
+			if u, ok := s.Part.(provider.Usage); ok {
+				usage = &u
+			}
+		}
+		return anthropic.NewEncoder(fmt.Sprintf("msg_fake_%d", p.n), p.model, usage)
 	}
-	return newOpenAIStream(p.n, p.model)
+	return openai.NewEncoder(fmt.Sprintf("chatcmpl-fake-%d", p.n), p.model, Created)
+}
+
+// part is a step's part as the wire says it: on Anthropic a finish the
+// shorthand implied is said the Anthropic way (stop → end_turn,
+// tool_calls → tool_use); a finish the scenario named goes out verbatim.
+func (p *play) part(s script.Step) provider.Part {
+	if f, ok := s.Part.(provider.Finish); ok && s.Implied && p.wire == WireAnthropic {
+		return provider.Finish{Reason: anthropic.StopReason(f.Reason)}
+	}
+	return s.Part
 }
 
 func (p *play) stream() {
@@ -379,7 +397,7 @@ func (p *play) stream() {
 	p.w.WriteHeader(http.StatusOK)
 	steps := p.reply.Steps(p.n - 1)
 	st := p.streamer(steps)
-	if p.write(st.open()) != nil {
+	if p.write(st.Open()) != nil {
 		return
 	}
 	for _, step := range steps {
@@ -395,17 +413,17 @@ func (p *play) stream() {
 			p.finish()
 			return
 		default:
-			ev, end := st.part(step)
+			ev := st.Part(p.part(step))
 			if len(ev) > 0 && p.write(ev) != nil {
 				return
 			}
-			if end {
+			if _, end := step.Part.(provider.Error); end {
 				p.finish()
 				return
 			}
 		}
 	}
-	if ev := st.close(); len(ev) > 0 && p.write(ev) != nil {
+	if ev := st.Close(); len(ev) > 0 && p.write(ev) != nil {
 		return
 	}
 	p.finish()
@@ -416,7 +434,7 @@ func (p *play) stream() {
 // finishes) closes the connection without a response; one that fails
 // in-stream becomes an HTTP error of that type.
 func (p *play) complete() {
-	var parts []script.Step
+	var parts []provider.Part
 	for _, step := range p.reply.Steps(p.n - 1) {
 		switch {
 		case step.Stall:
@@ -431,7 +449,7 @@ func (p *play) complete() {
 			return
 		default:
 			if e, ok := step.Part.(provider.Error); ok {
-				se := streamError(e.Err)
+				se := provider.StreamErrorOf(e.Err)
 				status := http.StatusInternalServerError
 				switch {
 				case strings.Contains(se.Type, "overloaded"):
@@ -444,15 +462,15 @@ func (p *play) complete() {
 				p.w.Write(errorBody(p.wire, status, se.Type, se.Message)) //nolint:errcheck
 				return
 			}
-			parts = append(parts, step)
+			parts = append(parts, p.part(step))
 		}
 	}
 	var body []byte
 	var ok bool
 	if p.wire == WireAnthropic {
-		body, ok = anthropicMessage(p.n, p.model, parts)
+		body, ok = anthropic.Message(fmt.Sprintf("msg_fake_%d", p.n), p.model, parts)
 	} else {
-		body, ok = openAICompletion(p.n, p.model, parts)
+		body, ok = openai.Completion(fmt.Sprintf("chatcmpl-fake-%d", p.n), p.model, Created, parts)
 	}
 	if !ok {
 		closeConn(p.w)
@@ -471,72 +489,14 @@ func (p *play) complete() {
 // errorBody is a wire's usual error JSON. code is the vendor's error code
 // or type; empty takes the usual type for the status.
 func errorBody(wire string, status int, code, message string) []byte {
-	if message == "" {
-		message = statusText(status)
-	}
 	if wire == WireAnthropic {
-		typ := code
-		if typ == "" {
-			typ = anthropicErrorType(status)
-		}
-		return marshal(anthropicError{Type: "error", Error: anthropicErrorDetail{Type: typ, Message: message}})
+		return anthropic.HTTPErrorBody(status, code, message)
 	}
-	e := openAIErrorDetail{Message: message, Type: code}
-	switch {
-	case code != "":
-		e.Code = &code
-	case status == 429:
-		// As OpenAI sends it: the limit hit in type, the name in code.
-		c := "rate_limit_exceeded"
-		e.Type, e.Code = "requests", &c
-	default:
-		e.Type = openAIErrorType(status)
-	}
-	return marshal(openAIError{Error: e})
-}
-
-func statusText(status int) string {
-	if status == 529 {
-		return "Overloaded"
-	}
-	if t := http.StatusText(status); t != "" {
-		return t
-	}
-	return fmt.Sprintf("HTTP %d", status)
+	return openai.HTTPErrorBody(status, code, message)
 }
 
 func writeJSON(w http.ResponseWriter, status int, body []byte) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	w.Write(body) //nolint:errcheck // the client went away
-}
-
-// marshal encodes v as compact JSON without HTML escaping, as the vendors
-// send it.
-func marshal(v any) []byte {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		panic(err) // only our own types are encoded
-	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
-}
-
-// rawArgs is a tool call's arguments as a JSON value, or as a JSON string
-// when the script made them malformed (a complete body must stay JSON).
-func rawArgs(args json.RawMessage) json.RawMessage {
-	if json.Valid(args) {
-		return args
-	}
-	return marshal(string(args))
-}
-
-// streamError is the provider-reported failure an Error part carries.
-func streamError(err error) *provider.StreamError {
-	var se *provider.StreamError
-	if errors.As(err, &se) {
-		return se
-	}
-	return &provider.StreamError{Message: err.Error()}
 }

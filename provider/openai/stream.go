@@ -18,64 +18,6 @@ import (
 	"github.com/openmax/openmax/provider/sse"
 )
 
-// Wire shapes of the response: one type serves a streamed chunk and a
-// whole (non-streamed) completion.
-
-type chunk struct {
-	Choices []choice        `json:"choices"`
-	Usage   *usage          `json:"usage"`
-	Error   json.RawMessage `json:"error"`
-}
-
-type choice struct {
-	Index        int     `json:"index"`
-	Delta        *delta  `json:"delta"`   // streamed
-	Message      *delta  `json:"message"` // non-streamed
-	FinishReason *string `json:"finish_reason"`
-}
-
-type delta struct {
-	Content json.RawMessage `json:"content"`
-	// Reasoning and ReasoningContent are the non-standard reasoning fields
-	// of vLLM, DeepSeek, llama.cpp, OpenRouter and others.
-	Reasoning        *string         `json:"reasoning"`
-	ReasoningContent *string         `json:"reasoning_content"`
-	Refusal          *string         `json:"refusal"`
-	ToolCalls        []toolCallDelta `json:"tool_calls"`
-}
-
-type toolCallDelta struct {
-	Index    *int   `json:"index"`
-	ID       string `json:"id"`
-	Function struct {
-		Name      string          `json:"name"`
-		Arguments json.RawMessage `json:"arguments"`
-	} `json:"function"`
-}
-
-type usage struct {
-	PromptTokens        int `json:"prompt_tokens"`
-	CompletionTokens    int `json:"completion_tokens"`
-	PromptTokensDetails *struct {
-		CachedTokens *int `json:"cached_tokens"`
-	} `json:"prompt_tokens_details"`
-	// PromptCacheHitTokens is DeepSeek's name for cached prompt tokens.
-	PromptCacheHitTokens *int `json:"prompt_cache_hit_tokens"`
-}
-
-func (u *usage) part() provider.Usage {
-	p := provider.Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens}
-	switch {
-	case u.PromptTokensDetails != nil && u.PromptTokensDetails.CachedTokens != nil:
-		n := *u.PromptTokensDetails.CachedTokens
-		p.CachedTokens = &n
-	case u.PromptCacheHitTokens != nil:
-		n := *u.PromptCacheHitTokens
-		p.CachedTokens = &n
-	}
-	return p
-}
-
 // read turns a 2xx response into parts. maxBytes caps the body once
 // decoded (0: no cap).
 func read(ctx context.Context, resp *http.Response, maxBytes int64, yield func(provider.Part) bool) {
@@ -105,7 +47,7 @@ func read(ctx context.Context, resp *http.Response, maxBytes int64, yield func(p
 // reply accumulates one reply.
 type reply struct {
 	finish string
-	usage  *usage
+	usage  *Usage
 	calls  toolCalls
 }
 
@@ -126,7 +68,7 @@ func (r *reply) complete(yield func(provider.Part) bool) {
 
 // apply folds a chunk (or a whole completion) into r, yielding the text
 // and reasoning it carries. It reports false once yield did.
-func (r *reply) apply(ch *chunk, yield func(provider.Part) bool) (bool, error) {
+func (r *reply) apply(ch *Chunk, yield func(provider.Part) bool) (bool, error) {
 	if ch.Usage != nil {
 		r.usage = ch.Usage
 	}
@@ -258,7 +200,7 @@ func readStream(ctx context.Context, body io.Reader, contentType string, yield f
 			}
 			return
 		}
-		var ch chunk
+		var ch Chunk
 		if err := json.Unmarshal([]byte(data), &ch); err != nil {
 			yield(provider.Error{Err: fmt.Errorf("openai: bad chunk: %w", err)})
 			return
@@ -291,7 +233,7 @@ func readWhole(ctx context.Context, body io.Reader, yield func(provider.Part) bo
 		}
 		return
 	}
-	var ch chunk
+	var ch Chunk
 	if err := json.Unmarshal(data, &ch); err != nil {
 		if ctx.Err() != nil {
 			return
@@ -414,7 +356,7 @@ func (t *toolCalls) nextOrder() int {
 }
 
 // add folds one tool_calls delta in.
-func (t *toolCalls) add(d toolCallDelta) error {
+func (t *toolCalls) add(d ToolCallDelta) error {
 	if t.byIndex == nil {
 		t.byIndex = map[int]*callAcc{}
 	}

@@ -1,8 +1,6 @@
 package edit
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -11,6 +9,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/openmax/openmax/provider"
+	"github.com/openmax/openmax/provider/anthropic"
+	"github.com/openmax/openmax/provider/openai"
 	"github.com/openmax/openmax/recorder/cassette"
 )
 
@@ -202,7 +203,7 @@ func insertError(f *cassette.File, op Op) error {
 	it := cloneInteraction(orig)
 	it.Response.Body = body
 	it.Response.Headers = h
-	it.Response.Status = strconv.Itoa(op.Status) + " " + statusText(op.Status)
+	it.Response.Status = strconv.Itoa(op.Status) + " " + provider.StatusText(op.Status)
 	it.Response.Code = op.Status
 	it.Response.Duration = 0
 	s := &cassette.Stream{Chunks: []cassette.Chunk{{Data: body}}}
@@ -380,81 +381,20 @@ func streamError(f *cassette.File, op Op) error {
 	return nil
 }
 
-// errorEvent is an in-stream error event of a wire.
+// errorEvent is the in-stream error event a wire fails with: OpenAI's
+// server_error, Anthropic's overloaded_error.
 func errorEvent(wire string) string {
 	if wire == wireAnthropic {
-		return "event: error\ndata: " + marshal(anthropicError{Type: "error",
-			Error: anthropicErrorDetail{Type: "overloaded_error", Message: "Overloaded"}}) + "\n\n"
+		return string(anthropic.ErrorEvent(&provider.StreamError{Type: "overloaded_error", Message: "Overloaded"}))
 	}
-	code := "server_error"
-	return "data: " + marshal(openAIError{Error: openAIErrorDetail{
-		Message: "The server had an error while processing your request. Sorry about that!",
-		Type:    "server_error", Code: &code,
-	}}) + "\n\n"
+	return string(openai.ErrorEvent(&provider.StreamError{Type: "server_error", Message: openai.StatusMessage(500)}))
 }
 
-type openAIError struct {
-	Error openAIErrorDetail `json:"error"`
-}
-
-type openAIErrorDetail struct {
-	Message string  `json:"message"`
-	Type    string  `json:"type"`
-	Param   *string `json:"param"`
-	Code    *string `json:"code"`
-}
-
-type anthropicError struct {
-	Type  string               `json:"type"`
-	Error anthropicErrorDetail `json:"error"`
-}
-
-type anthropicErrorDetail struct {
-	Type    string `json:"type"`
-	Message string `json:"message"`
-}
-
-// errorBody is the JSON error body a wire answers status with.
+// errorBody is the JSON error body a wire answers status with, with the
+// message the vendor sends.
 func errorBody(wire string, status int) string {
 	if wire == wireAnthropic {
-		typ, msg := "api_error", statusText(status)
-		switch status {
-		case http.StatusTooManyRequests:
-			typ, msg = "rate_limit_error", "Rate limit exceeded"
-		case 500:
-			msg = "Internal server error"
-		case 529:
-			typ = "overloaded_error"
-		}
-		return marshal(anthropicError{Type: "error", Error: anthropicErrorDetail{Type: typ, Message: msg}})
+		return string(anthropic.HTTPErrorBody(status, "", anthropic.StatusMessage(status)))
 	}
-	d := openAIErrorDetail{Message: statusText(status), Type: "server_error"}
-	switch status {
-	case http.StatusTooManyRequests:
-		code := "rate_limit_exceeded"
-		d.Message, d.Type, d.Code = "Rate limit reached for requests", "requests", &code
-	case 500:
-		d.Message = "The server had an error while processing your request. Sorry about that!"
-	}
-	return marshal(openAIError{Error: d})
-}
-
-// statusText is the reason phrase of a status (529 is Overloaded).
-func statusText(status int) string {
-	if status == 529 {
-		return "Overloaded"
-	}
-	return http.StatusText(status)
-}
-
-// marshal encodes v as compact JSON without HTML escaping, as the vendors
-// send it.
-func marshal(v any) string {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		panic(err) // only our own types are encoded
-	}
-	return strings.TrimSuffix(b.String(), "\n")
+	return string(openai.HTTPErrorBody(status, "", openai.StatusMessage(status)))
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/openmax/openmax/provider"
 	"github.com/openmax/openmax/recorder"
 	"github.com/openmax/openmax/recorder/cassette"
 )
@@ -226,7 +227,7 @@ func statusLine(code int, recorded string) string {
 	case recorded != "":
 		return prefix + " " + recorded
 	}
-	return strings.TrimSpace(prefix + " " + statusText(code))
+	return strings.TrimSpace(prefix + " " + provider.StatusText(code))
 }
 
 // scrubArg is a recorded harness flag as shown: a URL (--base-url=URL or
