@@ -8,7 +8,7 @@ const (
 	ProtocolVersion = 6
 )
 
-// Struct tags understood by the schema derivation (schema.go):
+// Struct tags understood by the field derivation (fields.go):
 //
 //	json:"name[,omitempty]"  field name; omitempty makes the field optional
 //	doc:"..."                the field's description in --spec
