@@ -46,7 +46,6 @@ import (
 	"io"
 	"io/fs"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -382,7 +381,7 @@ func (r *Recorder) snapshotLocked(deep bool) *cassette.File {
 		}
 		it := e.it
 		if deep {
-			it = copyInteraction(it)
+			it = it.Clone()
 		}
 		f.Interactions = append(f.Interactions, it)
 	}
@@ -395,25 +394,6 @@ func (r *Recorder) snapshotLocked(deep bool) *cassette.File {
 		f.Session = &s
 	}
 	return f
-}
-
-func copyInteraction(it *cassette.Interaction) *cassette.Interaction {
-	c := *it
-	c.Request.Headers = it.Request.Headers.Clone()
-	if it.Request.Form != nil {
-		c.Request.Form = url.Values(http.Header(it.Request.Form).Clone())
-	}
-	c.Response.Headers = it.Response.Headers.Clone()
-	if it.Stream != nil {
-		s := *it.Stream
-		s.Chunks = append([]cassette.Chunk(nil), it.Stream.Chunks...)
-		if it.Stream.Error != nil {
-			e := *it.Stream.Error
-			s.Error = &e
-		}
-		c.Stream = &s
-	}
-	return &c
 }
 
 // SetSession stores the recorded session in the cassette and saves it.

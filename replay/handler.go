@@ -2,6 +2,7 @@ package replay
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -110,8 +111,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	it := h.m.f.Interactions[i]
-	if it.Response.Code == 0 {
-		e := noResponse(it)
+	if !it.Responded() {
+		e := it.Failure()
 		if e == nil {
 			writeBody(w, http.StatusInternalServerError, vendorError(r.URL.Path, r.Header, "replay_bad_cassette",
 				fmt.Sprintf("replay: interaction %d has neither a response nor a recorded error", i), map[string]any{"request": n}))
@@ -120,14 +121,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if p.wait(ctx, e.At) != nil {
 			return
 		}
-		switch e.Kind {
-		case cassette.KindRefused, cassette.KindDNS, cassette.KindReset:
-			reset(w)
-		case cassette.KindTimeout, cassette.KindCancel:
-			<-ctx.Done()
-		default:
-			closeConn(w)
-		}
+		end(ctx, w, e)
 		return
 	}
 	code := it.Response.Code
@@ -136,7 +130,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			fmt.Sprintf("replay: interaction %d has status %d", i, code), map[string]any{"request": n}))
 		return
 	}
-	chunks, term := planOf(it)
+	chunks, term := servedChunks(it), it.Failure()
 	hdr := w.Header()
 	for k, vs := range it.Response.Headers {
 		hdr[http.CanonicalHeaderKey(k)] = append([]string(nil), vs...)
@@ -174,10 +168,16 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if p.wait(ctx, term.At) != nil {
 		return
 	}
-	switch term.Kind {
-	case cassette.KindReset, cassette.KindRefused, cassette.KindDNS:
+	end(ctx, w, term)
+}
+
+// end ends the connection as the recorded failure e says (see
+// cassette.Ending).
+func end(ctx context.Context, w http.ResponseWriter, e *cassette.Error) {
+	switch e.Ending() {
+	case cassette.EndReset:
 		reset(w)
-	case cassette.KindTimeout, cassette.KindCancel:
+	case cassette.EndSilent:
 		<-ctx.Done()
 	default:
 		closeConn(w)

@@ -54,6 +54,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -160,8 +161,8 @@ func (r *Replayer) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	it := r.m.f.Interactions[i]
 	ctx := req.Context()
-	if it.Response.Code == 0 {
-		e := noResponse(it)
+	if !it.Responded() {
+		e := it.Failure()
 		if e == nil {
 			return nil, fmt.Errorf("replay: interaction %d has neither a response nor a recorded error", i)
 		}
@@ -173,11 +174,11 @@ func (r *Replayer) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	chunks, term := planOf(it)
+	chunks, term := servedChunks(it), it.Failure()
 	bctx, cancel := context.WithCancel(ctx)
 	b := &body{ctx: ctx, wctx: bctx, cancel: cancel, p: p, chunks: chunks, term: term, host: req.URL.Host}
 	resp := &http.Response{
-		Status:        status(it.Response.Code, it.Response.Status),
+		Status:        it.StatusLine(),
 		StatusCode:    it.Response.Code,
 		Proto:         "HTTP/1.1",
 		ProtoMajor:    1,
@@ -196,46 +197,20 @@ func (r *Replayer) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
-// noResponse is the recorded error of an interaction that got no response.
-func noResponse(it *cassette.Interaction) *cassette.Error {
-	if it.Stream == nil {
-		return nil
+// servedChunks is what an interaction's body serves, one chunk per Read: its
+// chunks (see cassette.Interaction.Chunks) without the empty ones.
+func servedChunks(it *cassette.Interaction) []cassette.Chunk {
+	chunks := it.Chunks()
+	if !slices.ContainsFunc(chunks, func(c cassette.Chunk) bool { return c.Data == "" }) {
+		return chunks
 	}
-	return it.Stream.Error
-}
-
-// planOf is what an interaction's body serves: its non-empty chunks, then
-// its terminal error (nil for a clean end).
-func planOf(it *cassette.Interaction) ([]cassette.Chunk, *cassette.Error) {
-	if it.Stream == nil {
-		if it.Response.Body == "" {
-			return nil, nil
-		}
-		return []cassette.Chunk{{At: it.Response.Duration, Data: it.Response.Body}}, nil
-	}
-	var chunks []cassette.Chunk
-	for _, c := range it.Stream.Chunks {
+	var out []cassette.Chunk
+	for _, c := range chunks {
 		if c.Data != "" {
-			chunks = append(chunks, c)
+			out = append(out, c)
 		}
 	}
-	if len(it.Stream.Chunks) == 0 && it.Response.Body != "" {
-		chunks = []cassette.Chunk{{Data: it.Response.Body}}
-	}
-	return chunks, it.Stream.Error
-}
-
-// status is the status line text of a recorded response.
-func status(code int, recorded string) string {
-	recorded = strings.TrimSpace(recorded)
-	prefix := strconv.Itoa(code)
-	switch {
-	case strings.HasPrefix(recorded, prefix+" ") || recorded == prefix:
-		return recorded
-	case recorded != "":
-		return prefix + " " + recorded
-	}
-	return strings.TrimSpace(prefix + " " + http.StatusText(code))
+	return out
 }
 
 // pacer times one exchange.

@@ -34,6 +34,8 @@ type kind struct {
 	// is the request's host (with port), inBody whether the failure came
 	// after the response headers.
 	err func(e *Error, host string, inBody bool) error
+	// ending is how a server reproducing the failure ends the connection.
+	ending Ending
 }
 
 // kinds is the kind table, in the order KindOf tries it.
@@ -50,6 +52,7 @@ var kinds = []kind{
 			}
 			return &recordedError{msg: e.Message, kind: e.Kind, cause: context.Canceled}
 		},
+		ending: EndSilent,
 	},
 	{
 		// Go wraps a *net.DNSError in a dial error.
@@ -65,6 +68,7 @@ var kinds = []kind{
 			}
 			return &net.DNSError{Err: "no such host", Name: name, IsNotFound: true}
 		},
+		ending: EndReset,
 	},
 	{
 		// ECONNREFUSED, or any other failure to dial (a dial timeout too:
@@ -80,6 +84,7 @@ var kinds = []kind{
 		err: func(_ *Error, host string, _ bool) error {
 			return &net.OpError{Op: "dial", Net: "tcp", Addr: addr(host), Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
 		},
+		ending: EndReset,
 	},
 	{
 		name: KindReset,
@@ -89,6 +94,7 @@ var kinds = []kind{
 		err: func(_ *Error, host string, _ bool) error {
 			return &net.OpError{Op: "read", Net: "tcp", Addr: addr(host), Err: os.NewSyscallError("read", syscall.ECONNRESET)}
 		},
+		ending: EndReset,
 	},
 	{
 		// io.EOF as an error: the server closed the connection before it
@@ -103,6 +109,7 @@ var kinds = []kind{
 			}
 			return &recordedError{msg: e.Message, kind: e.Kind, cause: io.ErrUnexpectedEOF}
 		},
+		ending: EndClose,
 	},
 	{
 		name: KindTimeout,
@@ -120,13 +127,47 @@ var kinds = []kind{
 			}
 			return &timeoutError{msg: msg}
 		},
+		ending: EndSilent,
 	},
 	{
 		name: KindOther,
 		err: func(e *Error, _ string, _ bool) error {
 			return &recordedError{msg: e.Message, kind: e.Kind}
 		},
+		ending: EndClose,
 	},
+}
+
+// Ending is how a server that reproduces a recorded failure over real
+// HTTP ends the connection, so that the client sees what it saw.
+type Ending int
+
+// Endings.
+const (
+	// EndClose closes the connection, before a response or in the middle
+	// of the body (the client reads io.ErrUnexpectedEOF): eof and other.
+	EndClose Ending = iota
+	// EndReset resets the connection: reset, and refused and dns, which a
+	// server that was reached can only show as a reset.
+	EndReset
+	// EndSilent holds the connection without a word until the client
+	// gives up, as the recorded client did: timeout and cancel.
+	EndSilent
+)
+
+// Ending is how a server reproducing the failure ends the connection; a
+// kind this version does not know ends as other does.
+func (e *Error) Ending() Ending { return e.row().ending }
+
+// row is e's row of the kind table; KindOther's for a kind it does not
+// hold.
+func (e *Error) row() *kind {
+	for i := range kinds {
+		if kinds[i].name == e.Kind {
+			return &kinds[i]
+		}
+	}
+	return &kinds[len(kinds)-1]
 }
 
 // Kinds lists every error kind, in the order KindOf tries them (KindOther,
@@ -187,12 +228,7 @@ func ErrorOf(err error, at time.Duration) *Error {
 // those. Anything else, a kind this version does not know included, is
 // the recorded message (of kind other).
 func (e *Error) Err(host string, inBody bool) error {
-	for _, k := range kinds {
-		if k.name == e.Kind {
-			return k.err(e, host, inBody)
-		}
-	}
-	return kinds[len(kinds)-1].err(e, host, inBody)
+	return e.row().err(e, host, inBody)
 }
 
 // addr is a peer address for error messages; nil when unknown, so the

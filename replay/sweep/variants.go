@@ -106,19 +106,13 @@ func byteOps(recover bool) func(*cassette.File, int) []edit.Op {
 	}
 }
 
-// chunks is an interaction's body as it arrived: the recorded chunks, or
-// the whole body as one chunk when none were recorded.
+// chunks is an interaction's body as it arrived (see
+// cassette.Interaction.Chunks); none for an empty slot.
 func chunks(it *cassette.Interaction) []cassette.Chunk {
 	if it == nil {
 		return nil
 	}
-	if it.Stream != nil && len(it.Stream.Chunks) > 0 {
-		return it.Stream.Chunks
-	}
-	if it.Response.Body == "" {
-		return nil
-	}
-	return []cassette.Chunk{{Data: it.Response.Body}}
+	return it.Chunks()
 }
 
 // Variant is one replay of a sweep: a cassette with at most one fault.
