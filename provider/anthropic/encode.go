@@ -145,9 +145,14 @@ type wireStop struct {
 // Encoder writes a reply as the events of a Messages stream: message_start
 // (with the prompt side of the usage), content blocks (consecutive text in
 // one block, thinking until its signature, one block per tool call with
-// its input in one input_json_delta), message_delta (stop reason and
+// its input in input_json_delta events, see ArgChunk), message_delta (stop reason and
 // usage) and message_stop. An Encoder is not safe for concurrent use.
 type Encoder struct {
+	// ArgChunk, when positive, sends a tool call's input in
+	// input_json_delta events of at most that many bytes (cut between
+	// runes), as models stream it; zero sends it whole, in one event.
+	ArgChunk int
+
 	id, model string
 	usage     *provider.Usage
 	next      int    // index of the next content block
@@ -227,7 +232,9 @@ func (e *Encoder) Part(p provider.Part) []byte {
 		return out
 	case provider.ToolCallPart:
 		out := e.start("tool_use", wireToolUse{Type: "tool_use", ID: p.Call.ID, Name: p.Call.Name, Input: json.RawMessage("{}")})
-		out = append(out, e.delta(wireInputDelta{Type: "input_json_delta", PartialJSON: string(p.Call.Args)})...)
+		for _, a := range wirejson.Split(string(p.Call.Args), e.ArgChunk) {
+			out = append(out, e.delta(wireInputDelta{Type: "input_json_delta", PartialJSON: a})...)
+		}
 		return append(out, e.stop()...)
 	case provider.Finish:
 		e.finished = true

@@ -99,47 +99,60 @@ func parse(ctx context.Context, resp *http.Response, maxBytes int64) iter.Seq[pr
 			yield(provider.Error{Err: jsonReply(body)})
 			return
 		}
-		st := &state{blocks: map[int]*block{}}
-		r := sse.NewReader(body)
-		for {
+		events(ctx, body, yield)
+	}
+}
+
+// ParseStream reads the event stream of a Messages reply and yields its
+// parts as Client.Stream does: text, thinking and signatures as they
+// stream, then, at message_stop, the tool calls in block order, Usage and
+// Finish; a stream that fails or ends early ends with one Error part.
+func ParseStream(body io.Reader) iter.Seq[provider.Part] {
+	return func(yield func(provider.Part) bool) { events(context.Background(), body, yield) }
+}
+
+// events parses an event stream.
+func events(ctx context.Context, body io.Reader, yield func(provider.Part) bool) {
+	st := &state{blocks: map[int]*block{}}
+	r := sse.NewReader(body)
+	for {
+		if ctx.Err() != nil {
+			return
+		}
+		ev, err := r.Next()
+		if err != nil {
 			if ctx.Err() != nil {
 				return
 			}
-			ev, err := r.Next()
-			if err != nil {
-				if ctx.Err() != nil {
-					return
-				}
-				yield(provider.Error{Err: st.readFailure(err)})
+			yield(provider.Error{Err: st.readFailure(err)})
+			return
+		}
+		if !knownEvents[ev.Type] {
+			continue
+		}
+		var e wireEvent
+		if err := json.Unmarshal([]byte(ev.Data), &e); err != nil {
+			yield(provider.Error{Err: fmt.Errorf("anthropic: malformed %s event: %v", ev.Type, err)})
+			return
+		}
+		typ := e.Type
+		if typ == "" {
+			typ = ev.Type
+		}
+		st.nEvents++
+		st.lastType = typ
+		parts, done, err := st.apply(typ, &e)
+		for _, p := range parts {
+			if !yield(p) {
 				return
 			}
-			if !knownEvents[ev.Type] {
-				continue
-			}
-			var e wireEvent
-			if err := json.Unmarshal([]byte(ev.Data), &e); err != nil {
-				yield(provider.Error{Err: fmt.Errorf("anthropic: malformed %s event: %v", ev.Type, err)})
-				return
-			}
-			typ := e.Type
-			if typ == "" {
-				typ = ev.Type
-			}
-			st.nEvents++
-			st.lastType = typ
-			parts, done, err := st.apply(typ, &e)
-			for _, p := range parts {
-				if !yield(p) {
-					return
-				}
-			}
-			if err != nil {
-				yield(provider.Error{Err: err})
-				return
-			}
-			if done {
-				return
-			}
+		}
+		if err != nil {
+			yield(provider.Error{Err: err})
+			return
+		}
+		if done {
+			return
 		}
 	}
 }

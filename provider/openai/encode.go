@@ -13,10 +13,15 @@ import (
 // Encoder writes a reply as the Server-Sent Events of a Chat Completions
 // stream, the way the API sends it: a first chunk with the assistant role,
 // one chunk per text or reasoning delta, two per tool call (its head, then
-// its arguments), a finish chunk, the usage in a chunk of its own with no
+// its arguments; see ArgChunk), a finish chunk, the usage in a chunk of its own with no
 // choices, and [DONE]. Usage is held until the finish chunk has gone out.
 // An Encoder is not safe for concurrent use.
 type Encoder struct {
+	// ArgChunk, when positive, sends a tool call's arguments in chunks of
+	// at most that many bytes (cut between runes), as models stream them;
+	// zero sends them whole, in one chunk after the call's head.
+	ArgChunk int
+
 	id, model, created json.RawMessage
 	tools              int
 	finished           bool
@@ -51,8 +56,10 @@ func (e *Encoder) Part(p provider.Part) []byte {
 		e.tools++
 		head := e.chunk(&Delta{ToolCalls: []ToolCallDelta{{Index: &i, ID: p.Call.ID, Type: wirejson.String("function"),
 			Function: FunctionDelta{Name: p.Call.Name, Arguments: wirejson.String("")}}}}, nil)
-		args := e.chunk(&Delta{ToolCalls: []ToolCallDelta{{Index: &i, Function: FunctionDelta{Arguments: wirejson.String(string(p.Call.Args))}}}}, nil)
-		return append(head, args...)
+		for _, a := range wirejson.Split(string(p.Call.Args), e.ArgChunk) {
+			head = append(head, e.chunk(&Delta{ToolCalls: []ToolCallDelta{{Index: &i, Function: FunctionDelta{Arguments: wirejson.String(a)}}}}, nil)...)
+		}
+		return head
 	case provider.Usage:
 		e.usage = &p
 		if e.finished {

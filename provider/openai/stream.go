@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"mime"
 	"net/http"
 	"sort"
@@ -154,6 +155,17 @@ func content(raw json.RawMessage) (text, thinking string, err error) {
 		}
 	}
 	return tb.String(), kb.String(), nil
+}
+
+// ParseStream reads the event stream of a streamed Chat Completions reply
+// and yields its parts as Client.Stream does: text and reasoning as they
+// stream, then, once the reply completed, the tool calls in index order,
+// Usage and Finish; a stream that fails or ends early ends with one Error
+// part.
+func ParseStream(body io.Reader) iter.Seq[provider.Part] {
+	return func(yield func(provider.Part) bool) {
+		readStream(context.Background(), body, "text/event-stream", yield)
+	}
 }
 
 // readStream parses an SSE body.

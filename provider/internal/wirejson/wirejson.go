@@ -6,6 +6,7 @@ package wirejson
 import (
 	"bytes"
 	"encoding/json"
+	"unicode/utf8"
 )
 
 // Marshal encodes v as compact JSON without HTML escaping. It panics when
@@ -22,3 +23,28 @@ func Marshal(v any) []byte {
 
 // String is s as a JSON string, encoded like Marshal.
 func String(s string) json.RawMessage { return Marshal(s) }
+
+// Split cuts s into pieces of at most n bytes, never inside a UTF-8
+// sequence (a piece holds at least one rune, so it may pass n when one rune
+// does). n <= 0, or s no longer than n, gives s whole.
+func Split(s string, n int) []string {
+	if n <= 0 || len(s) <= n {
+		return []string{s}
+	}
+	var out []string
+	for len(s) > n {
+		i := n
+		for i > 0 && !utf8.RuneStart(s[i]) {
+			i--
+		}
+		if i == 0 {
+			_, i = utf8.DecodeRuneInString(s)
+		}
+		out = append(out, s[:i])
+		s = s[i:]
+	}
+	if s != "" {
+		out = append(out, s)
+	}
+	return out
+}

@@ -1,0 +1,120 @@
+// Package codectest generates replies for the round-trip properties of the
+// vendor codecs (provider/openai, provider/anthropic): a reply as the parts
+// an encoder is given, and the parts the vendor's parser must give back.
+package codectest
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"pgregory.net/rapid"
+
+	"github.com/openmax/openmax/provider"
+)
+
+// Wire says what a vendor's wire carries.
+type Wire struct {
+	// Signatures: thinking carries signatures (Anthropic).
+	Signatures bool
+	// Finishes are the finish reasons the wire uses.
+	Finishes []string
+}
+
+// Reply is one generated reply.
+type Reply struct {
+	// Parts are what the encoder is given, in order: text, thinking and
+	// tool calls interleaved, a usage somewhere, and a Finish or an Error
+	// at the end (a usage may follow a Finish).
+	Parts []provider.Part
+	// Usage is the reply's usage, nil for none.
+	Usage *provider.Usage
+	// Want is what parsing the encoded stream gives: the text and thinking
+	// in order (a thinking part with a signature as its text, then its
+	// signature), then, for a finished reply, the tool calls in order, the
+	// usage and the finish; for a failed one, only the error after the
+	// text and thinking.
+	Want []provider.Part
+}
+
+// Draw draws a reply for w.
+func Draw(t *rapid.T, w Wire) Reply {
+	var r Reply
+	var calls []provider.Part
+	text := rapid.StringN(1, 12, -1)
+	n := rapid.IntRange(0, 8).Draw(t, "parts")
+	for i := range n {
+		switch rapid.IntRange(0, 2).Draw(t, "kind") {
+		case 0:
+			p := provider.TextDelta{Text: text.Draw(t, "text")}
+			r.Parts = append(r.Parts, p)
+			r.Want = append(r.Want, p)
+		case 1:
+			p := provider.ThinkingDelta{Text: text.Draw(t, "thinking")}
+			if w.Signatures && rapid.Bool().Draw(t, "signed") {
+				p.Signature = rapid.StringMatching(`[A-Za-z0-9+/=]{1,16}`).Draw(t, "signature")
+				if rapid.Bool().Draw(t, "only signature") {
+					p.Text = ""
+				}
+			}
+			r.Parts = append(r.Parts, p)
+			if p.Text != "" {
+				r.Want = append(r.Want, provider.ThinkingDelta{Text: p.Text})
+			}
+			if p.Signature != "" {
+				r.Want = append(r.Want, provider.ThinkingDelta{Signature: p.Signature})
+			}
+		case 2:
+			args := rapid.MapOfN(rapid.StringN(1, 6, -1), rapid.StringN(0, 24, -1), 0, 3).Draw(t, "args")
+			raw, err := json.Marshal(args)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := provider.ToolCallPart{Call: provider.ToolCall{ID: fmt.Sprintf("call_%d", i),
+				Name: rapid.StringMatching(`[a-z_]{1,12}`).Draw(t, "name"), Args: raw}}
+			r.Parts = append(r.Parts, p)
+			calls = append(calls, p)
+		}
+	}
+	if rapid.Bool().Draw(t, "usage") {
+		prompt := rapid.IntRange(0, 1<<20).Draw(t, "prompt")
+		u := provider.Usage{PromptTokens: prompt, CompletionTokens: rapid.IntRange(0, 1<<20).Draw(t, "completion")}
+		if rapid.Bool().Draw(t, "cached") {
+			c := rapid.IntRange(0, prompt).Draw(t, "cached tokens")
+			u.CachedTokens = &c
+		}
+		r.Usage = &u
+		at := rapid.IntRange(0, len(r.Parts)+1).Draw(t, "usage at") // len+1: after the finish
+		if at <= len(r.Parts) {
+			r.Parts = append(r.Parts[:at], append([]provider.Part{u}, r.Parts[at:]...)...)
+		}
+	}
+	if rapid.IntRange(0, 4).Draw(t, "end") == 0 {
+		e := provider.Error{Err: &provider.StreamError{
+			Type:    rapid.SampledFrom([]string{"server_error", "overloaded_error", "rate_limit_error"}).Draw(t, "error type"),
+			Message: rapid.StringN(0, 20, -1).Draw(t, "error message"),
+		}}
+		r.Parts = append(r.Parts, e)
+		r.Want = append(r.Want, e)
+		return r
+	}
+	f := provider.Finish{Reason: rapid.SampledFrom(w.Finishes).Draw(t, "finish")}
+	r.Parts = append(r.Parts, f)
+	if r.Usage != nil && !containsUsage(r.Parts) {
+		r.Parts = append(r.Parts, *r.Usage) // after the finish
+	}
+	r.Want = append(r.Want, calls...)
+	if r.Usage != nil {
+		r.Want = append(r.Want, *r.Usage)
+	}
+	r.Want = append(r.Want, f)
+	return r
+}
+
+func containsUsage(parts []provider.Part) bool {
+	for _, p := range parts {
+		if _, ok := p.(provider.Usage); ok {
+			return true
+		}
+	}
+	return false
+}
