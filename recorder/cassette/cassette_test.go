@@ -40,6 +40,8 @@ func TestParseRefusesHostileCassettes(t *testing.T) {
 		{"a negative start", strings.Replace(base, "start: 1s", "start: -5m", 1), "interaction 0: openmax.start is -5m0s"},
 		{"a start of 100 days", strings.Replace(base, "start: 1s", "start: 2400h", 1), "interaction 0: openmax.start is 2400h0m0s: a recorded offset must be under 24h0m0s"},
 		{"a negative duration", strings.Replace(base, "duration: 2s", "duration: -2s", 1), "interaction 0: response.duration is -2s"},
+		{"chunks that are not the body", strings.Replace(base, `data: "b"`, `data: "c"`, 1), "interaction 0: its chunks do not add up to its body"},
+		{"chunks longer than the body", strings.Replace(base, `data: "b"`, `data: "bb"`, 1), "interaction 0: its chunks do not add up to its body"},
 		{"a huge error offset", base + "      error: {kind: reset, message: m, at: 1000000h}\n", "interaction 0: openmax.error.at is 1000000h0m0s"},
 	}
 	for _, tt := range tests {
