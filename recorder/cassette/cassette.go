@@ -9,6 +9,13 @@
 // Stock go-vcr's cassette.Load reads these files: it ignores the members it
 // does not know, and the response body holds the concatenated chunks, so it
 // replays the same bytes (in one piece, as stock go-vcr does).
+//
+// The package is also the one reading of what a recording means, for
+// by the recorder, replay and the cassette tools: an Interaction's chunks,
+// body, status line, failure and timing (Chunks, Body, StatusLine,
+// Failure, End), and the table of transport failure kinds both ways: the
+// kind of a live error (KindOf, ErrorOf) and the error a recorded kind
+// replays as (Error.Err), which has that kind again.
 package cassette
 
 import (
