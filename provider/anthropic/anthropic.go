@@ -30,7 +30,7 @@ const (
 // Config configures a Client.
 type Config struct {
 	APIKey    string
-	BaseURL   string // default DefaultBaseURL; requests go to BaseURL + "/v1/messages"
+	BaseURL   string // default DefaultBaseURL; requests go to BaseURL + Path
 	Model     string // required; a Request's own Model takes precedence
 	MaxTokens int    // default DefaultMaxTokens
 	HTTP      *httpx.Client
@@ -91,7 +91,7 @@ func New(cfg Config) (*Client, error) {
 	if hc == nil {
 		hc = &httpx.Client{}
 	}
-	return &Client{key: cfg.APIKey, url: base + "/v1/messages", model: cfg.Model, maxTokens: maxTokens, http: hc}, nil
+	return &Client{key: cfg.APIKey, url: base + Path, model: cfg.Model, maxTokens: maxTokens, http: hc}, nil
 }
 
 // Stream sends req and yields the reply as it streams: TextDelta and

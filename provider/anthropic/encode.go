@@ -3,6 +3,7 @@ package anthropic
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/openmax/openmax/provider"
 	"github.com/openmax/openmax/provider/internal/wirejson"
@@ -347,3 +348,25 @@ func StatusMessage(status int) string {
 	}
 	return ""
 }
+
+// Path is the Messages endpoint below the API root (BaseURL).
+const Path = "/v1/messages"
+
+// IsPath reports whether a request path is the Messages endpoint under any
+// root or version: it ends in /messages.
+func IsPath(p string) bool { return strings.HasSuffix(p, "/messages") }
+
+// HasVersionHeader reports whether request headers carry anthropic-version
+// (the name in any case), which every Messages request does.
+func HasVersionHeader(h map[string][]string) bool {
+	for k := range h {
+		if strings.EqualFold(k, "Anthropic-Version") {
+			return true
+		}
+	}
+	return false
+}
+
+// IsStreamBody reports whether a response body reads as a Messages event
+// stream: it holds a message_start event.
+func IsStreamBody(body string) bool { return strings.Contains(body, `"type":"message_start"`) }

@@ -161,9 +161,9 @@ func route(r *http.Request) string {
 		return ""
 	}
 	switch r.URL.Path {
-	case "/v1/chat/completions", "/chat/completions":
+	case "/v1" + openai.Path, openai.Path:
 		return WireOpenAI
-	case "/v1/messages":
+	case anthropic.Path:
 		return WireAnthropic
 	}
 	return ""

@@ -27,7 +27,7 @@ const DefaultBaseURL = "https://api.openai.com/v1"
 type Config struct {
 	// APIKey is sent as a bearer token. Required.
 	APIKey string
-	// BaseURL is the API root; requests go to BaseURL + "/chat/completions".
+	// BaseURL is the API root; requests go to BaseURL + Path.
 	// Empty means DefaultBaseURL.
 	BaseURL string
 	// Model is the model name sent when the request names none. Required.
@@ -65,7 +65,7 @@ func New(cfg Config) (*Client, error) {
 	}
 	return &Client{
 		key:   key,
-		url:   strings.TrimRight(base, "/") + "/chat/completions",
+		url:   strings.TrimRight(base, "/") + Path,
 		model: model,
 		http:  hc,
 	}, nil

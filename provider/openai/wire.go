@@ -3,6 +3,7 @@ package openai
 import (
 	"encoding/json"
 	"strconv"
+	"strings"
 
 	"github.com/openmax/openmax/provider"
 )
@@ -116,3 +117,10 @@ type ErrorDetail struct {
 	Param   *string `json:"param"`
 	Code    *string `json:"code"`
 }
+
+// Path is the Chat Completions endpoint below the API root (BaseURL).
+const Path = "/chat/completions"
+
+// IsPath reports whether a request path is the Chat Completions endpoint
+// under any root: it ends in Path.
+func IsPath(p string) bool { return strings.HasSuffix(p, Path) }

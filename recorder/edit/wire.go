@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/openmax/openmax/provider/anthropic"
+	"github.com/openmax/openmax/provider/openai"
 	"github.com/openmax/openmax/recorder/cassette"
 )
 
@@ -24,17 +26,11 @@ const (
 func wireOf(it *cassette.Interaction) string {
 	p := urlPath(it.Request.URL)
 	switch {
-	case strings.HasSuffix(p, "/messages"):
+	case anthropic.IsPath(p):
 		return wireAnthropic
-	case strings.HasSuffix(p, "/chat/completions"):
+	case openai.IsPath(p):
 		return wireOpenAI
-	}
-	for k := range it.Request.Headers {
-		if strings.EqualFold(k, "Anthropic-Version") {
-			return wireAnthropic
-		}
-	}
-	if strings.Contains(bodyOf(it), `"type":"message_start"`) {
+	case anthropic.HasVersionHeader(it.Request.Headers), anthropic.IsStreamBody(bodyOf(it)):
 		return wireAnthropic
 	}
 	return wireOpenAI
