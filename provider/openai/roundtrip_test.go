@@ -2,6 +2,7 @@ package openai
 
 import (
 	"bytes"
+	"context"
 	"reflect"
 	"slices"
 	"testing"
@@ -35,6 +36,53 @@ func TestRoundTrip(t *testing.T) {
 		got := slices.Collect(ParseStream(&body))
 		if !reflect.DeepEqual(got, r.Want) {
 			t.Fatalf("parts %#v\nencoded:\n%s\nparsed %#v\nwant   %#v", r.Parts, body.String(), got, r.Want)
+		}
+	})
+}
+
+// TestRoundTripCompletion: parsing the whole completion Completion wrote
+// (the reply to a request without stream) gives the reply back joined:
+// the reasoning in one part, the text in one, then the tool calls, usage
+// and finish.
+func TestRoundTripCompletion(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		r := codectest.Draw(t, codectest.Wire{Finishes: []string{"stop", "tool_calls", "length", "content_filter"}})
+		body, ok := Completion("chatcmpl-1", "m", 1767225600, r.Parts)
+		var want []provider.Part
+		var text, thinking string
+		finished := false
+		for _, p := range r.Want {
+			switch p := p.(type) {
+			case provider.TextDelta:
+				text += p.Text
+			case provider.ThinkingDelta:
+				thinking += p.Text
+			case provider.Error:
+			default:
+				_, isFinish := p.(provider.Finish)
+				finished = finished || isFinish
+				want = append(want, p)
+			}
+		}
+		if ok != finished {
+			t.Fatalf("Completion ok=%v for a reply that finished=%v", ok, finished)
+		}
+		if !ok {
+			return
+		}
+		if text != "" {
+			want = append([]provider.Part{provider.TextDelta{Text: text}}, want...)
+		}
+		if thinking != "" {
+			want = append([]provider.Part{provider.ThinkingDelta{Text: thinking}}, want...)
+		}
+		var got []provider.Part
+		readWhole(context.Background(), bytes.NewReader(body), func(p provider.Part) bool {
+			got = append(got, p)
+			return true
+		})
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("parts %#v\nencoded: %s\nparsed %#v\nwant   %#v", r.Parts, body, got, want)
 		}
 	})
 }
