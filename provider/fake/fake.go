@@ -21,6 +21,7 @@ import (
 	"log"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -28,7 +29,6 @@ import (
 	"github.com/openmax/openmax/provider"
 	"github.com/openmax/openmax/provider/anthropic"
 	"github.com/openmax/openmax/provider/clock"
-	"github.com/openmax/openmax/provider/openai"
 	"github.com/openmax/openmax/provider/script"
 )
 
@@ -160,11 +160,10 @@ func route(r *http.Request) string {
 	if r.Method != http.MethodPost {
 		return ""
 	}
-	switch r.URL.Path {
-	case "/v1" + openai.Path, openai.Path:
-		return WireOpenAI
-	case anthropic.Path:
-		return WireAnthropic
+	for wire, c := range codecs {
+		if slices.Contains(c.paths, r.URL.Path) {
+			return wire
+		}
 	}
 	return ""
 }
@@ -356,37 +355,12 @@ func closeConn(w http.ResponseWriter) {
 	}
 }
 
-// streamer renders the parts of one reply as the SSE events of a wire: an
-// openai.Encoder or an anthropic.Encoder.
-type streamer interface {
-	// Open is the event(s) that start the stream.
-	Open() []byte
-	// Part renders one part; an Error part ends the stream.
-	Part(p provider.Part) []byte
-	// Close is what ends a stream whose steps ran out: the terminator when
-	// the reply finished, nothing otherwise (the stream just stops).
-	Close() []byte
-}
-
-func (p *play) streamer(steps []script.Step) streamer {
-	if p.wire == WireAnthropic {
-		var usage *provider.Usage
-		for _, s := range steps {
-			if u, ok := s.Part.(provider.Usage); ok {
-				usage = &u
-			}
-		}
-		return anthropic.NewEncoder(fmt.Sprintf("msg_fake_%d", p.n), p.model, usage)
-	}
-	return openai.NewEncoder(fmt.Sprintf("chatcmpl-fake-%d", p.n), p.model, Created)
-}
-
-// part is a step's part as the wire says it: on Anthropic a finish the
-// shorthand implied is said the Anthropic way (stop → end_turn,
+// part is a step's part as the wire says it: a finish the shorthand
+// implied is said the wire's way (on Anthropic stop → end_turn,
 // tool_calls → tool_use); a finish the scenario named goes out verbatim.
 func (p *play) part(s script.Step) provider.Part {
-	if f, ok := s.Part.(provider.Finish); ok && s.Implied && p.wire == WireAnthropic {
-		return provider.Finish{Reason: anthropic.StopReason(f.Reason)}
+	if f, ok := s.Part.(provider.Finish); ok && s.Implied {
+		return provider.Finish{Reason: codecOf(p.wire).impliedFinish(f.Reason)}
 	}
 	return s.Part
 }
@@ -396,7 +370,7 @@ func (p *play) stream() {
 	p.w.Header().Set("Cache-Control", "no-cache")
 	p.w.WriteHeader(http.StatusOK)
 	steps := p.reply.Steps(p.n - 1)
-	st := p.streamer(steps)
+	st := codecOf(p.wire).stream(p.n, p.model, steps)
 	if p.write(st.Open()) != nil {
 		return
 	}
@@ -465,13 +439,7 @@ func (p *play) complete() {
 			parts = append(parts, p.part(step))
 		}
 	}
-	var body []byte
-	var ok bool
-	if p.wire == WireAnthropic {
-		body, ok = anthropic.Message(fmt.Sprintf("msg_fake_%d", p.n), p.model, parts)
-	} else {
-		body, ok = openai.Completion(fmt.Sprintf("chatcmpl-fake-%d", p.n), p.model, Created, parts)
-	}
+	body, ok := codecOf(p.wire).whole(p.n, p.model, parts)
 	if !ok {
 		closeConn(p.w)
 		return
@@ -489,10 +457,7 @@ func (p *play) complete() {
 // errorBody is a wire's usual error JSON. code is the vendor's error code
 // or type; empty takes the usual type for the status.
 func errorBody(wire string, status int, code, message string) []byte {
-	if wire == WireAnthropic {
-		return anthropic.HTTPErrorBody(status, code, message)
-	}
-	return openai.HTTPErrorBody(status, code, message)
+	return codecOf(wire).errorBody(status, code, message)
 }
 
 func writeJSON(w http.ResponseWriter, status int, body []byte) {
