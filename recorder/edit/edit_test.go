@@ -237,7 +237,7 @@ func reads(t *testing.T, body io.ReadCloser) ([]string, error) {
 
 func chunkData(it *cassette.Interaction) []string {
 	var out []string
-	for _, c := range chunksOf(it) {
+	for _, c := range it.Chunks() {
 		out = append(out, c.Data)
 	}
 	return out
@@ -658,7 +658,7 @@ func TestInject(t *testing.T) {
 			// Every body is its chunks, and the edit is marked.
 			marked := 0
 			for i, it := range out.Interactions {
-				if it.Stream != nil && len(it.Stream.Chunks) > 0 && bodyOf(it) != it.Response.Body {
+				if it.Stream != nil && len(it.Stream.Chunks) > 0 && it.Body() != it.Response.Body {
 					t.Fatalf("interaction %d: body and chunks differ", i)
 				}
 				if it.Response.Headers.Get(InjectedHeader) == op.String() {

@@ -236,7 +236,7 @@ func target(f *cassette.File, n int) (*cassette.Interaction, error) {
 
 // chunkRange checks that chunk k exists in an interaction's body.
 func chunkRange(it *cassette.Interaction, n, k int) ([]cassette.Chunk, error) {
-	chunks := chunksOf(it)
+	chunks := it.Chunks()
 	if len(chunks) == 0 {
 		return nil, fmt.Errorf("interaction %d has an empty body, so it has no chunk %d", n, k)
 	}
@@ -293,7 +293,7 @@ func reset(f *cassette.File, op Op) error {
 	if err != nil {
 		return err
 	}
-	chunks := chunksOf(it)
+	chunks := it.Chunks()
 	total := 0
 	for _, c := range chunks {
 		total += len(c.Data)
@@ -319,7 +319,7 @@ func reset(f *cassette.File, op Op) error {
 		break
 	}
 	if !cut {
-		at = endOf(it, chunks)
+		at = it.End()
 	}
 	setBody(it, kept, &cassette.Error{
 		Kind:    cassette.KindReset,
@@ -327,18 +327,6 @@ func reset(f *cassette.File, op Op) error {
 		At:      at,
 	}, op)
 	return nil
-}
-
-// endOf is when a body ended as recorded: at its terminal error, else at
-// its last chunk.
-func endOf(it *cassette.Interaction, chunks []cassette.Chunk) time.Duration {
-	if it.Stream != nil && it.Stream.Error != nil {
-		return it.Stream.Error.At
-	}
-	if len(chunks) > 0 {
-		return chunks[len(chunks)-1].At
-	}
-	return 0
 }
 
 func streamError(f *cassette.File, op Op) error {

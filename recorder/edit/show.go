@@ -131,7 +131,7 @@ func showInteraction(p *printer, i int, it *cassette.Interaction) {
 			p.printf("  header %s: %s\n", k, oneLine(v, 0))
 		}
 	}
-	chunks := chunksOf(it)
+	chunks := it.Chunks()
 	size := 0
 	for _, c := range chunks {
 		size += len(c.Data)

@@ -30,7 +30,7 @@ func wireOf(it *cassette.Interaction) string {
 		return wireAnthropic
 	case openai.IsPath(p):
 		return wireOpenAI
-	case anthropic.HasVersionHeader(it.Request.Headers), anthropic.IsStreamBody(bodyOf(it)):
+	case anthropic.HasVersionHeader(it.Request.Headers), anthropic.IsStreamBody(it.Body()):
 		return wireAnthropic
 	}
 	return wireOpenAI
@@ -71,39 +71,13 @@ func sortedKeys(h map[string][]string) []string {
 	return keys
 }
 
-// chunksOf is what an interaction's body serves in a replay: its recorded
-// chunks, or its body as one chunk (arriving after Response.Duration) when
-// it was recorded without chunk detail.
-func chunksOf(it *cassette.Interaction) []cassette.Chunk {
-	if it.Stream != nil && len(it.Stream.Chunks) > 0 {
-		return it.Stream.Chunks
-	}
-	if it.Response.Body == "" {
-		return nil
-	}
-	at := it.Response.Duration
-	if it.Stream != nil {
-		at = 0
-	}
-	return []cassette.Chunk{{At: at, Data: it.Response.Body}}
-}
-
-// bodyOf is an interaction's body as its chunks give it.
-func bodyOf(it *cassette.Interaction) string {
-	var b strings.Builder
-	for _, c := range chunksOf(it) {
-		b.WriteString(c.Data)
-	}
-	return b.String()
-}
-
 // isEventStream reports whether an interaction's body is an SSE stream: by
 // its Content-Type, or (without one) by how the body starts.
 func isEventStream(it *cassette.Interaction) bool {
 	if ct, ok := header(it.Response.Headers, "Content-Type"); ok {
 		return strings.Contains(strings.ToLower(ct), "text/event-stream")
 	}
-	b := strings.TrimLeft(bodyOf(it), "\r\n")
+	b := strings.TrimLeft(it.Body(), "\r\n")
 	return strings.HasPrefix(b, "data:") || strings.HasPrefix(b, "event:") || strings.HasPrefix(b, ":")
 }
 
@@ -203,7 +177,7 @@ func (r *reconstruction) tool(key int) *toolCall {
 
 // reconstruct reads an interaction's body.
 func reconstruct(it *cassette.Interaction) *reconstruction {
-	body := bodyOf(it)
+	body := it.Body()
 	r := &reconstruction{}
 	if body == "" {
 		return r
@@ -211,7 +185,7 @@ func reconstruct(it *cassette.Interaction) *reconstruction {
 	if isEventStream(it) {
 		r.stream = true
 		evs, tail := splitEvents(body)
-		chunks := chunksOf(it)
+		chunks := it.Chunks()
 		r.chunkGists = make([][]gist, len(chunks))
 		r.chunkRest = make([]int, len(chunks))
 		j, start := 0, 0 // the chunk an event ends in, and its offset
