@@ -2,6 +2,7 @@ package anthropic
 
 import (
 	"bytes"
+	"fmt"
 	"reflect"
 	"slices"
 	"testing"
@@ -35,6 +36,31 @@ func TestRoundTrip(t *testing.T) {
 		got := slices.Collect(ParseStream(&body))
 		if !reflect.DeepEqual(got, r.Want) {
 			t.Fatalf("parts %#v\nencoded:\n%s\nparsed %#v\nwant   %#v", r.Parts, body.String(), got, r.Want)
+		}
+	})
+}
+
+// TestErrorBodyRoundTrip: the client reads back the type and message of
+// every error body HTTPErrorBody writes (an empty type is ErrorType's for
+// the status, an empty message the status text).
+func TestErrorBodyRoundTrip(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		status := rapid.IntRange(400, 599).Draw(t, "status")
+		code := rapid.SampledFrom([]string{"", "overloaded_error", "rate_limit_error", "invalid_request_error"}).Draw(t, "code")
+		msg := rapid.StringN(0, 20, -1).Draw(t, "message")
+		gotCode, gotMsg := provider.ParseErrorBody(HTTPErrorBody(status, code, msg))
+		wantCode, wantMsg := code, msg
+		if code == "" {
+			wantCode = ErrorType(status)
+		}
+		if msg == "" {
+			wantMsg = provider.StatusText(status)
+			if wantMsg == "" {
+				wantMsg = fmt.Sprintf("HTTP %d", status)
+			}
+		}
+		if gotCode != wantCode || gotMsg != wantMsg {
+			t.Fatalf("HTTPErrorBody(%d, %q, %q) reads back as (%q, %q), want (%q, %q)", status, code, msg, gotCode, gotMsg, wantCode, wantMsg)
 		}
 	})
 }

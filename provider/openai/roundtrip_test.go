@@ -3,6 +3,7 @@ package openai
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"reflect"
 	"slices"
 	"testing"
@@ -83,6 +84,37 @@ func TestRoundTripCompletion(t *testing.T) {
 		})
 		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("parts %#v\nencoded: %s\nparsed %#v\nwant   %#v", r.Parts, body, got, want)
+		}
+	})
+}
+
+// TestErrorBodyRoundTrip: the client reads back the code and message of
+// every error body HTTPErrorBody writes (an empty code is the type OpenAI
+// uses for the status, an empty message the status text).
+func TestErrorBodyRoundTrip(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		status := rapid.IntRange(400, 599).Draw(t, "status")
+		code := rapid.SampledFrom([]string{"", "insufficient_quota", "server_error", "context_length_exceeded"}).Draw(t, "code")
+		msg := rapid.StringN(0, 20, -1).Draw(t, "message")
+		gotCode, gotMsg := provider.ParseErrorBody(HTTPErrorBody(status, code, msg))
+		wantCode, wantMsg := code, msg
+		switch {
+		case code != "":
+		case status == 429:
+			wantCode = "rate_limit_exceeded"
+		case status >= 500:
+			wantCode = "server_error"
+		default:
+			wantCode = "invalid_request_error"
+		}
+		if msg == "" {
+			wantMsg = provider.StatusText(status)
+			if wantMsg == "" {
+				wantMsg = fmt.Sprintf("HTTP %d", status)
+			}
+		}
+		if gotCode != wantCode || gotMsg != wantMsg {
+			t.Fatalf("HTTPErrorBody(%d, %q, %q) reads back as (%q, %q), want (%q, %q)", status, code, msg, gotCode, gotMsg, wantCode, wantMsg)
 		}
 	})
 }
