@@ -67,8 +67,6 @@
 package edit
 
 import (
-	"maps"
-	"net/url"
 	"slices"
 
 	"github.com/openmax/openmax/recorder/cassette"
@@ -88,7 +86,7 @@ func Clone(f *cassette.File) *cassette.File {
 	if f.Interactions != nil {
 		out.Interactions = make([]*cassette.Interaction, len(f.Interactions))
 		for i, it := range f.Interactions {
-			out.Interactions[i] = cloneInteraction(it)
+			out.Interactions[i] = it.Clone()
 		}
 	}
 	if s := f.Session; s != nil {
@@ -98,37 +96,6 @@ func Clone(f *cassette.File) *cassette.File {
 		c.Tools = slices.Clone(s.Tools)
 		c.ToolResults = slices.Clone(s.ToolResults)
 		out.Session = &c
-	}
-	return out
-}
-
-func cloneInteraction(it *cassette.Interaction) *cassette.Interaction {
-	if it == nil {
-		return nil
-	}
-	c := *it
-	c.Request.Headers = it.Request.Headers.Clone()
-	c.Request.Form = cloneValues(it.Request.Form)
-	c.Response.Headers = it.Response.Headers.Clone()
-	if it.Stream != nil {
-		s := *it.Stream
-		s.Chunks = slices.Clone(it.Stream.Chunks)
-		if it.Stream.Error != nil {
-			e := *it.Stream.Error
-			s.Error = &e
-		}
-		c.Stream = &s
-	}
-	return &c
-}
-
-func cloneValues(v url.Values) url.Values {
-	if v == nil {
-		return nil
-	}
-	out := maps.Clone(v)
-	for k, vs := range out {
-		out[k] = slices.Clone(vs)
 	}
 	return out
 }

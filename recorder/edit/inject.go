@@ -77,7 +77,7 @@ func Inject(f *cassette.File, op Op) (*cassette.File, error) {
 	out := Clone(f)
 	var recorded *cassette.Interaction
 	if op.Recover && op.Interaction >= 0 && op.Interaction < len(f.Interactions) {
-		recorded = cloneInteraction(f.Interactions[op.Interaction])
+		recorded = f.Interactions[op.Interaction].Clone()
 	}
 	var err error
 	switch op.Kind {
@@ -200,7 +200,7 @@ func insertError(f *cassette.File, op Op) error {
 	if op.RetryAfterMs != "" {
 		h["Retry-After-Ms"] = []string{op.RetryAfterMs}
 	}
-	it := cloneInteraction(orig)
+	it := orig.Clone()
 	it.Response.Body = body
 	it.Response.Headers = h
 	it.Response.Status = strconv.Itoa(op.Status) + " " + provider.StatusText(op.Status)
