@@ -26,11 +26,11 @@ func setFileSizeLimit(t *testing.T, pid int, limit uint64) {
 	t.Helper()
 	var lim syscall.Rlimit
 	if _, _, errno := syscall.RawSyscall6(syscall.SYS_PRLIMIT64, uintptr(pid), syscall.RLIMIT_FSIZE, 0, uintptr(unsafe.Pointer(&lim)), 0, 0); errno != 0 {
-		t.Skipf("prlimit: %v", errno)
+		t.Fatalf("prlimit on process %d: %v", pid, errno)
 	}
 	lim.Cur = min(limit, lim.Max)
 	if _, _, errno := syscall.RawSyscall6(syscall.SYS_PRLIMIT64, uintptr(pid), syscall.RLIMIT_FSIZE, uintptr(unsafe.Pointer(&lim)), 0, 0, 0); errno != 0 {
-		t.Skipf("prlimit: %v", errno)
+		t.Fatalf("prlimit on process %d: %v", pid, errno)
 	}
 }
 

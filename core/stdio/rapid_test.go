@@ -72,7 +72,7 @@ const (
 	// each costs ten times as much (10,000 took 100 s). The test command in
 	// README.md runs both, so every CI run drives 11,000 random sessions;
 	// run -rapid.checks=100000 for a deeper search.
-	rpChecks = 10_000
+	rpChecks     = 10_000
 	rpChecksRace = 1_000
 )
 

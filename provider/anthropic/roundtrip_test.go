@@ -21,21 +21,10 @@ func TestRoundTrip(t *testing.T) {
 		r := codectest.Draw(t, codectest.Wire{Signatures: true, Finishes: []string{"end_turn", "tool_use", "max_tokens", "stop_sequence"}})
 		e := NewEncoder("msg_1", "m", r.Usage)
 		e.ArgChunk = rapid.IntRange(0, 8).Draw(t, "arg chunk")
-		var body bytes.Buffer
-		body.Write(e.Open())
-		failed := false
-		for _, p := range r.Parts {
-			body.Write(e.Part(p))
-			if _, failed = p.(provider.Error); failed {
-				break
-			}
-		}
-		if !failed {
-			body.Write(e.Close())
-		}
-		got := slices.Collect(ParseStream(&body))
+		body := codectest.Encode(e, r.Parts)
+		got := slices.Collect(ParseStream(bytes.NewReader(body)))
 		if !reflect.DeepEqual(got, r.Want) {
-			t.Fatalf("parts %#v\nencoded:\n%s\nparsed %#v\nwant   %#v", r.Parts, body.String(), got, r.Want)
+			t.Fatalf("parts %#v\nencoded:\n%s\nparsed %#v\nwant   %#v", r.Parts, body, got, r.Want)
 		}
 	})
 }

@@ -4,6 +4,7 @@
 package codectest
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 
@@ -117,4 +118,27 @@ func containsUsage(parts []provider.Part) bool {
 		}
 	}
 	return false
+}
+
+// Encoder is what a vendor package's stream encoder offers.
+type Encoder interface {
+	Open() []byte
+	Part(provider.Part) []byte
+	Close() []byte
+}
+
+// Encode writes parts through e as a server would: the opening, each part,
+// and the closing unless a part was an in-stream error (which ends the
+// stream there).
+func Encode(e Encoder, parts []provider.Part) []byte {
+	var body bytes.Buffer
+	body.Write(e.Open())
+	for _, p := range parts {
+		body.Write(e.Part(p))
+		if _, failed := p.(provider.Error); failed {
+			return body.Bytes()
+		}
+	}
+	body.Write(e.Close())
+	return body.Bytes()
 }
