@@ -34,9 +34,10 @@ func (t *turn) gate(ctx context.Context, c provider.ToolCall, tl tool.Tool, args
 	if !ok || !m.Mutating() {
 		return ""
 	}
+	modeOf, approver := t.s.approvals()
 	mode := "auto"
-	if t.e.Mode != nil {
-		mode = t.e.Mode()
+	if modeOf != nil {
+		mode = modeOf()
 	}
 	switch mode {
 	case "auto":
@@ -57,8 +58,8 @@ func (t *turn) gate(ctx context.Context, c provider.ToolCall, tl tool.Tool, args
 		})
 	}
 	outcome := OutcomeDeclined
-	if t.e.Approver != nil {
-		outcome = t.e.Approver.Ask(ctx, id, announce)
+	if approver != nil {
+		outcome = approver.Ask(ctx, id, announce)
 	} else {
 		announce()
 	}

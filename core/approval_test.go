@@ -47,9 +47,10 @@ replies:
   - text: ok
 `), tl)
 		mode := tt.mode
-		e.Mode = func() string { return mode }
+		sess := core.NewSession("s")
+		sess.SetApprovals(func() string { return mode }, nil)
 		var rec recorder
-		e.RunTurn(context.Background(), core.NewSession("s"), "go", rec.emit)
+		e.RunTurn(context.Background(), sess, "go", rec.emit)
 		var end wire.ToolEnd
 		for _, ev := range rec.events {
 			if te, ok := ev.(wire.ToolEnd); ok {

@@ -48,11 +48,6 @@ type Engine struct {
 	// OnPanic, when set, receives a panic recovered inside a turn with its
 	// stack (the binary logs it to stderr). The turn itself reports error.
 	OnPanic func(r any, stack []byte)
-	// Mode reports the approval mode for mutating tools: "auto" runs them,
-	// "ask" asks Approver first, "readonly" refuses them. Nil means auto.
-	Mode func() string
-	// Approver answers approval requests in ask mode; nil declines them.
-	Approver Approver
 	// ToolGrace is how long a tool call may go on once the turn is
 	// cancelled. A tool still running then is abandoned: its result is
 	// recorded as cancelled and the turn ends; the call's goroutine is left

@@ -24,6 +24,28 @@ type Session struct {
 	// abandoned holds, by tool name, the end of a call that ignored its
 	// cancellation and is still running; closed when it returns.
 	abandoned map[string]chan struct{}
+	// mode and approver gate mutating tool calls (SetApprovals).
+	mode     func() string
+	approver Approver
+}
+
+// SetApprovals sets how the session's mutating tool calls are gated: mode
+// reports the approval mode ("auto" runs them, "ask" asks approver first,
+// "readonly" refuses them; nil means auto) and approver answers the
+// requests of ask mode (nil declines them). Approval state belongs to the
+// session, never to the Engine, which many sessions may share. Call it
+// before the session's first turn; it must not change while a turn runs.
+func (s *Session) SetApprovals(mode func() string, approver Approver) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.mode, s.approver = mode, approver
+}
+
+// approvals returns the session's mode and approver.
+func (s *Session) approvals() (func() string, Approver) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.mode, s.approver
 }
 
 // NewSession returns an empty session kept in memory only.

@@ -468,14 +468,15 @@ func runPrompt(ctx context.Context, o *options, stdout, stderr io.Writer, e env)
 		fmt.Fprintf(stderr, "openmax: the project %s is not trusted; run `openmax trust %s` first\n", project, project)
 		return 1
 	}
-	// Nobody can answer an approval here: mutating calls are declined.
-	eng.Mode = func() string { return "ask" }
 	sid := o.sessionID
 	if sid == "" {
 		sid = newSessionID()
 	}
+	sess := core.NewSession(sid)
+	// Nobody can answer an approval here: mutating calls are declined.
+	sess.SetApprovals(func() string { return "ask" }, nil)
 	endsLine := true
-	stop := eng.RunTurn(ctx, core.NewSession(sid), o.prompt, func(ev wire.Event) {
+	stop := eng.RunTurn(ctx, sess, o.prompt, func(ev wire.Event) {
 		switch ev := ev.(type) {
 		case wire.Token:
 			fmt.Fprint(stdout, ev.Text)

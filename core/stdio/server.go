@@ -43,8 +43,9 @@ type Options struct {
 	Project string // absolute project directory, reported by hello
 	// Modes persists approval_mode; nil keeps the mode in memory only.
 	Modes ModeStore
-	// The server settles the engine's approval requests itself: it sets
-	// Engine.Approver and, when unset, Engine.Mode (from Modes).
+	// The server settles the session's approval requests itself: it gives
+	// the session its approver and the mode from Modes, and never changes
+	// the Engine, which may be shared.
 	// Log receives diagnostics (never protocol lines); nil discards them.
 	Log io.Writer
 	// Handled, when set, is called from the serve loop after each stdin
@@ -202,12 +203,7 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, opts Options) (int,
 		s.opts.Modes = NewMemoryModes("ask")
 	}
 	s.approvals = newApprovals(opts.ApprovalTimeout, opts.Clock)
-	if opts.Engine != nil {
-		opts.Engine.Approver = s.approvals
-		if opts.Engine.Mode == nil {
-			opts.Engine.Mode = s.opts.Modes.Mode
-		}
-	}
+	s.sess.SetApprovals(s.opts.Modes.Mode, s.approvals)
 	if s.opts.Log == nil {
 		s.opts.Log = io.Discard
 	}
