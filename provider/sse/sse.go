@@ -1,7 +1,9 @@
 // Package sse reads Server-Sent Events streams by the WHATWG rules: fields
 // data, event and id; comments; LF, CRLF or CR line ends; data lines joined
 // with newlines; and an event only when a blank line ends it, so an
-// unterminated last event at EOF is not an event.
+// unterminated last event at EOF is not an event. A Reader reads a live
+// stream; Split reads a whole recorded body by the same rules and says
+// where in it each event ends.
 //
 // Memory is bounded: a line over MaxLine and an event whose data passes
 // MaxEvent end the stream with an error matching provider.ErrLimit (and so
@@ -14,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/openmax/openmax/provider"
 )
@@ -34,19 +37,72 @@ const MaxEvent = 16 << 20
 
 // Reader parses events from a stream. It is not safe for concurrent use.
 type Reader struct {
-	br       *bufio.Reader
+	fields
+	br      *bufio.Reader
+	pending [][]byte // lines split off a chunk at lone CRs
+	maxLine int
+}
+
+// fields gathers the field lines of an event and dispatches it at the
+// blank line that ends it: the rules a Reader and Split share.
+type fields struct {
 	typ      string
 	data     bytes.Buffer
 	hasData  bool
 	lastID   string
-	pending  [][]byte // lines split off a chunk at lone CRs
-	maxLine  int
-	maxEvent int
+	open     bool // a field line since the last blank line
+	maxEvent int  // 0: no cap
+}
+
+// line takes one line, its terminator removed. It returns ok when the line
+// dispatches an event, named when an event field gave the event its type.
+func (f *fields) line(line []byte) (ev Event, named, ok bool, err error) {
+	if len(line) == 0 {
+		f.open = false
+		if !f.hasData {
+			f.typ = ""
+			return Event{}, false, false, nil
+		}
+		ev = Event{Type: f.typ, Data: string(bytes.TrimSuffix(f.data.Bytes(), []byte("\n"))), ID: f.lastID}
+		named = ev.Type != ""
+		if !named {
+			ev.Type = "message"
+		}
+		f.typ, f.hasData = "", false
+		f.data.Reset()
+		return ev, named, true, nil
+	}
+	if line[0] == ':' {
+		return Event{}, false, false, nil // comment
+	}
+	f.open = true
+	field, value := line, []byte(nil)
+	if i := bytes.IndexByte(line, ':'); i >= 0 {
+		field, value = line[:i], line[i+1:]
+		value = bytes.TrimPrefix(value, []byte(" "))
+	}
+	switch string(field) {
+	case "data":
+		if f.maxEvent > 0 && f.data.Len()+len(value)+1 > f.maxEvent {
+			f.data = bytes.Buffer{} // let the memory go
+			return Event{}, false, false, ErrEventTooLong
+		}
+		f.data.Write(value)
+		f.data.WriteByte('\n')
+		f.hasData = true
+	case "event":
+		f.typ = string(value)
+	case "id":
+		if bytes.IndexByte(value, 0) < 0 {
+			f.lastID = string(value)
+		}
+	}
+	return Event{}, false, false, nil
 }
 
 // NewReader reads events from r.
 func NewReader(r io.Reader) *Reader {
-	return &Reader{br: bufio.NewReaderSize(r, 32<<10), maxLine: MaxLine, maxEvent: MaxEvent}
+	return &Reader{fields: fields{maxEvent: MaxEvent}, br: bufio.NewReaderSize(r, 32<<10), maxLine: MaxLine}
 }
 
 // ErrLineTooLong reports a line over MaxLine. It matches provider.ErrLimit
@@ -66,42 +122,9 @@ func (r *Reader) Next() (Event, error) {
 		if err != nil {
 			return Event{}, err
 		}
-		if len(line) == 0 {
-			if !r.hasData {
-				r.typ = ""
-				continue
-			}
-			ev := Event{Type: r.typ, Data: string(bytes.TrimSuffix(r.data.Bytes(), []byte("\n"))), ID: r.lastID}
-			if ev.Type == "" {
-				ev.Type = "message"
-			}
-			r.typ, r.hasData = "", false
-			r.data.Reset()
-			return ev, nil
-		}
-		if line[0] == ':' {
-			continue // comment
-		}
-		field, value := line, []byte(nil)
-		if i := bytes.IndexByte(line, ':'); i >= 0 {
-			field, value = line[:i], line[i+1:]
-			value = bytes.TrimPrefix(value, []byte(" "))
-		}
-		switch string(field) {
-		case "data":
-			if r.data.Len()+len(value)+1 > r.maxEvent {
-				r.data = bytes.Buffer{} // let the memory go
-				return Event{}, ErrEventTooLong
-			}
-			r.data.Write(value)
-			r.data.WriteByte('\n')
-			r.hasData = true
-		case "event":
-			r.typ = string(value)
-		case "id":
-			if bytes.IndexByte(value, 0) < 0 {
-				r.lastID = string(value)
-			}
+		ev, _, ok, err := r.fields.line(line)
+		if err != nil || ok {
+			return ev, err
 		}
 	}
 }
@@ -142,4 +165,53 @@ func (r *Reader) line() ([]byte, error) {
 	parts := bytes.Split(buf, []byte("\r"))
 	r.pending = append(r.pending, parts[1:]...)
 	return parts[0], nil
+}
+
+// Span is an event of a whole body and where it ends.
+type Span struct {
+	Event
+	// Named reports whether an event field named the event; Type is
+	// "message" when none did.
+	Named bool
+	// End is the offset in the body just past the blank line that
+	// dispatched the event.
+	End int
+}
+
+// Split parses a whole body, already in memory, by the rules a Reader
+// follows, and says where each event ends: for a recorded stream, to tell
+// which of its chunks an event arrived in. Rest is the size of the body's
+// tail after the last point where no event was open: an event that no
+// blank line ends, or a last line with no line end; 0 when the body ends at
+// an event boundary or in blank lines and comments between events.
+//
+// Two things differ from a Reader, because the whole body is there: a lone
+// CR at the very end of body ends a line (a Reader waits for the LF that
+// might follow it, and at EOF drops the lines it was holding), and neither
+// MaxLine nor MaxEvent applies.
+func Split(body string) (spans []Span, rest int) {
+	var f fields
+	last := 0 // offset past the last event, blank line or comment outside an event
+	for i := 0; i < len(body); {
+		j := strings.IndexAny(body[i:], "\r\n")
+		if j < 0 {
+			break // a line with no line end
+		}
+		line := body[i : i+j]
+		next := i + j + 1
+		if body[i+j] == '\r' && next < len(body) && body[next] == '\n' {
+			next++
+		}
+		i = next
+		open := f.open
+		ev, named, ok, _ := f.line([]byte(line)) // no cap, so no error
+		switch {
+		case ok:
+			spans = append(spans, Span{Event: ev, Named: named, End: i})
+			last = i
+		case line == "", line[0] == ':' && !open:
+			last = i
+		}
+	}
+	return spans, len(body) - last
 }

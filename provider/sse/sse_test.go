@@ -3,6 +3,7 @@ package sse
 import (
 	"errors"
 	"io"
+	"math/rand/v2"
 	"reflect"
 	"strings"
 	"testing"
@@ -147,6 +148,87 @@ func TestHarmlessRepeatsAreBounded(t *testing.T) {
 		}
 		if r.data.Cap() > 0 {
 			t.Errorf("%q: pending data grew to %d", line, r.data.Cap())
+		}
+	}
+}
+
+// TestSplit: Split finds the events a Reader does, where each ends, and
+// the size of a tail no blank line ends; a lone CR at the end of a whole
+// body ends a line.
+func TestSplit(t *testing.T) {
+	msg := func(data string, end int) Span { return Span{Event: Event{Type: "message", Data: data}, End: end} }
+	tests := []struct {
+		name string
+		in   string
+		want []Span
+		rest int
+	}{
+		{"empty", "", nil, 0},
+		{"one event", "data: a\n\n", []Span{msg("a", 9)}, 0},
+		{"crlf", "data: a\r\n\r\ndata: b\r\n\r\n", []Span{msg("a", 11), msg("b", 22)}, 0},
+		{"lone cr to the end", "data: a\r\rdata: b\r\r", []Span{msg("a", 9), msg("b", 18)}, 0},
+		{"mixed line ends", "data: a\n\r\ndata: b\r\n\n", []Span{msg("a", 10), msg("b", 20)}, 0},
+		{"named", "event: ping\ndata: {}\n\nevent:\ndata: x\n\n", []Span{
+			{Event: Event{Type: "ping", Data: "{}"}, Named: true, End: 22},
+			{Event: Event{Type: "message", Data: "x"}, End: 38},
+		}, 0},
+		{"named message", "event: message\ndata: x\n\n", []Span{{Event: Event{Type: "message", Data: "x"}, Named: true, End: 24}}, 0},
+		{"id carried", "id: 7\ndata: a\n\ndata: b\n\n", []Span{{Event: Event{Type: "message", Data: "a", ID: "7"}, End: 15}, {Event: Event{Type: "message", Data: "b", ID: "7"}, End: 24}}, 0},
+		{"unterminated event", "data: a\n\ndata: b\n", []Span{msg("a", 9)}, 8},
+		{"unterminated line", "data: a\n\ndata: b", []Span{msg("a", 9)}, 7},
+		{"unterminated comment", "data: a\n\n: ping", []Span{msg("a", 9)}, 6},
+		{"blank lines and comments after", "data: a\n\n\n: ping\n\n", []Span{msg("a", 9)}, 0},
+		{"comment inside an open event", "data: a\n\ndata: b\n: ping\n", []Span{msg("a", 9)}, 15},
+		{"event without data ends at its blank line", "event: x\n\n", nil, 0},
+		{"event without data, open", "data: a\n\nevent: x\n", []Span{msg("a", 9)}, 9},
+		{"trailing cr of a crlf split nowhere", "data: a\r", nil, 8},
+		{"data lines joined", "data: a\rdata:b\ndata\n\n", []Span{msg("a\nb\n", 21)}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, rest := Split(tt.in)
+			if !reflect.DeepEqual(got, tt.want) || rest != tt.rest {
+				t.Errorf("Split(%q):\n got %#v, rest %d\nwant %#v, rest %d", tt.in, got, rest, tt.want, tt.rest)
+			}
+		})
+	}
+}
+
+// TestSplitAgreesWithReader: on bodies built from random lines and line
+// ends, Split finds the events a Reader reads whenever the body ends in an
+// LF (where the two cannot differ), each ending where a blank line does.
+func TestSplitAgreesWithReader(t *testing.T) {
+	pieces := []string{"data: a", "data:b", "data", "event: x", "event:", "id: 3", ": c", "retry: 1", "", "data: {\"k\":1}"}
+	ends := []string{"\n", "\r\n", "\r"}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for n := 0; n < 2000; n++ {
+		var b strings.Builder
+		for range rng.IntN(12) {
+			b.WriteString(pieces[rng.IntN(len(pieces))])
+			b.WriteString(ends[rng.IntN(len(ends))])
+		}
+		b.WriteString("\n")
+		body := b.String()
+		want, err := all(t, body)
+		if !errors.Is(err, io.EOF) {
+			t.Fatalf("%q: %v", body, err)
+		}
+		spans, rest := Split(body)
+		var got []Event
+		for _, s := range spans {
+			got = append(got, s.Event)
+			if c := body[s.End-1]; c != '\n' && c != '\r' {
+				t.Errorf("%q: an event ends at %d, not at a line end", body, s.End)
+			}
+			if _, r := Split(body[:s.End]); r != 0 {
+				t.Errorf("%q: the body up to an event's end (%d) leaves %d B open", body, s.End, r)
+			}
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%q:\nSplit  %#v\nReader %#v", body, got, want)
+		}
+		if rest < 0 || rest > len(body) {
+			t.Errorf("%q: rest %d", body, rest)
 		}
 	}
 }
