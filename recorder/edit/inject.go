@@ -369,6 +369,37 @@ func streamError(f *cassette.File, op Op) error {
 	return nil
 }
 
+// eventEnd is the length of the prefix of s that ends at the last event
+// boundary, 0 when there is none. The boundaries of stream_error are
+// textual: a blank line written as LF LF, CRLF CRLF or CR CR. (Show reads
+// events with sse.Split, which also ends an event at a blank line of mixed
+// line ends and counts comments between events as outside them; switching
+// these to it would move the cut in those corners.)
+func eventEnd(s string) int {
+	end := 0
+	for _, sep := range []string{"\n\n", "\r\n\r\n", "\r\r"} {
+		if i := strings.LastIndex(s, sep); i >= 0 && i+len(sep) > end {
+			end = i + len(sep)
+		}
+	}
+	return end
+}
+
+// endsEvent reports whether s (non-empty) ends at an event boundary.
+func endsEvent(s string) bool { return eventEnd(s) == len(s) }
+
+// nextEventEnd is the length of the prefix of s that completes the event
+// in progress, -1 when s never completes it.
+func nextEventEnd(s string) int {
+	best := -1
+	for _, sep := range []string{"\n\n", "\r\n\r\n", "\r\r"} {
+		if i := strings.Index(s, sep); i >= 0 && (best < 0 || i+len(sep) < best) {
+			best = i + len(sep)
+		}
+	}
+	return best
+}
+
 // errorEvent is the in-stream error event a wire fails with: OpenAI's
 // server_error, Anthropic's overloaded_error.
 func errorEvent(wire string) string {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/openmax/openmax/provider/anthropic"
 	"github.com/openmax/openmax/provider/openai"
+	"github.com/openmax/openmax/provider/sse"
 	"github.com/openmax/openmax/recorder/cassette"
 )
 
@@ -79,33 +80,6 @@ func isEventStream(it *cassette.Interaction) bool {
 	}
 	b := strings.TrimLeft(it.Body(), "\r\n")
 	return strings.HasPrefix(b, "data:") || strings.HasPrefix(b, "event:") || strings.HasPrefix(b, ":")
-}
-
-// eventEnd is the length of the prefix of s that ends at the last event
-// boundary (a blank line), 0 when there is none.
-func eventEnd(s string) int {
-	end := 0
-	for _, sep := range []string{"\n\n", "\r\n\r\n", "\r\r"} {
-		if i := strings.LastIndex(s, sep); i >= 0 && i+len(sep) > end {
-			end = i + len(sep)
-		}
-	}
-	return end
-}
-
-// endsEvent reports whether s (non-empty) ends at an event boundary.
-func endsEvent(s string) bool { return eventEnd(s) == len(s) }
-
-// nextEventEnd is the length of the prefix of s that completes the event
-// in progress, -1 when s never completes it.
-func nextEventEnd(s string) int {
-	best := -1
-	for _, sep := range []string{"\n\n", "\r\n\r\n", "\r\r"} {
-		if i := strings.Index(s, sep); i >= 0 && (best < 0 || i+len(sep) < best) {
-			best = i + len(sep)
-		}
-	}
-	return best
 }
 
 // wireError is an error object of either wire.
@@ -184,24 +158,28 @@ func reconstruct(it *cassette.Interaction) *reconstruction {
 	}
 	if isEventStream(it) {
 		r.stream = true
-		evs, tail := splitEvents(body)
+		evs, tail := sse.Split(body)
 		chunks := it.Chunks()
 		r.chunkGists = make([][]gist, len(chunks))
 		r.chunkRest = make([]int, len(chunks))
 		j, start := 0, 0 // the chunk an event ends in, and its offset
 		lastEnd := 0
 		for _, ev := range evs {
-			for j < len(chunks) && ev.end > start+len(chunks[j].Data) {
+			for j < len(chunks) && ev.End > start+len(chunks[j].Data) {
 				r.chunkRest[j] = len(chunks[j].Data) - max(lastEnd-start, 0)
 				start += len(chunks[j].Data)
 				j++
 			}
 			r.events++
-			g := r.event(ev.typ, ev.data)
+			typ := ""
+			if ev.Named {
+				typ = ev.Type
+			}
+			g := r.event(typ, ev.Data)
 			if j < len(chunks) {
 				r.chunkGists[j] = append(r.chunkGists[j], g...)
 			}
-			lastEnd = ev.end
+			lastEnd = ev.End
 		}
 		for ; j < len(chunks); j++ {
 			r.chunkRest[j] = len(chunks[j].Data) - max(lastEnd-start, 0)
@@ -214,64 +192,9 @@ func reconstruct(it *cassette.Interaction) *reconstruction {
 	return r
 }
 
-// rawEvent is one SSE event of a body and the offset just past its end.
-type rawEvent struct {
-	typ, data string
-	end       int
-}
-
-// splitEvents parses an SSE body by the WHATWG rules (as provider/sse
-// does: data lines joined by newlines, comments skipped, LF, CRLF or CR
-// line ends, an event dispatched only at a blank line), keeping where
-// each event ends. tail is the size of an unterminated last event, 0 when
-// the body ends at an event boundary (or in blank lines and comments).
-func splitEvents(body string) (evs []rawEvent, tail int) {
-	var typ string
-	var data strings.Builder
-	hasData, pending := false, false
-	last := 0 // offset past the last dispatched event or ignorable line
-	for i := 0; i < len(body); {
-		j := strings.IndexAny(body[i:], "\r\n")
-		if j < 0 {
-			break // an unterminated line
-		}
-		line := body[i : i+j]
-		next := i + j + 1
-		if body[i+j] == '\r' && next < len(body) && body[next] == '\n' {
-			next++
-		}
-		i = next
-		if line == "" {
-			if hasData {
-				evs = append(evs, rawEvent{typ: typ, data: strings.TrimSuffix(data.String(), "\n"), end: i})
-			}
-			typ, hasData, pending = "", false, false
-			data.Reset()
-			last = i
-			continue
-		}
-		if line[0] == ':' {
-			if !pending {
-				last = i
-			}
-			continue
-		}
-		pending = true
-		field, value, _ := strings.Cut(line, ":")
-		value = strings.TrimPrefix(value, " ")
-		switch field {
-		case "data":
-			data.WriteString(value)
-			data.WriteByte('\n')
-			hasData = true
-		case "event":
-			typ = value
-		}
-	}
-	return evs, len(body) - last
-}
-
-// sseEvent is the data of an event of either wire.
+// sseEvent is the data of an event of either wire: Anthropic's fields
+// (read here: the anthropic package keeps its event shape to itself) and
+// OpenAI's choices, in the openai package's shapes (see choice).
 type sseEvent struct {
 	Type         string     `json:"type"`
 	Error        *wireError `json:"error"`
@@ -285,17 +208,7 @@ type sseEvent struct {
 		Signature   string `json:"signature"`
 		StopReason  string `json:"stop_reason"`
 	} `json:"delta"`
-	Choices []struct {
-		Index *int `json:"index"`
-		Delta *struct {
-			Role             string           `json:"role"`
-			Content          *string          `json:"content"`
-			ReasoningContent *string          `json:"reasoning_content"`
-			Reasoning        *string          `json:"reasoning"`
-			ToolCalls        []openAIToolCall `json:"tool_calls"`
-		} `json:"delta"`
-		FinishReason *string `json:"finish_reason"`
-	} `json:"choices"`
+	Choices []choice `json:"choices"`
 }
 
 type block struct {
@@ -307,13 +220,100 @@ type block struct {
 	Input    json.RawMessage `json:"input"`
 }
 
-type openAIToolCall struct {
-	Index    *int   `json:"index"`
-	ID       string `json:"id"`
-	Function struct {
-		Name      string `json:"name"`
-		Arguments string `json:"arguments"`
-	} `json:"function"`
+// choice is an OpenAI choice (openai.Choice) as show reads it. A stream
+// chunk is read for its delta and a whole completion for its message, so
+// both are held raw here and the one that matters is decoded by itself
+// (openAIDelta, openAIMessage); the index is held raw too, as a whole
+// completion's is never read.
+//
+// Show counts an event whose data does not decode as unparsed, and a
+// whole response that does not decode as saying nothing. What decodes is
+// what it always did: the fields show prints must have the types it
+// prints (role, content and arguments strings, see str), and a field it
+// does not print may hold anything (the wrappers hold those raw).
+type choice struct {
+	openai.Choice
+	Index   json.RawMessage `json:"index"`
+	Delta   json.RawMessage `json:"delta"`
+	Message json.RawMessage `json:"message"`
+}
+
+// openAIDelta is the delta of a stream chunk's choice.
+type openAIDelta struct {
+	openai.Delta
+	Refusal json.RawMessage `json:"refusal"` // not shown
+}
+
+// openAIMessage is the message of a whole completion's choice.
+type openAIMessage struct {
+	openai.Delta
+	Refusal   json.RawMessage `json:"refusal"`   // not shown
+	Reasoning json.RawMessage `json:"reasoning"` // not shown for a whole completion
+}
+
+// str reads a JSON string; absent or null is nil. ok is false for any
+// other value.
+func str(raw json.RawMessage) (s *string, ok bool) {
+	if len(raw) == 0 {
+		return nil, true
+	}
+	return s, json.Unmarshal(raw, &s) == nil
+}
+
+// text is the JSON string in raw, "" when it holds none.
+func text(raw json.RawMessage) string {
+	if s, _ := str(raw); s != nil {
+		return *s
+	}
+	return ""
+}
+
+// deltas decodes the delta of each choice of a stream chunk, or the
+// message of each choice of a whole completion (nil where a choice has
+// none). ok is false when one does not decode, or holds a content (or, in
+// a stream, a role) or tool call arguments that are not strings.
+func deltas(cs []choice, stream bool) (out []*openai.Delta, ok bool) {
+	out = make([]*openai.Delta, len(cs))
+	for i, c := range cs {
+		var d *openai.Delta
+		if stream {
+			var idx *int
+			if len(c.Index) > 0 && json.Unmarshal(c.Index, &idx) != nil {
+				return nil, false
+			}
+			var v *openAIDelta
+			if len(c.Delta) > 0 && json.Unmarshal(c.Delta, &v) != nil {
+				return nil, false
+			}
+			if v != nil {
+				d = &v.Delta
+			}
+		} else {
+			var v *openAIMessage
+			if len(c.Message) > 0 && json.Unmarshal(c.Message, &v) != nil {
+				return nil, false
+			}
+			if v != nil {
+				d = &v.Delta
+			}
+		}
+		if d == nil {
+			continue
+		}
+		if _, ok := str(d.Content); !ok {
+			return nil, false
+		}
+		if _, ok := str(d.Role); stream && !ok {
+			return nil, false
+		}
+		for _, tc := range d.ToolCalls {
+			if _, ok := str(tc.Function.Arguments); !ok {
+				return nil, false
+			}
+		}
+		out[i] = d
+	}
+	return out, true
 }
 
 // gist is one thing an event says, for a chunk preview.
@@ -329,7 +329,13 @@ func (r *reconstruction) event(typ, data string) []gist {
 		return []gist{{kind: "[DONE]"}}
 	}
 	var ev sseEvent
-	if err := json.Unmarshal([]byte(data), &ev); err != nil {
+	err := json.Unmarshal([]byte(data), &ev)
+	var ds []*openai.Delta
+	ok := err == nil
+	if ok {
+		ds, ok = deltas(ev.Choices, true)
+	}
+	if !ok {
 		r.unparsed++
 		return []gist{{kind: "unparsed " + typ}}
 	}
@@ -407,15 +413,15 @@ func (r *reconstruction) event(typ, data string) []gist {
 	default:
 		out = append(out, gist{kind: ev.Type})
 	}
-	for _, c := range ev.Choices {
-		if d := c.Delta; d != nil {
-			if d.Role != "" {
-				out = append(out, gist{kind: "role " + d.Role})
+	for i, c := range ev.Choices {
+		if d := ds[i]; d != nil {
+			if role := text(d.Role); role != "" {
+				out = append(out, gist{kind: "role " + role})
 			}
-			if d.Content != nil {
-				r.text.WriteString(*d.Content)
-				if *d.Content != "" {
-					out = append(out, gist{kind: "text", text: *d.Content})
+			if content, _ := str(d.Content); content != nil {
+				r.text.WriteString(*content)
+				if *content != "" {
+					out = append(out, gist{kind: "text", text: *content})
 				}
 			}
 			th := d.ReasoningContent
@@ -439,9 +445,10 @@ func (r *reconstruction) event(typ, data string) []gist {
 					t.name += tc.Function.Name
 					out = append(out, gist{kind: "tool " + tc.Function.Name})
 				}
-				t.args.WriteString(tc.Function.Arguments)
-				if tc.Function.Arguments != "" {
-					out = append(out, gist{kind: "args", text: tc.Function.Arguments})
+				args := text(tc.Function.Arguments)
+				t.args.WriteString(args)
+				if args != "" {
+					out = append(out, gist{kind: "args", text: args})
 				}
 			}
 		}
@@ -486,30 +493,27 @@ func describeGists(gs []gist) string {
 // response of either wire.
 func (r *reconstruction) complete(body string) {
 	var v struct {
-		Type    string     `json:"type"`
-		Error   *wireError `json:"error"`
-		Choices []struct {
-			Message *struct {
-				Content          *string          `json:"content"`
-				ReasoningContent *string          `json:"reasoning_content"`
-				ToolCalls        []openAIToolCall `json:"tool_calls"`
-			} `json:"message"`
-			FinishReason string `json:"finish_reason"`
-		} `json:"choices"`
-		Content    []block `json:"content"`
-		StopReason string  `json:"stop_reason"`
+		Type       string     `json:"type"`
+		Error      *wireError `json:"error"`
+		Choices    []choice   `json:"choices"`
+		Content    []block    `json:"content"`
+		StopReason string     `json:"stop_reason"`
 	}
 	if json.Unmarshal([]byte(body), &v) != nil {
+		return
+	}
+	ms, ok := deltas(v.Choices, false)
+	if !ok {
 		return
 	}
 	if v.Error != nil {
 		r.errs = append(r.errs, v.Error.String())
 		return
 	}
-	for _, c := range v.Choices {
-		if m := c.Message; m != nil {
-			if m.Content != nil {
-				r.text.WriteString(*m.Content)
+	for i, c := range v.Choices {
+		if m := ms[i]; m != nil {
+			if content, _ := str(m.Content); content != nil {
+				r.text.WriteString(*content)
 			}
 			if m.ReasoningContent != nil {
 				r.thinking.WriteString(*m.ReasoningContent)
@@ -517,11 +521,11 @@ func (r *reconstruction) complete(body string) {
 			for _, tc := range m.ToolCalls {
 				t := r.tool(len(r.tools))
 				t.id, t.name = tc.ID, tc.Function.Name
-				t.args.WriteString(tc.Function.Arguments)
+				t.args.WriteString(text(tc.Function.Arguments))
 			}
 		}
-		if c.FinishReason != "" {
-			r.finish = c.FinishReason
+		if c.FinishReason != nil && *c.FinishReason != "" {
+			r.finish = *c.FinishReason
 		}
 	}
 	for _, b := range v.Content {

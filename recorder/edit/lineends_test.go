@@ -1,0 +1,89 @@
+package edit
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	vcr "github.com/dnaeon/go-vcr/v2/cassette"
+
+	"github.com/openmax/openmax/recorder/cassette"
+)
+
+// TestShowLineEnds: Show reads a stream's events by the SSE rules
+// (provider/sse) whatever its line ends, places each event in the chunk it
+// ends in, and reads OpenAI choices in the openai package's shapes, a
+// content or role that is not a string making the event unparsed.
+func TestShowLineEnds(t *testing.T) {
+	const hi = `{"choices":[{"index":0,"delta":{"content":"Hi"}}]}`
+	tests := []struct {
+		name   string
+		chunks []string
+		want   []string
+	}{
+		{"lone CR to the very end", []string{"data: " + hi + "\r\rdata: [DONE]\r\r"}, []string{
+			`  chunk 0 at +0s, 72 B: text "Hi", [DONE]`, `  text: "Hi"`, "  signal: [DONE]"}},
+		{"CRLF, an event split over chunks", []string{"data: " + hi + "\r\n", "\r\ndata: [DO", "NE]\r\n\r\n"}, []string{
+			`  chunk 0 at +0s, 58 B: data: {"choices":[{"index":0,"delta":{"content":"Hi"}}]}\r\n`,
+			`  chunk 1 at +0s, 11 B: text "Hi" + 9 B of an open event: data: [DO`,
+			`  chunk 2 at +0s, 7 B: [DONE]`, "  signal: [DONE]"}},
+		{"mixed line ends", []string{"data: " + hi + "\n\r\n: ping\rdata: [DONE]\r\n\n"}, []string{
+			`  chunk 0 at +0s, 81 B: text "Hi", [DONE]`, "  signal: [DONE]"}},
+		{"an unterminated last event", []string{"data: " + hi + "\n\ndata: {\"choi"}, []string{
+			`  chunk 0 at +0s, 70 B: text "Hi" + 12 B of an open event: data: {"choi`,
+			"  unterminated event: 12 B", "  signal: none (no completion signal)"}},
+		{"unparsed, unnamed and named", []string{"data: {\"choices\":[{\"delta\":{\"content\":[\"a\"]}}]}\n\nevent: message\ndata: {\"choices\":[{\"delta\":{\"role\":5}}]}\n\n"}, []string{
+			`  chunk 0 at +0s, 106 B: unparsed , unparsed message`, "  unparsed events: 2"}},
+		{"fields show does not print may hold anything", []string{"data: {\"choices\":[{\"index\":0,\"message\":5,\"delta\":{\"refusal\":5,\"content\":\"ok\"}}]}\n\n"}, []string{
+			`  chunk 0 at +0s, 82 B: text "ok"`, `  text: "ok"`}},
+		{"tool call arguments as a string, null and an object", []string{
+			"data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"c1\",\"function\":{\"name\":\"read\",\"arguments\":null}}]}}]}\n\n" +
+				"data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":\"{}\"}}]}}]}\n\n" +
+				"data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":{}}}]}}]}\n\n"}, []string{
+			`  chunk 0 at +0s, 292 B: tool read, args "{}", unparsed `, "  tool call 0: read {} (c1)", "  unparsed events: 1"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			it := &cassette.Interaction{
+				Request:  vcr.Request{Method: "POST", URL: "https://api.openai.com/v1/chat/completions"},
+				Response: vcr.Response{Code: 200, Headers: http.Header{"Content-Type": {"text/event-stream"}}},
+				Stream:   &cassette.Stream{},
+			}
+			for _, c := range tt.chunks {
+				it.Stream.Chunks = append(it.Stream.Chunks, cassette.Chunk{Data: c})
+				it.Response.Body += c
+			}
+			hasLines(t, show(t, &cassette.File{Version: cassette.FormatVersion, Interactions: []*cassette.Interaction{it}}), tt.want)
+		})
+	}
+}
+
+// TestShowWholeCompletion: a whole Chat Completion is read in the openai
+// package's shapes; what show does not print (a role, reasoning or refusal
+// of any type, a choice's index) does not stop it reading the rest.
+func TestShowWholeCompletion(t *testing.T) {
+	tests := []struct {
+		name, body string
+		want       []string
+	}{
+		{"text, reasoning and a tool call", `{"choices":[{"message":{"role":"assistant","content":"hi","reasoning_content":"r","tool_calls":[{"id":"c","function":{"name":"n","arguments":"{}"}}]},"finish_reason":"stop"}]}`,
+			[]string{`  text: "hi"`, `  thinking: "r"`, "  tool call 0: n {} (c)", "  finish: stop"}},
+		{"unread fields of any type", `{"choices":[{"index":"x","message":{"role":5,"reasoning":5,"refusal":5,"content":"c"},"delta":5}]}`,
+			[]string{`  text: "c"`}},
+		{"content that is not a string", `{"choices":[{"message":{"content":["a"]},"finish_reason":"stop"}]}`,
+			[]string{"  body: 66 B in 1 chunk (recorded without chunk detail)", "  end: clean"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			it := &cassette.Interaction{
+				Request:  vcr.Request{Method: "POST", URL: "https://api.openai.com/v1/chat/completions"},
+				Response: vcr.Response{Code: 200, Headers: http.Header{"Content-Type": {"application/json"}}, Body: tt.body},
+			}
+			out := show(t, &cassette.File{Version: cassette.FormatVersion, Interactions: []*cassette.Interaction{it}})
+			hasLines(t, out, tt.want)
+			if tt.name == "content that is not a string" && (strings.Contains(out, "text:") || strings.Contains(out, "finish:")) {
+				t.Errorf("a body that does not decode says something:\n%s", out)
+			}
+		})
+	}
+}
