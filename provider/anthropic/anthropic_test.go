@@ -2,13 +2,11 @@ package anthropic
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -17,24 +15,20 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/openmax/openmax/internal/fixture"
 
 	"gopkg.in/yaml.v3"
 
 	"github.com/openmax/openmax/provider"
-	"github.com/openmax/openmax/provider/clock"
 	"github.com/openmax/openmax/provider/httpx"
+	"github.com/openmax/openmax/provider/internal/codectest"
+	"github.com/openmax/openmax/provider/internal/providertest"
 )
 
 // testKey is the API key every test client uses; no error or part may
 // ever contain it.
 const testKey = "sk-ant-test-SECRET-7f3a9c0d"
-
-// waitLimit bounds a wait for something the test itself triggers; it is
-// never slept.
-const waitLimit = 10 * time.Second
 
 func newClient(t *testing.T, baseURL string, hc *httpx.Client) *Client {
 	t.Helper()
@@ -133,6 +127,29 @@ func usageString(u *provider.Usage) string {
 	return fmt.Sprintf("{%d %d %s}", u.PromptTokens, u.CompletionTokens, c)
 }
 
+// TestContract runs the shared vendor-client contract on this wire.
+func TestContract(t *testing.T) {
+	providertest.Run(t, providertest.Vendor{
+		Name: "anthropic",
+		New: func(base string, hc *httpx.Client, key string) (provider.Provider, error) {
+			return New(Config{APIKey: key, BaseURL: base, Model: "claude-test", HTTP: hc})
+		},
+		Path: Path,
+		Headers: func(key string) http.Header {
+			return http.Header{"X-Api-Key": {key}, "Anthropic-Version": {APIVersion}}
+		},
+		Encoder:       func(u *provider.Usage) codectest.Encoder { return NewEncoder("msg_1", "claude-test", u) },
+		HTTPErrorBody: HTTPErrorBody,
+		ErrorEvent:    ErrorEvent,
+		Ping:          []byte(sseEvent("ping", `{"type":"ping"}`)),
+		Stop:          "end_turn",
+		ToolStop:      "tool_use",
+		Truncated:     "ended without message_stop",
+		NoEvents:      "before any event",
+		Malformed:     "malformed content_block_delta",
+	})
+}
+
 func TestNew(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -141,7 +158,6 @@ func TestNew(t *testing.T) {
 		wantURL string
 		wantMax int
 	}{
-		{"missing key", Config{Model: "m"}, provider.ErrMissingKey, "", 0},
 		{"missing model", Config{APIKey: testKey}, errors.New("no model"), "", 0},
 		{"defaults", Config{APIKey: testKey, Model: "m"}, nil, "https://api.anthropic.com/v1/messages", 8192},
 		{"trailing slash", Config{APIKey: testKey, Model: "m", BaseURL: "http://127.0.0.1:9/", MaxTokens: 5}, nil, "http://127.0.0.1:9/v1/messages", 5},
@@ -234,12 +250,13 @@ func TestRequest(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			// The method, path, key and version headers are the contract's
+			// (TestContract).
 			var gotBody []byte
 			var gotHeader http.Header
-			var gotPath, gotMethod string
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				gotBody, _ = io.ReadAll(r.Body)
-				gotHeader, gotPath, gotMethod = r.Header.Clone(), r.URL.Path, r.Method
+				gotHeader = r.Header.Clone()
 				w.Header().Set("Content-Type", "text/event-stream")
 				io.WriteString(w, okStream)
 			}))
@@ -256,14 +273,6 @@ func TestRequest(t *testing.T) {
 			}
 			if string(gotBody) != tt.want {
 				t.Errorf("body\n got %s\nwant %s", gotBody, tt.want)
-			}
-			if gotMethod != http.MethodPost || gotPath != "/v1/messages" {
-				t.Errorf("request %s %s", gotMethod, gotPath)
-			}
-			for k, v := range map[string]string{"X-Api-Key": testKey, "Anthropic-Version": "2023-06-01", "Content-Type": "application/json"} {
-				if got := gotHeader.Get(k); got != v {
-					t.Errorf("header %s = %q, want %q", k, got, v)
-				}
 			}
 			if gotHeader.Get("Authorization") != "" {
 				t.Errorf("unexpected Authorization header")
@@ -301,8 +310,7 @@ func TestStreamParse(t *testing.T) {
 		wantThinking []provider.Thinking
 		wantCalls    []provider.ToolCall
 		wantUsage    *provider.Usage
-		wantFinish   string // "" with wantErr
-		wantErr      func(error) bool
+		wantFinish   string
 		wantParts    []provider.Part // when set, the exact sequence
 	}{
 		{
@@ -360,67 +368,19 @@ func TestStreamParse(t *testing.T) {
 			wantUsage:    &provider.Usage{PromptTokens: 17, CompletionTokens: 1, CachedTokens: intp(7)},
 			wantFinish:   "end_turn",
 		},
-		{
-			name:     "error event after some text",
-			body:     start + blockStart(0, `{"type":"text","text":""}`) + blockDelta(0, `{"type":"text_delta","text":"Partial"}`) + sseEvent("error", `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`) + delta("end_turn", 1) + stop,
-			wantText: "Partial",
-			wantErr: func(err error) bool {
-				var se *provider.StreamError
-				return errors.As(err, &se) && se.Type == "overloaded_error" && se.Message == "Overloaded" && !errors.Is(err, provider.ErrIncomplete)
-			},
-			wantParts: []provider.Part{provider.TextDelta{Text: "Partial"}, provider.Error{Err: &provider.StreamError{Type: "overloaded_error", Message: "Overloaded"}}},
-		},
-		{
-			name:     "EOF before message_stop: no tool call, no usage, no finish",
-			body:     start + blockStart(0, `{"type":"text","text":""}`) + blockDelta(0, `{"type":"text_delta","text":"Calling"}`) + blockStop(0) + toolBlock + delta("tool_use", 5),
-			wantText: "Calling",
-			wantErr: func(err error) bool {
-				return errors.Is(err, provider.ErrIncomplete) && strings.Contains(err.Error(), "message_stop")
-			},
-		},
-		{
-			name:     "EOF inside an unterminated last event",
-			body:     start + "event: message_stop\ndata: {\"type\":\"message_stop\"}\n",
-			wantErr:  func(err error) bool { return errors.Is(err, provider.ErrIncomplete) },
-			wantText: "",
-		},
-		{
-			name: "empty body",
-			body: "",
-			wantErr: func(err error) bool {
-				return errors.Is(err, provider.ErrIncomplete) && strings.Contains(err.Error(), "before any event")
-			},
-		},
-		{
-			name:     "unparseable event JSON",
-			body:     start + blockStart(0, `{"type":"text","text":""}`) + blockDelta(0, `{"type":"text_delta","text":"ok"}`) + sseEvent("content_block_delta", `{"type":"content_block_delta",`) + stop,
-			wantText: "ok",
-			wantErr: func(err error) bool {
-				return err != nil && !errors.Is(err, provider.ErrIncomplete) && strings.Contains(err.Error(), "malformed content_block_delta")
-			},
-		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := sseServer(t, tt.body)
 			r := collect(t, context.Background(), newClient(t, srv.URL, nil), provider.Request{Messages: []provider.Message{{Role: provider.RoleUser, Text: "x"}}}, nil)
-			if tt.wantErr != nil {
-				if r.err == nil || !tt.wantErr(r.err) {
-					t.Fatalf("error %v (%T)", r.err, r.err)
-				}
-				if r.finish != nil || r.usage != nil || len(r.calls) > 0 {
-					t.Fatalf("a failed stream yielded finish %v usage %v calls %v", r.finish, r.usage, r.calls)
-				}
-			} else {
-				if r.err != nil {
-					t.Fatalf("error %v", r.err)
-				}
-				if r.finish == nil || r.finish.Reason != tt.wantFinish {
-					t.Fatalf("finish %v, want %q", r.finish, tt.wantFinish)
-				}
-				if usageString(r.usage) != usageString(tt.wantUsage) {
-					t.Errorf("usage %s, want %s", usageString(r.usage), usageString(tt.wantUsage))
-				}
+			if r.err != nil {
+				t.Fatalf("error %v", r.err)
+			}
+			if r.finish == nil || r.finish.Reason != tt.wantFinish {
+				t.Fatalf("finish %v, want %q", r.finish, tt.wantFinish)
+			}
+			if usageString(r.usage) != usageString(tt.wantUsage) {
+				t.Errorf("usage %s, want %s", usageString(r.usage), usageString(tt.wantUsage))
 			}
 			if r.text != tt.wantText {
 				t.Errorf("text %q, want %q", r.text, tt.wantText)
@@ -447,12 +407,6 @@ func TestResponseShapes(t *testing.T) {
 		body    string
 		wantErr func(error) bool
 	}{
-		{"JSON error object with status 200", map[string]string{"Content-Type": "application/json"},
-			`{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`,
-			func(err error) bool {
-				var se *provider.StreamError
-				return errors.As(err, &se) && se.Type == "overloaded_error"
-			}},
 		{"JSON that is not an error", map[string]string{"Content-Type": "application/json"},
 			`{"id":"msg_1","type":"message"}`,
 			func(err error) bool {
@@ -476,237 +430,6 @@ func TestResponseShapes(t *testing.T) {
 				t.Fatalf("error %v (%T)", r.err, r.err)
 			}
 		})
-	}
-}
-
-// TestConnectionReset kills the connection with a TCP reset after the
-// client has seen the reply's first text and a complete tool call.
-func TestConnectionReset(t *testing.T) {
-	sawText := make(chan struct{})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		conn, buf, err := w.(http.Hijacker).Hijack()
-		if err != nil {
-			t.Errorf("hijack: %v", err)
-			return
-		}
-		defer conn.Close()
-		body := sseEvent("message_start", `{"type":"message_start","message":{"usage":{"input_tokens":3}}}`) +
-			sseEvent("content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`) +
-			sseEvent("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Before the reset"}}`) +
-			sseEvent("content_block_start", `{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"toolu_X","name":"rm","input":{}}}`) +
-			sseEvent("content_block_delta", `{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{}"}}`) +
-			sseEvent("content_block_stop", `{"type":"content_block_stop","index":1}`)
-		fmt.Fprintf(buf, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n", len(body), body)
-		buf.Flush()
-		select {
-		case <-sawText:
-		case <-time.After(waitLimit):
-			t.Errorf("the client never saw the text")
-		}
-		if tc, ok := conn.(*net.TCPConn); ok {
-			tc.SetLinger(0)
-		}
-	}))
-	defer srv.Close()
-	once := false
-	r := collect(t, context.Background(), newClient(t, srv.URL, nil), provider.Request{}, func(p provider.Part) bool {
-		if _, ok := p.(provider.TextDelta); ok && !once {
-			once = true
-			close(sawText)
-		}
-		return true
-	})
-	if r.text != "Before the reset" {
-		t.Errorf("text %q", r.text)
-	}
-	if !errors.Is(r.err, provider.ErrIncomplete) {
-		t.Fatalf("error %v, want ErrIncomplete", r.err)
-	}
-	if len(r.calls) != 0 || r.finish != nil || r.usage != nil {
-		t.Fatalf("a reset stream yielded calls %v finish %v usage %v", r.calls, r.finish, r.usage)
-	}
-	t.Logf("reset reported as: %v", r.err)
-}
-
-// TestGzipStreamsIncrementally serves a gzip event stream flushed event
-// by event, to a client whose transport leaves decoding to us, and holds
-// the rest back until the first text has come through.
-func TestGzipStreamsIncrementally(t *testing.T) {
-	sawText := make(chan struct{})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/event-stream")
-		w.Header().Set("Content-Encoding", "gzip")
-		zw := gzip.NewWriter(w)
-		io.WriteString(zw, sseEvent("message_start", `{"type":"message_start","message":{"usage":{"input_tokens":4,"output_tokens":1}}}`)+
-			sseEvent("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"first"}}`))
-		zw.Flush() // Z_SYNC_FLUSH, as the API does per event
-		w.(http.Flusher).Flush()
-		select {
-		case <-sawText:
-		case <-time.After(waitLimit):
-			t.Errorf("the first text never came through before the rest was sent")
-		}
-		io.WriteString(zw, sseEvent("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":" second"}}`)+okStream)
-		zw.Close()
-	}))
-	defer srv.Close()
-	hc := &httpx.Client{HTTP: &http.Client{Transport: &http.Transport{DisableCompression: true}}}
-	once := false
-	r := collect(t, context.Background(), newClient(t, srv.URL, hc), provider.Request{}, func(p provider.Part) bool {
-		if _, ok := p.(provider.TextDelta); ok && !once {
-			once = true
-			close(sawText)
-		}
-		return true
-	})
-	if r.err != nil || r.text != "first second" || r.finish == nil || r.finish.Reason != "end_turn" {
-		t.Fatalf("text %q finish %v err %v", r.text, r.finish, r.err)
-	}
-}
-
-func TestHTTPErrors(t *testing.T) {
-	date := "Sun, 05 Apr 2026 14:28:55 GMT"
-	tests := []struct {
-		name        string
-		status      int
-		header      map[string]string
-		body        string
-		wantCode    string
-		wantMessage string
-		wantWait    time.Duration
-		wantHasWait bool
-	}{
-		{"529 overloaded, retry-after seconds", 529, map[string]string{"Retry-After": "3"},
-			`{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"},"request_id":"req_1"}`,
-			"overloaded_error", "Overloaded", 3 * time.Second, true},
-		{"429 rate limit, retry-after-ms wins", 429, map[string]string{"Retry-After": "20", "retry-after-ms": "1500"},
-			`{"type":"error","error":{"type":"rate_limit_error","message":"Number of request tokens has exceeded your per-minute rate limit"}}`,
-			"rate_limit_error", "Number of request tokens has exceeded your per-minute rate limit", 1500 * time.Millisecond, true},
-		{"429 with an HTTP-date", 429, map[string]string{"Date": date, "Retry-After": "Sun, 05 Apr 2026 14:29:05 GMT"},
-			`{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}`,
-			"rate_limit_error", "slow down", 10 * time.Second, true},
-		{"401 echoing the key is scrubbed", 401, nil,
-			`{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key ` + testKey + `"}}`,
-			"authentication_error", "invalid x-api-key [redacted]", 0, false},
-		{"500 without a JSON body", 500, nil, `upstream connect error`, "", "upstream connect error", 0, false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				for k, v := range tt.header {
-					w.Header().Set(k, v)
-				}
-				w.Header().Set("Content-Type", "application/json")
-				w.WriteHeader(tt.status)
-				io.WriteString(w, tt.body)
-			}))
-			defer srv.Close()
-			r := collect(t, context.Background(), newClient(t, srv.URL, nil), provider.Request{}, nil)
-			var he *provider.HTTPError
-			if !errors.As(r.err, &he) {
-				t.Fatalf("error %v (%T), want *provider.HTTPError", r.err, r.err)
-			}
-			if he.Status != tt.status || he.Code != tt.wantCode || he.Message != tt.wantMessage || he.RetryAfter != tt.wantWait || he.HasRetryAfter != tt.wantHasWait {
-				t.Fatalf("got %+v", *he)
-			}
-			if len(r.parts) != 1 {
-				t.Fatalf("parts %#v", r.parts)
-			}
-		})
-	}
-}
-
-func TestStreamErrorScrubsKey(t *testing.T) {
-	srv := sseServer(t, sseEvent("error", `{"type":"error","error":{"type":"api_error","message":"bad key `+testKey+`"}}`))
-	r := collect(t, context.Background(), newClient(t, srv.URL, nil), provider.Request{}, nil)
-	var se *provider.StreamError
-	if !errors.As(r.err, &se) || se.Type != "api_error" || se.Message != "bad key [redacted]" {
-		t.Fatalf("error %#v", r.err)
-	}
-}
-
-func TestUnreachable(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	r := collect(t, context.Background(), newClient(t, "http://"+addr, nil), provider.Request{}, nil)
-	var te *provider.TransportError
-	if !errors.As(r.err, &te) || !te.Unreachable {
-		t.Fatalf("error %v (%T), want an unreachable TransportError", r.err, r.err)
-	}
-	if len(r.parts) != 1 {
-		t.Fatalf("parts %#v", r.parts)
-	}
-}
-
-// TestStopAndCancel checks that a consumer that stops and a cancelled
-// context both end the exchange: the body is closed (the server sees the
-// client go) and no Error part is made up.
-func TestStopAndCancel(t *testing.T) {
-	for _, mode := range []string{"consumer stops", "context cancelled"} {
-		t.Run(mode, func(t *testing.T) {
-			gone := make(chan struct{})
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				w.Header().Set("Content-Type", "text/event-stream")
-				io.WriteString(w, sseEvent("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"one"}}`))
-				w.(http.Flusher).Flush()
-				<-r.Context().Done()
-				close(gone)
-			}))
-			defer srv.Close()
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			r := collect(t, ctx, newClient(t, srv.URL, nil), provider.Request{}, func(p provider.Part) bool {
-				if mode == "consumer stops" {
-					return false
-				}
-				cancel()
-				return true
-			})
-			if r.err != nil || len(r.parts) != 1 {
-				t.Fatalf("parts %#v", r.parts)
-			}
-			select {
-			case <-gone:
-			case <-time.After(waitLimit):
-				t.Fatal("the response body was never closed")
-			}
-		})
-	}
-}
-
-// TestIdleTimeout stalls the stream after the first text; the httpx
-// watchdog (on a fake clock, so no real wait) must end it as incomplete.
-func TestIdleTimeout(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/event-stream")
-		io.WriteString(w, sseEvent("message_start", `{"type":"message_start","message":{"usage":{"input_tokens":4}}}`)+
-			sseEvent("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"stalled"}}`))
-		w.(http.Flusher).Flush()
-		<-r.Context().Done()
-	}))
-	defer srv.Close()
-	fake := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	hc := &httpx.Client{Clock: fake, IdleTimeout: 30 * time.Second}
-	r := collect(t, context.Background(), newClient(t, srv.URL, hc), provider.Request{}, func(p provider.Part) bool {
-		if _, ok := p.(provider.TextDelta); ok {
-			ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
-			defer cancel()
-			if err := fake.BlockUntil(ctx, 1); err != nil {
-				t.Errorf("the watchdog never waited: %v", err)
-			}
-			fake.Advance(31 * time.Second)
-		}
-		return true
-	})
-	if r.text != "stalled" || !errors.Is(r.err, provider.ErrIncomplete) || !strings.Contains(r.err.Error(), "idle timeout") {
-		t.Fatalf("text %q err %v", r.text, r.err)
-	}
-	if strings.Count(r.err.Error(), provider.ErrIncomplete.Error()) != 1 {
-		t.Errorf("the incomplete marker is repeated: %v", r.err)
 	}
 }
 
