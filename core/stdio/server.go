@@ -184,15 +184,23 @@ func (a *approvals) declineAll() {
 
 func quote(s string) string { b, _ := json.Marshal(s); return string(b) }
 
-// Serve runs one session: it writes hello, answers commands read from in
-// until quit or EOF (or until ctx is cancelled, which cancels the running
-// turn as a shutdown), drains the in-flight turn, and returns the process
-// exit code: 1 when the last turn ended with stop_reason error, else 0. The
-// returned error reports a failure to write to out.
+// Serve runs one session over a byte stream: ServeConn over
+// NewStreamConn(in, out). It closes neither in nor out.
 func Serve(ctx context.Context, in io.Reader, out io.Writer, opts Options) (int, error) {
+	return ServeConn(ctx, NewStreamConn(in, out), opts)
+}
+
+// ServeConn runs one session over conn: it writes hello, answers the
+// command lines read from conn until quit or the end of input (or until ctx
+// is cancelled, which cancels the running turn as a shutdown), drains the
+// in-flight turn, closes conn, and returns the process exit code: 1 when
+// the last turn ended with stop_reason error, else 0. The returned error
+// reports a failure to write to conn (or to close it); after such a failure
+// the session ends as at a shutdown.
+func ServeConn(ctx context.Context, conn Conn, opts Options) (int, error) {
 	s := &server{
 		opts:  opts,
-		w:     wire.NewWriter(out, opts.SessionID),
+		w:     wire.NewWriter(conn, opts.SessionID),
 		sess:  opts.Session,
 		ended: make(chan string, 1),
 	}
@@ -207,7 +215,11 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, opts Options) (int,
 	if s.opts.Log == nil {
 		s.opts.Log = io.Discard
 	}
-	return s.serve(ctx, in)
+	code, err := s.serve(ctx, conn)
+	if cerr := conn.Close(); cerr != nil && err == nil {
+		err = fmt.Errorf("closing the connection: %w", cerr)
+	}
+	return code, err
 }
 
 type server struct {
@@ -233,7 +245,7 @@ type input struct {
 	err  error
 }
 
-func (s *server) serve(ctx context.Context, in io.Reader) (int, error) {
+func (s *server) serve(ctx context.Context, conn Conn) (int, error) {
 	if err := s.w.Line(wire.Hello{
 		Proto: wire.Proto, ProtocolVersion: wire.ProtocolVersion,
 		SessionID: s.opts.SessionID, Version: s.opts.Version, Project: s.opts.Project,
@@ -251,7 +263,7 @@ func (s *server) serve(ctx context.Context, in io.Reader) (int, error) {
 	lines := make(chan input)
 	stop := make(chan struct{})
 	defer close(stop)
-	go readLines(in, lines, stop)
+	go readLines(conn, lines, stop)
 
 	shutdown, failed := ctx.Done(), s.w.Failed()
 	for {
@@ -301,13 +313,12 @@ func (s *server) exitCode() int {
 	return 0
 }
 
-// readLines frames in into lines and hands them over one at a time until
-// EOF, a read failure, or stop.
-func readLines(in io.Reader, out chan<- input, stop <-chan struct{}) {
+// readLines hands over conn's lines one at a time until the end of input,
+// a read failure, or stop.
+func readLines(conn Conn, out chan<- input, stop <-chan struct{}) {
 	defer close(out)
-	lr := wire.NewLineReader(in, wire.MaxLine)
 	for n := 1; ; n++ {
-		line, err := lr.Next()
+		line, err := conn.ReadLine()
 		if err != nil {
 			var tooLong *wire.LineTooLongError
 			if !errors.As(err, &tooLong) {

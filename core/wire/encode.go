@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"reflect"
 	"sync"
 )
@@ -83,21 +82,28 @@ func appendString(dst []byte, s string) []byte {
 	return append(dst, b...)
 }
 
-// Writer emits protocol lines to an io.Writer, one whole line per Write, so
-// lines from concurrent emitters never interleave. It is safe for concurrent
-// use. After the first write error every later call reports that error.
+// LineWriter takes protocol lines one at a time, each whole and without its
+// newline: how lines are framed on the way to the client is its business.
+type LineWriter interface {
+	WriteLine(line []byte) error
+}
+
+// Writer encodes protocol lines and hands each, whole, to a LineWriter in
+// one call, so lines from concurrent emitters never interleave. It is safe
+// for concurrent use and never calls its LineWriter concurrently. After the
+// first write error every later call reports that error.
 type Writer struct {
 	mu        sync.Mutex
-	w         io.Writer
+	lw        LineWriter
 	sessionID string
 	buf       []byte
 	err       error
 	failed    chan struct{}
 }
 
-// NewWriter returns a Writer stamping events with sessionID.
-func NewWriter(w io.Writer, sessionID string) *Writer {
-	return &Writer{w: w, sessionID: sessionID, failed: make(chan struct{})}
+// NewWriter returns a Writer to lw stamping events with sessionID.
+func NewWriter(lw LineWriter, sessionID string) *Writer {
+	return &Writer{lw: lw, sessionID: sessionID, failed: make(chan struct{})}
 }
 
 // Failed is closed once a write has failed.
@@ -138,7 +144,8 @@ func (w *Writer) flushLocked(err error) error {
 	if err != nil {
 		return err
 	}
-	if _, err := w.w.Write(w.buf); err != nil {
+	line := w.buf[:len(w.buf)-1] // Append* end every line with its newline
+	if err := w.lw.WriteLine(line); err != nil {
 		w.err = fmt.Errorf("wire: write: %w", err)
 		close(w.failed)
 		return w.err

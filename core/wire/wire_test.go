@@ -293,35 +293,47 @@ func TestCheckStreamLongLinesAndVerdicts(t *testing.T) {
 }
 
 func TestWriterWholeLinesAndFailure(t *testing.T) {
-	var buf bytes.Buffer
-	w := NewWriter(&buf, "s")
+	var lines lineRecorder
+	w := NewWriter(&lines, "s")
 	if err := w.Event(Token{Text: "x"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := w.Line(ProtocolError{Message: "m"}); err != nil {
 		t.Fatal(err)
 	}
-	want := `{"session_id":"s","type":"token","text":"x"}` + "\n" + `{"type":"protocol_error","message":"m"}` + "\n"
-	if buf.String() != want {
-		t.Errorf("got %q", buf.String())
+	want := []string{`{"session_id":"s","type":"token","text":"x"}`, `{"type":"protocol_error","message":"m"}`}
+	if !reflect.DeepEqual(lines.got, want) {
+		t.Errorf("got lines %q, want %q", lines.got, want)
 	}
-	fw := NewWriter(failWriter{}, "s")
-	if err := fw.Event(Token{}); err == nil {
-		t.Fatal("no error from a failing writer")
+	broken := errors.New("broken pipe")
+	fw := NewWriter(failWriter{broken}, "s")
+	if err := fw.Event(Token{}); !errors.Is(err, broken) {
+		t.Fatalf("Event on a failing writer: %v, want it to wrap %v", err, broken)
 	}
 	select {
 	case <-fw.Failed():
 	default:
 		t.Error("Failed not closed after a write error")
 	}
-	if fw.Err() == nil {
-		t.Error("Err is nil after a write error")
+	if err := fw.Line(ProtocolError{Message: "m"}); !errors.Is(err, broken) {
+		t.Errorf("Line after a write error: %v, want the first error again", err)
+	}
+	if !errors.Is(fw.Err(), broken) {
+		t.Errorf("Err after a write error: %v", fw.Err())
 	}
 }
 
-type failWriter struct{}
+// lineRecorder keeps the lines handed to it, as strings.
+type lineRecorder struct{ got []string }
 
-func (failWriter) Write([]byte) (int, error) { return 0, errors.New("broken pipe") }
+func (r *lineRecorder) WriteLine(line []byte) error {
+	r.got = append(r.got, string(line))
+	return nil
+}
+
+type failWriter struct{ err error }
+
+func (f failWriter) WriteLine([]byte) error { return f.err }
 
 func TestCheckerInputAccounting(t *testing.T) {
 	const (
