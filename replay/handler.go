@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/openmax/openmax/provider/anthropic"
 	"github.com/openmax/openmax/provider/clock"
 	"github.com/openmax/openmax/recorder/cassette"
 )
@@ -224,10 +225,11 @@ func closeConn(w http.ResponseWriter) {
 const MissStatus = http.StatusBadRequest
 
 // anthropicWire reports whether a request was meant for Anthropic's API:
-// a Messages path (also /v1/messages/count_tokens) or an
-// anthropic-version header.
+// a Messages path (anthropic.IsPath), one below it such as
+// /v1/messages/count_tokens, or an anthropic-version header
+// (anthropic.HasVersionHeader).
 func anthropicWire(path string, h http.Header) bool {
-	return strings.HasSuffix(path, "/messages") || strings.Contains(path, "/messages/") || h.Get("Anthropic-Version") != ""
+	return anthropic.IsPath(path) || strings.Contains(path, "/messages/") || anthropic.HasVersionHeader(h)
 }
 
 // vendorError is an error body in the shape of the vendor the request was

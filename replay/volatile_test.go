@@ -145,6 +145,9 @@ func TestMissShapes(t *testing.T) {
 		{"/v1/messages", nil, "top=error type=invalid_request_error"},
 		{"/v1/messages/count_tokens", nil, "top=error type=invalid_request_error"},
 		{"/anything", http.Header{"Anthropic-Version": {"2023-06-01"}}, "top=error type=invalid_request_error"},
+		{"/anything", http.Header{"anthropic-version": {"2023-06-01"}}, "top=error type=invalid_request_error"},
+		{"/proxy/v1/messages?beta=true", nil, "top=error type=invalid_request_error"},
+		{"/v1/messages-archive", nil, "code=replay_miss param=<nil> type=invalid_request_error"},
 	}
 	base, _, client := serve(t, f, Options{})
 	for _, tt := range tests {

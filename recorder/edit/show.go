@@ -121,7 +121,7 @@ func showInteraction(p *printer, i int, it *cassette.Interaction) {
 		}
 		return
 	}
-	p.printf("  status: %s\n", statusLine(it.Response.Code, it.Response.Status))
+	p.printf("  status: %s\n", statusLine(it))
 	h := it.Response.Headers
 	for _, k := range shownHeaders(h) {
 		for _, v := range h[k] {
@@ -217,17 +217,16 @@ func describeError(e *cassette.Error) string {
 	return s
 }
 
-// statusLine is the status of a recorded response, its code first.
-func statusLine(code int, recorded string) string {
-	recorded = strings.TrimSpace(recorded)
-	prefix := strconv.Itoa(code)
-	switch {
-	case strings.HasPrefix(recorded, prefix+" ") || recorded == prefix:
-		return recorded
-	case recorded != "":
-		return prefix + " " + recorded
+// statusLine is the status of a recorded response, its code first: the
+// cassette's StatusLine when a status text was recorded, and otherwise the
+// code with the text a vendor sends for it (provider.StatusText: "529
+// Overloaded", where StatusLine, going by net/http, has just "529").
+func statusLine(it *cassette.Interaction) string {
+	if strings.TrimSpace(it.Response.Status) != "" {
+		return it.StatusLine()
 	}
-	return strings.TrimSpace(prefix + " " + provider.StatusText(code))
+	code := it.Response.Code
+	return strings.TrimSpace(strconv.Itoa(code) + " " + provider.StatusText(code))
 }
 
 // scrubArg is a recorded harness flag as shown: a URL (--base-url=URL or

@@ -142,3 +142,42 @@ func TestSessionResponses(t *testing.T) {
 		})
 	}
 }
+
+// TestSessionWire: the provider of an imported session is the wire its
+// first request's path speaks (the vendor packages' IsPath), whatever the
+// host, root and query.
+func TestSessionWire(t *testing.T) {
+	tests := []struct {
+		url      string
+		provider string // "" when the session cannot be made
+	}{
+		{"https://api.openai.com/v1/chat/completions", "openai"},
+		{"https://openrouter.ai/api/v1/chat/completions?x=1", "openai"},
+		{"https://api.anthropic.com/v1/messages", "anthropic"},
+		{"http://127.0.0.1:8080/proxy/v1/messages?beta=true", "anthropic"},
+		{"https://api.openai.com/v1/chat/completions?next=/v1/messages", "openai"},
+		{"https://api.openai.com/v1/embeddings", ""},
+		{"https://api.anthropic.com/v1/messages/count_tokens", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.url, func(t *testing.T) {
+			var in cassette.Interaction
+			in.Request.Method, in.Request.URL = "POST", tt.url
+			in.Request.Body = `{"model":"m","messages":[{"role":"user","content":"hi"}]}`
+			in.Response.Code = 200
+			s, err := importer.Session(&cassette.File{Version: 1, Interactions: []*cassette.Interaction{&in}})
+			if tt.provider == "" {
+				if err == nil || !strings.Contains(err.Error(), "neither Chat Completions nor Messages") {
+					t.Fatalf("session %+v, error %v: want an error naming the wires", s, err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Join(s.Args[:2], " "); got != "--provider "+tt.provider {
+				t.Errorf("args %q, want --provider %s", s.Args, tt.provider)
+			}
+		})
+	}
+}

@@ -3,8 +3,11 @@ package importer
 import (
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"strings"
 
+	"github.com/openmax/openmax/provider/anthropic"
+	"github.com/openmax/openmax/provider/openai"
 	"github.com/openmax/openmax/recorder/cassette"
 )
 
@@ -33,11 +36,11 @@ func Session(f *cassette.File) (*cassette.Session, error) {
 	first := f.Interactions[0].Request
 	wire := "openai"
 	responses := false
-	switch {
-	case strings.Contains(first.URL, "/messages"):
+	switch p := requestPath(first.URL); {
+	case anthropic.IsPath(p):
 		wire = "anthropic"
-	case strings.Contains(first.URL, "/chat/completions"):
-	case strings.Contains(first.URL, "/responses"):
+	case openai.IsPath(p):
+	case strings.HasSuffix(p, responsesPath):
 		responses = true
 		for i, it := range f.Interactions {
 			if it.Response.Code < 400 {
@@ -95,6 +98,20 @@ func Session(f *cassette.File) (*cassette.Session, error) {
 		s.ToolResults = append(s.ToolResults, trailingResults(b.Messages)...)
 	}
 	return s, nil
+}
+
+// responsesPath ends the path of an OpenAI Responses request (no vendor
+// package reads that wire yet).
+const responsesPath = "/responses"
+
+// requestPath is the path of a recorded request URL as it was sent,
+// without its query; the URL as it is when it does not parse.
+func requestPath(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return raw
+	}
+	return u.EscapedPath()
 }
 
 type reqMessage struct {

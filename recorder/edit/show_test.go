@@ -87,3 +87,27 @@ func TestShowWholeCompletion(t *testing.T) {
 		})
 	}
 }
+
+// TestShowStatus: the status line is the recorded one, code first; with
+// no recorded text, the code and the text a vendor sends for it.
+func TestShowStatus(t *testing.T) {
+	tests := []struct {
+		code   int
+		status string
+		want   string
+	}{
+		{200, "", "200 OK"},
+		{200, "OK", "200 OK"},
+		{503, "503 Service Unavailable", "503 Service Unavailable"},
+		{529, "", "529 Overloaded"},
+		{529, "  529  ", "529"},
+		{599, "", "599"},
+	}
+	for _, tt := range tests {
+		it := &cassette.Interaction{
+			Request:  vcr.Request{Method: "POST", URL: "https://api.openai.com/v1/chat/completions"},
+			Response: vcr.Response{Code: tt.code, Status: tt.status},
+		}
+		hasLines(t, show(t, &cassette.File{Version: cassette.FormatVersion, Interactions: []*cassette.Interaction{it}}), []string{"  status: " + tt.want})
+	}
+}
