@@ -1,0 +1,346 @@
+package stdio_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"testing/iotest"
+	"time"
+
+	"github.com/openmax/openmax/core/stdio"
+	"github.com/openmax/openmax/core/wire"
+)
+
+// connWait bounds every wait in these tests (they never sleep).
+const connWait = 10 * time.Second
+
+// readOutcome is what one ReadLine returned: a line, or an error
+// described by its kind.
+type readOutcome struct {
+	line    string
+	tooLong int64 // the size a *wire.LineTooLongError reported
+	err     error // any other error, matched with errors.Is
+}
+
+func (o readOutcome) String() string {
+	switch {
+	case o.tooLong > 0:
+		return fmt.Sprintf("too long (%d bytes)", o.tooLong)
+	case o.err != nil:
+		return fmt.Sprintf("error %v", o.err)
+	}
+	if len(o.line) > 40 {
+		return fmt.Sprintf("line %q… (%d bytes)", o.line[:40], len(o.line))
+	}
+	return fmt.Sprintf("line %q", o.line)
+}
+
+// readAllLines reads from conn until an error other than a per-line
+// *wire.LineTooLongError, and returns every outcome.
+func readAllLines(conn stdio.Conn) []readOutcome {
+	var got []readOutcome
+	for {
+		line, err := conn.ReadLine()
+		var tooLong *wire.LineTooLongError
+		switch {
+		case errors.As(err, &tooLong):
+			got = append(got, readOutcome{tooLong: tooLong.Size})
+			continue
+		case err != nil:
+			return append(got, readOutcome{err: err})
+		}
+		got = append(got, readOutcome{line: string(line)})
+	}
+}
+
+func sameOutcomes(got, want []readOutcome) bool {
+	return slices.EqualFunc(got, want, func(g, w readOutcome) bool {
+		if w.err != nil {
+			return errors.Is(g.err, w.err)
+		}
+		return g.err == nil && g.line == w.line && g.tooLong == w.tooLong
+	})
+}
+
+var errBoom = errors.New("boom")
+
+// framingCases are the framing of the client's lines, which a stream Conn
+// and the in-memory pair share.
+var framingCases = []struct {
+	name  string
+	input []string // the client's writes, in order
+	want  []readOutcome
+}{
+	{"empty input", nil, []readOutcome{{err: io.EOF}}},
+	{"lines", []string{"a\n", "\n", "b c\n"}, []readOutcome{{line: "a"}, {line: ""}, {line: "b c"}, {err: io.EOF}}},
+	{"CRLF", []string{"a\r\nb\r\n\r\n"}, []readOutcome{{line: "a"}, {line: "b"}, {line: ""}, {err: io.EOF}}},
+	{"a lone CR stays", []string{"a\rb\n"}, []readOutcome{{line: "a\rb"}, {err: io.EOF}}},
+	{"final line without newline", []string{"a\n", "last"}, []readOutcome{{line: "a"}, {line: "last"}, {err: io.EOF}}},
+	{"final line ending in CR", []string{"last\r"}, []readOutcome{{line: "last"}, {err: io.EOF}}},
+	{"line split across writes", []string{`{"cmd":`, `"quit"`, "}\r", "\n"}, []readOutcome{{line: `{"cmd":"quit"}`}, {err: io.EOF}}},
+	{"two lines in one write", []string{"a\nb\n"}, []readOutcome{{line: "a"}, {line: "b"}, {err: io.EOF}}},
+	{"exactly MaxLine", []string{strings.Repeat("x", wire.MaxLine) + "\r\n", "next\n"},
+		[]readOutcome{{line: strings.Repeat("x", wire.MaxLine)}, {line: "next"}, {err: io.EOF}}},
+	{"over MaxLine is a per-line error, then reading goes on",
+		[]string{"before\n", strings.Repeat("x", wire.MaxLine/2), strings.Repeat("x", wire.MaxLine/2+1) + "\n", "after\n"},
+		[]readOutcome{{line: "before"}, {tooLong: wire.MaxLine + 1}, {line: "after"}, {err: io.EOF}}},
+	{"over MaxLine at the end without newline", []string{strings.Repeat("x", wire.MaxLine+1)},
+		[]readOutcome{{tooLong: wire.MaxLine + 1}, {err: io.EOF}}},
+}
+
+func TestStreamConnReadsFramedLines(t *testing.T) {
+	for _, tc := range framingCases {
+		t.Run(tc.name, func(t *testing.T) {
+			// One byte per Read as well as whole reads: framing must not
+			// depend on how the stream is cut.
+			for _, r := range []io.Reader{
+				strings.NewReader(strings.Join(tc.input, "")),
+				iotest.HalfReader(strings.NewReader(strings.Join(tc.input, ""))),
+			} {
+				if got := readAllLines(stdio.NewStreamConn(r, io.Discard)); !sameOutcomes(got, tc.want) {
+					t.Fatalf("got %v, want %v", got, tc.want)
+				}
+			}
+		})
+	}
+}
+
+func TestPipeFramesTheClientsBytesAsStdin(t *testing.T) {
+	for _, tc := range framingCases {
+		t.Run(tc.name, func(t *testing.T) {
+			server, client := stdio.NewPipe()
+			for _, w := range tc.input {
+				if _, err := io.WriteString(client, w); err != nil {
+					t.Fatal(err)
+				}
+			}
+			client.CloseWrite()
+			if got := readAllLines(server); !sameOutcomes(got, tc.want) {
+				t.Fatalf("got %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestStreamConnReadError(t *testing.T) {
+	conn := stdio.NewStreamConn(io.MultiReader(strings.NewReader("a\n"), iotest.ErrReader(errBoom)), io.Discard)
+	want := []readOutcome{{line: "a"}, {err: errBoom}}
+	if got := readAllLines(conn); !sameOutcomes(got, want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+}
+
+// writeRecorder records every Write it gets, and fails from the failAt-th
+// one on (never when failAt is 0).
+type writeRecorder struct {
+	writes []string
+	failAt int
+}
+
+func (w *writeRecorder) Write(p []byte) (int, error) {
+	w.writes = append(w.writes, string(p))
+	if w.failAt > 0 && len(w.writes) >= w.failAt {
+		return 0, syscall.EPIPE
+	}
+	return len(p), nil
+}
+
+func TestStreamConnWritesOneWritePerLine(t *testing.T) {
+	w := &writeRecorder{failAt: 3}
+	conn := stdio.NewStreamConn(strings.NewReader(""), w)
+	big := strings.Repeat("y", 2<<20) // over the size whose buffer is not kept
+	for _, l := range []string{`{"type":"hello"}`, big} {
+		if err := conn.WriteLine([]byte(l)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := conn.WriteLine([]byte("x")); !errors.Is(err, syscall.EPIPE) {
+		t.Fatalf("WriteLine on a failing writer: %v, want the writer's EPIPE", err)
+	}
+	want := []string{`{"type":"hello"}` + "\n", big + "\n", "x\n"}
+	if !slices.Equal(w.writes, want) {
+		t.Errorf("writes %q, want one per line with its newline", w.writes)
+	}
+}
+
+func TestStreamConnClose(t *testing.T) {
+	w := &writeRecorder{}
+	conn := stdio.NewStreamConn(strings.NewReader("a\n"), w)
+	if err := conn.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.ReadLine(); !errors.Is(err, stdio.ErrClosed) {
+		t.Errorf("ReadLine after Close: %v, want ErrClosed", err)
+	}
+	if err := conn.WriteLine([]byte("x")); !errors.Is(err, stdio.ErrClosed) {
+		t.Errorf("WriteLine after Close: %v, want ErrClosed", err)
+	}
+	if len(w.writes) != 0 {
+		t.Errorf("wrote %q after Close", w.writes)
+	}
+	if err := conn.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+}
+
+func TestPipeCarriesProtocolLinesWhole(t *testing.T) {
+	server, client := stdio.NewPipe()
+	ctx := boundedCtx(t)
+	lines := []string{`{"type":"hello"}`, "", `{"session_id":"s","type":"token","text":"a\nb"}`}
+	for _, l := range lines {
+		if err := server.WriteLine([]byte(l)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	server.Close()
+	for _, want := range lines {
+		got, err := client.ReadLine(ctx)
+		if err != nil || string(got) != want {
+			t.Fatalf("ReadLine: %q, %v; want %q", got, err, want)
+		}
+	}
+	for range 2 { // EOF once the server has closed, and stays so
+		if _, err := client.ReadLine(ctx); err != io.EOF {
+			t.Fatalf("ReadLine after the server closed: %v, want io.EOF", err)
+		}
+	}
+}
+
+func TestPipeClientWriteLine(t *testing.T) {
+	server, client := stdio.NewPipe()
+	buf := []byte(`{"cmd":"quit"}`)
+	if err := client.WriteLine(buf); err != nil {
+		t.Fatal(err)
+	}
+	copy(buf, "XXXX") // the pipe keeps its own copy
+	client.CloseWrite()
+	want := []readOutcome{{line: `{"cmd":"quit"}`}, {err: io.EOF}}
+	if got := readAllLines(server); !sameOutcomes(got, want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+}
+
+func TestPipeRefusesLinesHoldingANewline(t *testing.T) {
+	server, client := stdio.NewPipe()
+	if err := server.WriteLine([]byte("a\nb")); err == nil {
+		t.Error("the server end wrote a line holding a newline")
+	}
+	if err := client.WriteLine([]byte("a\nb")); err == nil {
+		t.Error("the client end wrote a line holding a newline")
+	}
+}
+
+// TestPipeAfterClose: what each end's calls return once either end has
+// closed.
+func TestPipeAfterClose(t *testing.T) {
+	tests := []struct {
+		name  string
+		close func(server *stdio.PipeConn, client *stdio.PipeClient)
+		// What the server's WriteLine, the client's Write and the
+		// client's ReadLine return afterwards (nil: they work).
+		serverWrite, clientWrite, clientRead error
+	}{
+		{"client closes its stdin", func(_ *stdio.PipeConn, c *stdio.PipeClient) { c.CloseWrite() },
+			nil, stdio.ErrClosed, nil},
+		{"client goes away", func(_ *stdio.PipeConn, c *stdio.PipeClient) { c.Close() },
+			io.ErrClosedPipe, stdio.ErrClosed, stdio.ErrClosed},
+		{"server closes", func(s *stdio.PipeConn, _ *stdio.PipeClient) { s.Close() },
+			stdio.ErrClosed, io.ErrClosedPipe, io.EOF},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			server, client := stdio.NewPipe()
+			tc.close(server, client)
+			if err := server.WriteLine([]byte("x")); !errors.Is(err, tc.serverWrite) || (err == nil) != (tc.serverWrite == nil) {
+				t.Errorf("server WriteLine: %v, want %v", err, tc.serverWrite)
+			}
+			if _, err := client.Write([]byte("y\n")); !errors.Is(err, tc.clientWrite) {
+				t.Errorf("client Write: %v, want %v", err, tc.clientWrite)
+			}
+			line, err := client.ReadLine(boundedCtx(t))
+			if tc.clientRead == nil {
+				if err != nil || string(line) != "x" {
+					t.Errorf("client ReadLine: %q, %v; want the server's line", line, err)
+				}
+			} else if !errors.Is(err, tc.clientRead) {
+				t.Errorf("client ReadLine: %v, want %v", err, tc.clientRead)
+			}
+		})
+	}
+}
+
+func TestPipeCloseUnblocksAWaitingRead(t *testing.T) {
+	t.Run("server", func(t *testing.T) {
+		server, client := stdio.NewPipe()
+		io.WriteString(client, "first\n")
+		got := make(chan readOutcome, 2)
+		go func() {
+			for range 2 { // the second read waits: the client sends nothing more
+				line, err := server.ReadLine()
+				got <- readOutcome{line: string(line), err: err}
+			}
+		}()
+		if o := receive(t, got); o.err != nil || o.line != "first" {
+			t.Fatalf("first read: %v", o)
+		}
+		server.Close()
+		if o := receive(t, got); !errors.Is(o.err, stdio.ErrClosed) {
+			t.Fatalf("a read waiting when the server end closed: %v, want ErrClosed", o)
+		}
+	})
+	t.Run("client", func(t *testing.T) {
+		server, client := stdio.NewPipe()
+		server.WriteLine([]byte("first"))
+		got := make(chan readOutcome, 2)
+		go func() {
+			for range 2 {
+				line, err := client.ReadLine(context.Background())
+				got <- readOutcome{line: string(line), err: err}
+			}
+		}()
+		if o := receive(t, got); o.err != nil || o.line != "first" {
+			t.Fatalf("first read: %v", o)
+		}
+		client.Close()
+		if o := receive(t, got); !errors.Is(o.err, stdio.ErrClosed) {
+			t.Fatalf("a read waiting when the client end closed: %v, want ErrClosed", o)
+		}
+	})
+}
+
+func TestPipeClientReadLineHonoursCtx(t *testing.T) {
+	server, client := stdio.NewPipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := client.ReadLine(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("ReadLine with nothing to read and ctx done: %v, want context.Canceled", err)
+	}
+	server.WriteLine([]byte("kept"))
+	// A line already there is returned even when ctx is done: no line is
+	// lost to a timeout.
+	if line, err := client.ReadLine(ctx); err != nil || string(line) != "kept" {
+		t.Fatalf("ReadLine: %q, %v; want the waiting line", line, err)
+	}
+}
+
+func receive[T any](t *testing.T, ch <-chan T) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(connWait):
+		t.Fatalf("nothing within %v", connWait)
+		panic("unreachable")
+	}
+}
+
+func boundedCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), connWait)
+	t.Cleanup(cancel)
+	return ctx
+}

@@ -1,0 +1,246 @@
+package stdio_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"iter"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+
+	"github.com/openmax/openmax/core"
+	"github.com/openmax/openmax/core/stdio"
+	"github.com/openmax/openmax/core/tool"
+	"github.com/openmax/openmax/core/wire"
+	"github.com/openmax/openmax/provider"
+)
+
+// connEngine is an Engine whose model answers every request with the given
+// parts' stream.
+func connEngine(t *testing.T, stream func(ctx context.Context, yield func(provider.Part) bool)) *core.Engine {
+	t.Helper()
+	reg, err := tool.NewRegistry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := provider.Func(func(ctx context.Context, _ provider.Request) iter.Seq[provider.Part] {
+		return func(yield func(provider.Part) bool) { stream(ctx, yield) }
+	})
+	return &core.Engine{Provider: model, Tools: reg, Model: "scripted"}
+}
+
+// served is what a session wrote and returned.
+type served struct {
+	lines []string
+	code  int
+	err   error
+}
+
+// connTransports serve a session whose client sends stdin at once and then
+// closes it, over each kind of Conn.
+var connTransports = []struct {
+	name  string
+	serve func(t *testing.T, stdin string, opts stdio.Options) served
+}{
+	{"stream", func(t *testing.T, stdin string, opts stdio.Options) served {
+		w := &writeRecorder{}
+		code, err := stdio.Serve(context.Background(), strings.NewReader(stdin), w, opts)
+		var lines []string
+		for _, wr := range w.writes { // one Write per line, each with its newline
+			l, ok := strings.CutSuffix(wr, "\n")
+			if !ok || strings.Contains(l, "\n") {
+				t.Fatalf("a Write that is not one whole line: %q", wr)
+			}
+			lines = append(lines, l)
+		}
+		return served{lines, code, err}
+	}},
+	{"pipe", func(t *testing.T, stdin string, opts stdio.Options) served {
+		server, client := stdio.NewPipe()
+		io.WriteString(client, stdin)
+		client.CloseWrite()
+		code, err := stdio.ServeConn(context.Background(), server, opts)
+		var lines []string
+		ctx := boundedCtx(t)
+		for {
+			l, rerr := client.ReadLine(ctx)
+			if errors.Is(rerr, io.EOF) { // ServeConn closed its end
+				return served{lines, code, err}
+			}
+			if rerr != nil {
+				t.Fatalf("reading the server's lines: %v", rerr)
+			}
+			lines = append(lines, string(l))
+		}
+	}},
+}
+
+func TestServeConnOverEachConn(t *testing.T) {
+	user := func(text string) string { return `{"cmd":"user","text":"` + text + `"}` }
+	tests := []struct {
+		name  string
+		stdin string
+		types []string // of the lines after hello
+	}{
+		{"one done per user", user("") + "\n" + user("one") + "\r\n" + `{"cmd":"quit"}`,
+			[]string{"protocol_error", "done", "budget", "token", "message_done", "done"}},
+		{"EOF ends the session like quit", user("one") + "\n",
+			[]string{"budget", "token", "message_done", "done"}},
+		{"an over-long line is answered and reading goes on", strings.Repeat(" ", wire.MaxLine+1) + "\n" + user("one") + "\n",
+			[]string{"protocol_error", "budget", "token", "message_done", "done"}},
+	}
+	eng := connEngine(t, func(_ context.Context, yield func(provider.Part) bool) {
+		_ = yield(provider.TextDelta{Text: "hi"}) && yield(provider.Finish{Reason: "stop"})
+	})
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var first []string
+			for _, tr := range connTransports {
+				got := tr.serve(t, tc.stdin, stdio.Options{Engine: eng, SessionID: "s-conn", Version: "0.0.0-test", Project: "/p"})
+				if got.err != nil || got.code != 0 {
+					t.Fatalf("%s: Serve returned %d, %v", tr.name, got.code, got.err)
+				}
+				c := wire.NewChecker()
+				c.SetInput([]byte(tc.stdin)) // every user command gets exactly one done
+				var types []string
+				for i, l := range got.lines {
+					if err := c.Line([]byte(l)); err != nil {
+						t.Fatalf("%s: line %d %s: %v", tr.name, i+1, l, err)
+					}
+					var typ struct{ Type string }
+					if err := json.Unmarshal([]byte(l), &typ); err != nil {
+						t.Fatal(err)
+					}
+					types = append(types, typ.Type)
+				}
+				if err := c.End(); err != nil {
+					t.Fatalf("%s: at the end: %v", tr.name, err)
+				}
+				if want := append([]string{"hello"}, tc.types...); !slices.Equal(types, want) {
+					t.Fatalf("%s: line types %v, want %v", tr.name, types, want)
+				}
+				if first == nil {
+					first = got.lines
+				} else if !slices.Equal(got.lines, first) {
+					t.Errorf("%s wrote\n%s\nbut %s wrote\n%s", tr.name, strings.Join(got.lines, "\n"), connTransports[0].name, strings.Join(first, "\n"))
+				}
+			}
+		})
+	}
+}
+
+// TestServeConnStdoutGone: when the client's stdout goes away in the middle
+// of a turn, the next write fails, the server says so on its log, cancels
+// the turn, and returns the write error.
+func TestServeConnStdoutGone(t *testing.T) {
+	tests := []struct {
+		name string
+		// start serves a session over a fresh connection with stdin
+		// already sent and closed; it returns a function reading the
+		// server's next line and one making its stdout go away.
+		start   func(t *testing.T, stdin string, opts stdio.Options, result chan<- served) (next func() string, gone func())
+		wantErr error
+	}{
+		{"pipe: the client closes", func(t *testing.T, stdin string, opts stdio.Options, result chan<- served) (func() string, func()) {
+			server, client := stdio.NewPipe()
+			io.WriteString(client, stdin)
+			client.CloseWrite()
+			go func() {
+				code, err := stdio.ServeConn(context.Background(), server, opts)
+				result <- served{code: code, err: err}
+			}()
+			ctx := boundedCtx(t)
+			next := func() string {
+				l, err := client.ReadLine(ctx)
+				if err != nil {
+					t.Fatalf("reading: %v", err)
+				}
+				return string(l)
+			}
+			return next, func() { client.Close() }
+		}, io.ErrClosedPipe},
+		{"stream: the read end of an OS pipe closes (EPIPE)", func(t *testing.T, stdin string, opts stdio.Options, result chan<- served) (func() string, func()) {
+			r, w, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { r.Close(); w.Close() })
+			go func() {
+				code, err := stdio.Serve(context.Background(), strings.NewReader(stdin), w, opts)
+				result <- served{code: code, err: err}
+			}()
+			br := bufio.NewReader(r)
+			next := func() string {
+				l, err := br.ReadString('\n')
+				if err != nil {
+					t.Fatalf("reading: %v", err)
+				}
+				return strings.TrimSuffix(l, "\n")
+			}
+			return next, func() { r.Close() }
+		}, syscall.EPIPE},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			goneCh := make(chan struct{})
+			cancelled := make(chan error, 1)
+			eng := connEngine(t, func(ctx context.Context, yield func(provider.Part) bool) {
+				if !yield(provider.TextDelta{Text: "a"}) {
+					return
+				}
+				<-goneCh
+				if !yield(provider.TextDelta{Text: "b"}) { // this line finds stdout gone
+					return
+				}
+				<-ctx.Done() // so the turn ends only when the server cancels it
+				cancelled <- ctx.Err()
+			})
+			var log lockedBuffer
+			result := make(chan served, 1)
+			next, gone := tc.start(t, `{"cmd":"user","text":"go"}`+"\n",
+				stdio.Options{Engine: eng, SessionID: "s-gone", Log: &log}, result)
+			for _, want := range []string{`"hello"`, `"budget"`, `"token"`} {
+				if l := next(); !strings.Contains(l, `"type":`+want) {
+					t.Fatalf("got %s, want a %s line", l, want)
+				}
+			}
+			gone()
+			close(goneCh)
+			if err := receive(t, cancelled); !errors.Is(err, context.Canceled) {
+				t.Errorf("the turn ended with %v, want it cancelled", err)
+			}
+			res := receive(t, result)
+			if !errors.Is(res.err, tc.wantErr) || !strings.HasPrefix(res.err.Error(), "wire: write: ") {
+				t.Errorf("Serve returned %v, want the write error (%v)", res.err, tc.wantErr)
+			}
+			if !strings.Contains(log.String(), "; shutting down") {
+				t.Errorf("log %q does not say the server shut down", log.String())
+			}
+		})
+	}
+}
+
+// lockedBuffer is a bytes.Buffer safe for the server's log writes.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
