@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -64,7 +65,7 @@ func TestShow(t *testing.T) {
 	}{
 		{"story.yaml", []string{
 			"session s1, seed 3770822131028886252",
-			"  args: --project / --provider openai --base-url http://127.0.0.1:46691/v1 --idle-timeout 0",
+			"  config: provider openai, base_url http://127.0.0.1:46691/v1, project /, idle_timeout 0s",
 			"  tools: block, echo_args, crash",
 			`  command 0 after line 1: {"cmd":"user","text":"What does record and replay give me?"}`,
 			`  command 1 after line 9: {"cmd":"user","text":"You were cut off. Please continue."}`,
@@ -270,348 +271,218 @@ func stock() *cassette.File {
 	}}}
 }
 
+// answer is what a replay of the result answers one request with: the
+// recorded request of input interaction send.
+type answer struct {
+	send int
+	// skip leaves the answer unchecked (a recorded answer before the one
+	// under test).
+	skip bool
+	// err is the transport error instead of a response (errors.Is).
+	err error
+	// status is the response's status.
+	status int
+	// header holds header values; "" for a header that must be absent.
+	header map[string]string
+	// reads are what each Read of the body gives (nil: not checked; an
+	// empty list for an empty body). "…" in one stands for any text.
+	reads []string
+	// sizes are the sizes of the reads, when not nil.
+	sizes []int
+	// body is the whole body, when not "".
+	body string
+	// has are texts the body holds.
+	has []string
+	// code is the code of an OpenAI error body, which must carry a
+	// message too, when not "".
+	code string
+	// end is what ends the body (errors.Is); nil for a clean end.
+	end error
+}
+
+// held is what the result holds for one of its interactions.
+type held struct {
+	at int
+	// start is the stream's start, when not 0.
+	start time.Duration
+	// chunks are the data of its chunks, when not nil ("…" stands for any
+	// text); the body must then be exactly these chunks, and none at all
+	// for an empty list.
+	chunks []string
+	// chunkAt are when its chunks arrive, when not nil.
+	chunkAt []time.Duration
+	// size is the body's size, when not 0.
+	size int
+	// end is how the body ends: "clean", or the error kind and when ("reset
+	// at 2s"); "" for not checked.
+	end string
+	// header holds header values; "" for a header that must be absent.
+	header map[string]string
+	// said is the text the body's events say, when not "": with them all
+	// whole and parsed and exactly one error event among them.
+	said string
+}
+
+// matches reports whether s is want, where "…" in want stands for any text.
+func matches(s, want string) bool {
+	pre, post, ok := strings.Cut(want, "…")
+	if !ok {
+		return s == want
+	}
+	return len(s) >= len(pre)+len(post) && strings.HasPrefix(s, pre) && strings.HasSuffix(s, post)
+}
+
+func allMatch(got, want []string) bool {
+	if len(got) != len(want) {
+		return false
+	}
+	for i := range got {
+		if !matches(got[i], want[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// input is a test cassette by name: a file in testdata, or "synthetic" or
+// "stock".
+func input(t *testing.T, name string) *cassette.File {
+	t.Helper()
+	switch name {
+	case "synthetic":
+		return synthetic()
+	case "stock":
+		return stock()
+	}
+	return load(t, name)
+}
+
+// TestInject applies one fault per row and checks, besides what every
+// result must be (the input untouched, the session kept, a cassette that
+// round-trips, bodies equal to their chunks, one interaction marked with
+// the op, nothing shared with the input), the fault's effect: what a
+// replay of the result answers, what the result holds, and what Show
+// says of it.
 func TestInject(t *testing.T) {
+	story, a529, synth := load(t, "story.yaml"), load(t, "anthropic_529.yaml"), synthetic()
+	serverError := "  error event: server_error: The server had an error while processing your request. Sorry about that!"
 	tests := []struct {
-		name  string
-		file  func(t *testing.T) *cassette.File
-		op    string
-		count int // interactions in the result
-		// check replays the result; in is an untouched copy of the input.
-		check func(t *testing.T, in, out *cassette.File)
+		name, file, op string
+		count          int      // interactions in the result
+		answers        []answer // in order, from one replay of the result
+		unused         []int    // the result's interactions that replay never served, when not nil
+		held           []held
+		show           []string // lines of Show's output, in order
 	}{
 		{
-			name: "429 before a retried request", file: named("story.yaml"), op: "429@2:retry-after=5", count: 4,
-			check: func(t *testing.T, in, out *cassette.File) {
-				c, r := client(out)
-				resp, err := send(t, c, in.Interactions[2])
-				if err != nil {
-					t.Fatal(err)
-				}
-				if resp.StatusCode != 429 || resp.Header.Get("Retry-After") != "5" {
-					t.Fatalf("first answer: %d, Retry-After %q; want 429 with 5", resp.StatusCode, resp.Header.Get("Retry-After"))
-				}
-				if d := resp.Header.Get("Date"); d != "Thu, 01 Jan 2026 00:00:03 GMT" {
-					t.Fatalf("Date %q, want the original response's", d)
-				}
-				if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
-					t.Fatalf("Content-Type %q", ct)
-				}
-				var e struct {
-					Error struct{ Message, Type, Code string }
-				}
-				body, _ := io.ReadAll(resp.Body)
-				if err := json.Unmarshal(body, &e); err != nil || e.Error.Code != "rate_limit_exceeded" || e.Error.Message == "" {
-					t.Fatalf("error body %s: %v", body, err)
-				}
-				resp, err = send(t, c, in.Interactions[2])
-				if err != nil {
-					t.Fatal(err)
-				}
-				got, err := io.ReadAll(resp.Body)
-				if err != nil || resp.StatusCode != 200 || string(got) != in.Interactions[2].Response.Body {
-					t.Fatalf("the retry got %d (%v), not the original response", resp.StatusCode, err)
-				}
-				if u := r.Unused(); !reflect.DeepEqual(u, []int{0, 1}) {
-					t.Fatalf("unused %v, want [0 1]", u)
-				}
+			name: "429 before a retried request", file: "story.yaml", op: "429@2:retry-after=5", count: 4,
+			answers: []answer{
+				{send: 2, status: 429, code: "rate_limit_exceeded", header: map[string]string{
+					"Retry-After": "5", "Date": "Thu, 01 Jan 2026 00:00:03 GMT", "Content-Type": "application/json"}},
+				{send: 2, status: 200, body: story.Interactions[2].Response.Body},
 			},
+			unused: []int{0, 1},
 		},
 		{
-			name: "429 with retry-after-ms and an HTTP-date", file: named("openai_plain.yaml"),
+			name: "429 with retry-after-ms and an HTTP-date", file: "openai_plain.yaml",
 			op: "429@0:retry-after=Thu, 01 Jan 2026 00:00:07 GMT,retry-after-ms=1500", count: 2,
-			check: func(t *testing.T, in, out *cassette.File) {
-				c, _ := client(out)
-				resp, err := send(t, c, in.Interactions[0])
-				if err != nil {
-					t.Fatal(err)
-				}
-				resp.Body.Close()
-				if resp.StatusCode != 429 || resp.Header.Get("Retry-After") != "Thu, 01 Jan 2026 00:00:07 GMT" || resp.Header.Get("Retry-After-Ms") != "1500" {
-					t.Fatalf("got %d %v", resp.StatusCode, resp.Header)
-				}
-				hasLines(t, show(t, out), []string{
-					"#0 at +0s: POST /v1/chat/completions",
-					"  status: 429 Too Many Requests",
-					"  header Retry-After: Thu, 01 Jan 2026 00:00:07 GMT",
-					"  header Retry-After-Ms: 1500",
-					"  header X-Openmax-Injected: 429@0:retry-after=Thu, 01 Jan 2026 00:00:07 GMT,retry-after-ms=1500",
-					"  error: requests, code rate_limit_exceeded: Rate limit reached for requests",
-					"#1 at +0s: POST /v1/chat/completions",
-					"  status: 200 OK",
-				})
+			answers: []answer{{send: 0, status: 429, header: map[string]string{"Retry-After": "Thu, 01 Jan 2026 00:00:07 GMT", "Retry-After-Ms": "1500"}}},
+			show: []string{
+				"#0 at +0s: POST /v1/chat/completions",
+				"  status: 429 Too Many Requests",
+				"  header Retry-After: Thu, 01 Jan 2026 00:00:07 GMT",
+				"  header Retry-After-Ms: 1500",
+				"  header X-Openmax-Injected: 429@0:retry-after=Thu, 01 Jan 2026 00:00:07 GMT,retry-after-ms=1500",
+				"  error: requests, code rate_limit_exceeded: Rate limit reached for requests",
+				"#1 at +0s: POST /v1/chat/completions",
+				"  status: 200 OK",
 			},
 		},
 		{
-			name: "529 on the Anthropic wire", file: named("anthropic_plain.yaml"), op: "529@0", count: 2,
-			check: func(t *testing.T, in, out *cassette.File) {
-				c, _ := client(out)
-				resp, err := send(t, c, in.Interactions[0])
-				if err != nil {
-					t.Fatal(err)
-				}
-				body, _ := io.ReadAll(resp.Body)
-				if resp.StatusCode != 529 || resp.Header.Get("Retry-After") != "" {
-					t.Fatalf("got %d %v", resp.StatusCode, resp.Header)
-				}
-				if want := `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`; string(body) != want {
-					t.Fatalf("body %s, want %s", body, want)
-				}
-				resp, err = send(t, c, in.Interactions[0])
-				if err != nil || resp.StatusCode != 200 {
-					t.Fatalf("the retry: %v", err)
-				}
-				resp.Body.Close()
+			name: "529 on the Anthropic wire", file: "anthropic_plain.yaml", op: "529@0", count: 2,
+			answers: []answer{
+				{send: 0, status: 529, header: map[string]string{"Retry-After": ""},
+					body: `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`},
+				{send: 0, status: 200},
 			},
 		},
 		{
-			name: "503 on the OpenAI wire", file: named("story.yaml"), op: "503@1:retry-after=2", count: 4,
-			check: func(t *testing.T, in, out *cassette.File) {
-				c, _ := client(out)
-				// Interactions 0 and 1 share a request: the recorded 429
-				// comes first, then the injected 503, then the original.
-				var codes []int
-				for range 3 {
-					resp, err := send(t, c, in.Interactions[1])
-					if err != nil {
-						t.Fatal(err)
-					}
-					body, _ := io.ReadAll(resp.Body)
-					codes = append(codes, resp.StatusCode)
-					if resp.StatusCode == 503 && (!strings.Contains(string(body), `"type":"server_error"`) || resp.Header.Get("Retry-After") != "2") {
-						t.Fatalf("503 body %s, headers %v", body, resp.Header)
-					}
-				}
-				if !reflect.DeepEqual(codes, []int{429, 503, 200}) {
-					t.Fatalf("statuses %v, want [429 503 200]", codes)
-				}
+			// Interactions 0 and 1 share a request: the recorded 429 comes
+			// first, then the injected 503, then the original.
+			name: "503 on the OpenAI wire", file: "story.yaml", op: "503@1:retry-after=2", count: 4,
+			answers: []answer{
+				{send: 1, status: 429},
+				{send: 1, status: 503, has: []string{`"type":"server_error"`}, header: map[string]string{"Retry-After": "2"}},
+				{send: 1, status: 200},
 			},
 		},
 		{
-			name: "500 before a refused request", file: named("three_refusals.yaml"), op: "500@1", count: 4,
-			check: func(t *testing.T, in, out *cassette.File) {
-				if _, ok := out.Interactions[1].Response.Headers["Date"]; ok {
-					t.Fatal("a Date header came from nowhere")
-				}
-				if out.Interactions[1].Stream.Start != time.Hour {
-					t.Fatalf("start %v, want the original's 1h", out.Interactions[1].Stream.Start)
-				}
-				c, _ := client(out)
-				if _, err := send(t, c, in.Interactions[0]); !errors.Is(err, syscall.ECONNREFUSED) {
-					t.Fatalf("first: %v", err)
-				}
-				resp, err := send(t, c, in.Interactions[0])
-				if err != nil || resp.StatusCode != 500 {
-					t.Fatalf("second: %v", err)
-				}
-				resp.Body.Close()
-				if _, err := send(t, c, in.Interactions[0]); !errors.Is(err, syscall.ECONNREFUSED) {
-					t.Fatalf("third: %v", err)
-				}
+			name: "500 before a refused request", file: "three_refusals.yaml", op: "500@1", count: 4,
+			answers: []answer{{send: 0, err: syscall.ECONNREFUSED}, {send: 0, status: 500}, {send: 0, err: syscall.ECONNREFUSED}},
+			held:    []held{{at: 1, start: time.Hour, header: map[string]string{"Date": ""}}},
+		},
+		{
+			name: "truncate after 2 chunks", file: "story.yaml", op: "truncate@1:chunk=2", count: 3,
+			answers: []answer{{send: 0, skip: true}, {send: 1, status: 200, reads: chunkData(story.Interactions[1])[:2]}},
+			held:    []held{{at: 1, end: "clean"}},
+		},
+		{
+			name: "truncate removes a recorded error", file: "reset_after_text.yaml", op: "truncate@0:chunk=0", count: 1,
+			answers: []answer{{send: 0, status: 200, reads: []string{}}},
+			held:    []held{{at: 0, chunks: []string{}, end: "clean"}},
+		},
+		{
+			name: "truncate fixes Content-Length", file: "synthetic", op: "truncate@0:chunk=2", count: 1,
+			held: []held{{at: 0, size: 165, header: map[string]string{"Content-Length": "165"}}},
+		},
+		{
+			name: "reset in the middle of a chunk", file: "story.yaml", op: "reset@1:byte=300", count: 3,
+			answers: []answer{{send: 0, skip: true}, {send: 1, status: 200, body: story.Interactions[1].Response.Body[:300], sizes: []int{195, 105}, end: syscall.ECONNRESET}},
+			show: []string{
+				"  body: 300 B in 2 chunks",
+				"  end: reset at +0s: read: connection reset by peer (injected after 300 B)",
 			},
 		},
 		{
-			name: "truncate after 2 chunks", file: named("story.yaml"), op: "truncate@1:chunk=2", count: 3,
-			check: func(t *testing.T, in, out *cassette.File) {
-				c, _ := client(out)
-				send(t, c, in.Interactions[0]) //nolint:errcheck // the recorded 429
-				resp, err := send(t, c, in.Interactions[1])
-				if err != nil {
-					t.Fatal(err)
-				}
-				got, err := reads(t, resp.Body)
-				if err != nil {
-					t.Fatalf("the body failed: %v", err)
-				}
-				if want := chunkData(in.Interactions[1])[:2]; !reflect.DeepEqual(got, want) {
-					t.Fatalf("reads %q, want the first 2 chunks %q", got, want)
-				}
-				if out.Interactions[1].Stream.Error != nil {
-					t.Fatal("a truncated body has a terminal error")
-				}
-			},
+			name: "reset at a chunk boundary", file: "synthetic", op: "reset@0:byte=165", count: 1,
+			answers: []answer{{send: 0, status: 200, body: synth.Interactions[0].Response.Body[:165], end: syscall.ECONNRESET}},
+			// The reset comes when chunk 2 was due; a reset keeps
+			// Content-Length.
+			held: []held{{at: 0, chunks: []string{"…", "…"}, end: "reset at 2s", header: map[string]string{"Content-Length": "999"}}},
 		},
 		{
-			name: "truncate removes a recorded error", file: named("reset_after_text.yaml"), op: "truncate@0:chunk=0", count: 1,
-			check: func(t *testing.T, in, out *cassette.File) {
-				c, _ := client(out)
-				resp, err := send(t, c, in.Interactions[0])
-				if err != nil {
-					t.Fatal(err)
-				}
-				got, err := reads(t, resp.Body)
-				if err != nil || len(got) != 0 {
-					t.Fatalf("reads %q, %v; want an empty body", got, err)
-				}
-				if out.Interactions[0].Response.Body != "" || out.Interactions[0].Stream.Chunks != nil {
-					t.Fatal("the body is not empty")
-				}
-			},
+			name: "reset before any byte", file: "openai_plain.yaml", op: "reset@0:byte=0", count: 1,
+			answers: []answer{{send: 0, status: 200, reads: []string{}, end: syscall.ECONNRESET}},
 		},
 		{
-			name: "truncate fixes Content-Length", file: synthetic1, op: "truncate@0:chunk=2", count: 1,
-			check: func(t *testing.T, in, out *cassette.File) {
-				it := out.Interactions[0]
-				if cl := it.Response.Headers.Get("Content-Length"); cl != "165" || len(it.Response.Body) != 165 {
-					t.Fatalf("Content-Length %s for %d B", cl, len(it.Response.Body))
-				}
-			},
+			name: "reset after the whole body", file: "synthetic", op: "reset@0:byte=246", count: 1,
+			held: []held{{at: 0, chunks: chunkData(synth.Interactions[0]), end: "reset at 2s"}},
 		},
 		{
-			name: "reset in the middle of a chunk", file: named("story.yaml"), op: "reset@1:byte=300", count: 3,
-			check: func(t *testing.T, in, out *cassette.File) {
-				c, _ := client(out)
-				send(t, c, in.Interactions[0]) //nolint:errcheck // the recorded 429
-				resp, err := send(t, c, in.Interactions[1])
-				if err != nil {
-					t.Fatal(err)
-				}
-				got, err := reads(t, resp.Body)
-				if !errors.Is(err, syscall.ECONNRESET) {
-					t.Fatalf("the body ended with %v, want a reset", err)
-				}
-				all := strings.Join(got, "")
-				if len(all) != 300 || all != in.Interactions[1].Response.Body[:300] {
-					t.Fatalf("read %d B before the reset, want the first 300", len(all))
-				}
-				if len(got) != 2 || len(got[0]) != 195 || len(got[1]) != 105 {
-					t.Fatalf("reads of %d chunks, want 195 + 105 B", len(got))
-				}
-				hasLines(t, show(t, out), []string{
-					"  body: 300 B in 2 chunks",
-					"  end: reset at +0s: read: connection reset by peer (injected after 300 B)",
-				})
-			},
+			name: "reset of a stock go-vcr body", file: "stock", op: "reset@0:byte=10", count: 1,
+			answers: []answer{{send: 0, status: 200, body: `{"choices"`, end: syscall.ECONNRESET}},
+			held:    []held{{at: 0, chunks: []string{`{"choices"`}, chunkAt: []time.Duration{time.Second}, end: "reset at 1s"}},
 		},
 		{
-			name: "reset at a chunk boundary", file: synthetic1, op: "reset@0:byte=165", count: 1,
-			check: func(t *testing.T, in, out *cassette.File) {
-				s := out.Interactions[0].Stream
-				if len(s.Chunks) != 2 || s.Error == nil || s.Error.At != 2*time.Second {
-					t.Fatalf("stream %+v, want 2 chunks and a reset when chunk 2 was due", s)
-				}
-				if cl := out.Interactions[0].Response.Headers.Get("Content-Length"); cl != "999" {
-					t.Fatalf("a reset changed Content-Length to %s", cl)
-				}
-				c, _ := client(out)
-				resp, err := send(t, c, in.Interactions[0])
-				if err != nil {
-					t.Fatal(err)
-				}
-				got, err := reads(t, resp.Body)
-				if !errors.Is(err, syscall.ECONNRESET) || len(strings.Join(got, "")) != 165 {
-					t.Fatalf("got %d B then %v", len(strings.Join(got, "")), err)
-				}
-			},
+			name: "OpenAI stream error", file: "story.yaml", op: "stream-error@1:chunk=1", count: 3,
+			answers: []answer{{send: 0, skip: true}, {send: 1, status: 200, reads: []string{chunkData(story.Interactions[1])[0], `data: {"error":{"message":…}}` + "\n\n"}}},
+			show:    []string{serverError, "  signal: none (no completion signal)", "  end: clean"},
 		},
 		{
-			name: "reset before any byte", file: named("openai_plain.yaml"), op: "reset@0:byte=0", count: 1,
-			check: func(t *testing.T, in, out *cassette.File) {
-				c, _ := client(out)
-				resp, err := send(t, c, in.Interactions[0])
-				if err != nil || resp.StatusCode != 200 {
-					t.Fatalf("headers: %v", err)
-				}
-				got, err := reads(t, resp.Body)
-				if !errors.Is(err, syscall.ECONNRESET) || len(got) != 0 {
-					t.Fatalf("got %q then %v", got, err)
-				}
-			},
+			name: "Anthropic stream error", file: "anthropic_529.yaml", op: "stream_error@1:chunk=2", count: 2,
+			answers: []answer{{send: 0, skip: true}, {send: 1, status: 200, reads: append(chunkData(a529.Interactions[1])[:2],
+				"event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n")}},
+			show: []string{`  text: "Back."`, "  error event: overloaded_error: Overloaded"},
 		},
 		{
-			name: "reset after the whole body", file: synthetic1, op: "reset@0:byte=246", count: 1,
-			check: func(t *testing.T, in, out *cassette.File) {
-				s := out.Interactions[0].Stream
-				if len(s.Chunks) != 3 || s.Error == nil || s.Error.At != 2*time.Second {
-					t.Fatalf("stream %+v", s)
-				}
-			},
+			// The rest of the event chunk 0 leaves open comes first.
+			name: "stream error after a chunk that ends mid-event", file: "synthetic", op: "stream-error@0:chunk=1", count: 1,
+			held: []held{{at: 0, chunks: []string{synth.Interactions[0].Stream.Chunks[0].Data, `lo"},"finish_reason":null}]}` + "\n\ndata: {\"error\"…"},
+				chunkAt: []time.Duration{0, time.Second}, said: "Hello"}},
 		},
 		{
-			name: "reset of a stock go-vcr body", file: func(*testing.T) *cassette.File { return stock() }, op: "reset@0:byte=10", count: 1,
-			check: func(t *testing.T, in, out *cassette.File) {
-				s := out.Interactions[0].Stream
-				if s == nil || len(s.Chunks) != 1 || s.Chunks[0].At != time.Second || s.Error.At != time.Second {
-					t.Fatalf("stream %+v", s)
-				}
-				c, _ := client(out)
-				resp, err := send(t, c, in.Interactions[0])
-				if err != nil {
-					t.Fatal(err)
-				}
-				got, err := reads(t, resp.Body)
-				if !errors.Is(err, syscall.ECONNRESET) || strings.Join(got, "") != `{"choices"` {
-					t.Fatalf("got %q then %v", got, err)
-				}
-			},
-		},
-		{
-			name: "OpenAI stream error", file: named("story.yaml"), op: "stream-error@1:chunk=1", count: 3,
-			check: func(t *testing.T, in, out *cassette.File) {
-				c, _ := client(out)
-				send(t, c, in.Interactions[0]) //nolint:errcheck // the recorded 429
-				resp, err := send(t, c, in.Interactions[1])
-				if err != nil {
-					t.Fatal(err)
-				}
-				got, err := reads(t, resp.Body)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if len(got) != 2 || got[0] != chunkData(in.Interactions[1])[0] {
-					t.Fatalf("reads %q, want chunk 0 then the error event", got)
-				}
-				if !strings.HasPrefix(got[1], `data: {"error":{"message":`) || !strings.HasSuffix(got[1], "}}\n\n") {
-					t.Fatalf("chunk 1 is %q, not an OpenAI error event", got[1])
-				}
-				hasLines(t, show(t, out), []string{
-					"  error event: server_error: The server had an error while processing your request. Sorry about that!",
-					"  signal: none (no completion signal)",
-					"  end: clean",
-				})
-			},
-		},
-		{
-			name: "Anthropic stream error", file: named("anthropic_529.yaml"), op: "stream_error@1:chunk=2", count: 2,
-			check: func(t *testing.T, in, out *cassette.File) {
-				c, _ := client(out)
-				send(t, c, in.Interactions[0]) //nolint:errcheck // the recorded 529
-				resp, err := send(t, c, in.Interactions[1])
-				if err != nil {
-					t.Fatal(err)
-				}
-				got, err := reads(t, resp.Body)
-				if err != nil {
-					t.Fatal(err)
-				}
-				want := append(chunkData(in.Interactions[1])[:2],
-					"event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n")
-				if !reflect.DeepEqual(got, want) {
-					t.Fatalf("reads %q, want %q", got, want)
-				}
-				hasLines(t, show(t, out), []string{`  text: "Back."`, "  error event: overloaded_error: Overloaded"})
-			},
-		},
-		{
-			name: "stream error after a chunk that ends mid-event", file: synthetic1, op: "stream-error@0:chunk=1", count: 1,
-			check: func(t *testing.T, in, out *cassette.File) {
-				s := out.Interactions[0].Stream
-				if len(s.Chunks) != 2 || s.Chunks[1].At != time.Second || !strings.HasPrefix(s.Chunks[1].Data, `lo"},"finish_reason":null}]}`+"\n\ndata: {\"error\"") {
-					t.Fatalf("chunks %q", s.Chunks)
-				}
-				r := reconstruct(out.Interactions[0])
-				if r.text.String() != "Hello" || len(r.errs) != 1 || r.unparsed != 0 || r.partial != 0 {
-					t.Fatalf("text %q, errors %q, %d unparsed, %d B partial", r.text.String(), r.errs, r.unparsed, r.partial)
-				}
-			},
-		},
-		{
-			name: "stream error replacing the first chunk", file: synthetic1, op: "stream-error@0:chunk=0", count: 1,
-			check: func(t *testing.T, in, out *cassette.File) {
-				s := out.Interactions[0].Stream
-				if len(s.Chunks) != 1 || !strings.HasPrefix(s.Chunks[0].Data, `data: {"error"`) {
-					t.Fatalf("chunks %q", s.Chunks)
-				}
-			},
+			name: "stream error replacing the first chunk", file: "synthetic", op: "stream-error@0:chunk=0", count: 1,
+			held: []held{{at: 0, chunks: []string{`data: {"error"…`}}},
 		},
 	}
 	for _, tt := range tests {
@@ -620,8 +491,8 @@ func TestInject(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			f := tt.file(t)
-			in := tt.file(t) // an independent copy, to compare with
+			f := input(t, tt.file)
+			in := input(t, tt.file) // an independent copy, to compare with
 			before, err := f.Marshal()
 			if err != nil {
 				t.Fatal(err)
@@ -668,7 +539,13 @@ func TestInject(t *testing.T) {
 			if marked != 1 {
 				t.Fatalf("%d interactions marked with %s", marked, InjectedHeader)
 			}
-			tt.check(t, in, out)
+
+			checkHeld(t, out, tt.held)
+			checkAnswers(t, in, out, tt.answers, tt.unused)
+			if tt.show != nil {
+				hasLines(t, show(t, out), tt.show)
+			}
+
 			// The result shares nothing with the input.
 			for _, it := range out.Interactions {
 				it.Request.Body = "changed"
@@ -697,11 +574,129 @@ func TestInject(t *testing.T) {
 	}
 }
 
-func named(name string) func(*testing.T) *cassette.File {
-	return func(t *testing.T) *cassette.File { return load(t, name) }
+// checkHeld checks what the result's interactions hold.
+func checkHeld(t *testing.T, out *cassette.File, want []held) {
+	t.Helper()
+	for _, w := range want {
+		it := out.Interactions[w.at]
+		if it.Stream == nil {
+			t.Fatalf("interaction %d has no stream detail", w.at)
+		}
+		s := it.Stream
+		if w.start != 0 && s.Start != w.start {
+			t.Errorf("interaction %d starts at %v, want %v", w.at, s.Start, w.start)
+		}
+		if w.chunks != nil {
+			if got := chunkData(it); !allMatch(got, w.chunks) || len(w.chunks) == 0 && s.Chunks != nil {
+				t.Errorf("interaction %d: chunks %q, want %q", w.at, got, w.chunks)
+			}
+			if body := strings.Join(chunkData(it), ""); it.Response.Body != body {
+				t.Errorf("interaction %d: body %q, want its chunks %q", w.at, it.Response.Body, body)
+			}
+		}
+		if w.chunkAt != nil {
+			var at []time.Duration
+			for _, c := range s.Chunks {
+				at = append(at, c.At)
+			}
+			if !reflect.DeepEqual(at, w.chunkAt) {
+				t.Errorf("interaction %d: chunks arrive at %v, want %v", w.at, at, w.chunkAt)
+			}
+		}
+		if w.size != 0 && len(it.Response.Body) != w.size {
+			t.Errorf("interaction %d: %d B of body, want %d", w.at, len(it.Response.Body), w.size)
+		}
+		end := "clean"
+		if e := s.Error; e != nil {
+			end = fmt.Sprintf("%s at %v", e.Kind, e.At)
+		}
+		if w.end != "" && end != w.end {
+			t.Errorf("interaction %d ends %s, want %s", w.at, end, w.end)
+		}
+		for k, v := range w.header {
+			got, ok := it.Response.Headers[k]
+			if v == "" && ok || v != "" && (len(got) != 1 || got[0] != v) {
+				t.Errorf("interaction %d: header %s is %q, want %q", w.at, k, got, v)
+			}
+		}
+		if w.said != "" {
+			r := reconstruct(it)
+			if r.text.String() != w.said || len(r.errs) != 1 || r.unparsed != 0 || r.partial != 0 {
+				t.Errorf("interaction %d: text %q, errors %q, %d unparsed, %d B partial; want %q and one error", w.at, r.text.String(), r.errs, r.unparsed, r.partial, w.said)
+			}
+		}
+	}
 }
 
-func synthetic1(*testing.T) *cassette.File { return synthetic() }
+// checkAnswers replays out, sending the recorded requests of in that
+// want names, and checks the answers.
+func checkAnswers(t *testing.T, in, out *cassette.File, want []answer, unused []int) {
+	t.Helper()
+	c, r := client(out)
+	for i, w := range want {
+		resp, err := send(t, c, in.Interactions[w.send])
+		switch {
+		case w.skip:
+			if err == nil {
+				resp.Body.Close()
+			}
+			continue
+		case w.err != nil:
+			if !errors.Is(err, w.err) {
+				t.Fatalf("answer %d: %v, want %v", i, err, w.err)
+			}
+			continue
+		case err != nil:
+			t.Fatalf("answer %d: %v", i, err)
+		}
+		if resp.StatusCode != w.status {
+			t.Fatalf("answer %d: status %d, want %d", i, resp.StatusCode, w.status)
+		}
+		for k, v := range w.header {
+			if got := resp.Header.Get(k); got != v {
+				t.Errorf("answer %d: header %s is %q, want %q", i, k, got, v)
+			}
+		}
+		got, err := reads(t, resp.Body)
+		if w.end == nil && err != nil || w.end != nil && !errors.Is(err, w.end) {
+			t.Fatalf("answer %d: the body ended with %v, want %v", i, err, w.end)
+		}
+		body := strings.Join(got, "")
+		if w.reads != nil && !allMatch(got, w.reads) {
+			t.Errorf("answer %d: reads %q, want %q", i, got, w.reads)
+		}
+		if w.sizes != nil {
+			var sizes []int
+			for _, g := range got {
+				sizes = append(sizes, len(g))
+			}
+			if !reflect.DeepEqual(sizes, w.sizes) {
+				t.Errorf("answer %d: reads of %v B, want %v", i, sizes, w.sizes)
+			}
+		}
+		if w.body != "" && body != w.body {
+			t.Errorf("answer %d: body %q, want %q", i, body, w.body)
+		}
+		for _, s := range w.has {
+			if !strings.Contains(body, s) {
+				t.Errorf("answer %d: body %s lacks %s", i, body, s)
+			}
+		}
+		if w.code != "" {
+			var e struct {
+				Error struct{ Message, Type, Code string }
+			}
+			if err := json.Unmarshal([]byte(body), &e); err != nil || e.Error.Code != w.code || e.Error.Message == "" {
+				t.Errorf("answer %d: error body %s (%v), want code %s and a message", i, body, err, w.code)
+			}
+		}
+	}
+	if unused != nil {
+		if u := r.Unused(); !reflect.DeepEqual(u, unused) {
+			t.Errorf("unused %v, want %v", u, unused)
+		}
+	}
+}
 
 func TestInjectErrors(t *testing.T) {
 	tests := []struct {
@@ -780,7 +775,7 @@ func TestClone(t *testing.T) {
 	c.Interactions[0].Stream.Chunks[0].Data = "changed"
 	c.Session.Commands[0].Line = "changed"
 	c.Session.ToolResults[0].Output = "changed"
-	c.Session.Args[0] = "changed"
+	c.Session.Config.Model = "changed"
 	if !reflect.DeepEqual(f, load(t, "openai_tool_round_trip.yaml")) {
 		t.Fatal("changing the clone changed the original")
 	}
