@@ -45,13 +45,18 @@ type benchTokenCounter struct {
 var benchTokenPrefix = []byte(`{"session_id":"s-bench","type":"token"`)
 
 func (c *benchTokenCounter) Write(p []byte) (int, error) {
-	c.bytes += len(p)
-	if bytes.HasPrefix(p, benchTokenPrefix) {
+	c.line(bytes.TrimSuffix(p, []byte("\n")))
+	return len(p), nil
+}
+
+// line counts one protocol line, given without its newline.
+func (c *benchTokenCounter) line(l []byte) {
+	c.bytes += len(l) + 1
+	if bytes.HasPrefix(l, benchTokenPrefix) {
 		c.tokens++
-	} else if bytes.Contains(p, []byte(`"type":"done"`)) {
+	} else if bytes.Contains(l, []byte(`"type":"done"`)) {
 		c.done = true
 	}
-	return len(p), nil
 }
 
 // BenchmarkServeTokens runs whole sessions in process (hello, one user
@@ -74,6 +79,51 @@ func BenchmarkServeTokens(b *testing.B) {
 					stdio.Options{Engine: eng, SessionID: "s-bench", Version: "bench", Project: "/tmp"})
 				if err != nil || code != 0 || out.tokens != n || !out.done {
 					b.Fatalf("Serve: code %d, err %v, %d of %d tokens, done %v", code, err, out.tokens, n, out.done)
+				}
+				outBytes = out.bytes
+			}
+			b.SetBytes(int64(outBytes))
+			b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "tokens/s")
+		})
+	}
+}
+
+// BenchmarkServeConnTokens runs the sessions of BenchmarkServeTokens over
+// the in-memory pair, with the client reading each line as it comes: the
+// same work without the stdout stream, so the two together separate the
+// cost of writing stdout from the rest.
+func BenchmarkServeConnTokens(b *testing.B) {
+	for _, n := range []int{1_000, 200_000} {
+		b.Run(fmt.Sprintf("deltas=%d", n), func(b *testing.B) {
+			tools, err := tool.NewRegistry()
+			if err != nil {
+				b.Fatal(err)
+			}
+			eng := &core.Engine{Provider: benchDeltaProvider{n: n}, Tools: tools}
+			var outBytes int
+			b.ReportAllocs()
+			for b.Loop() {
+				server, client := stdio.NewPipe()
+				_ = client.WriteLine([]byte(`{"cmd":"user","text":"go"}`))
+				_ = client.WriteLine([]byte(`{"cmd":"quit"}`))
+				_ = client.CloseWrite()
+				counted := make(chan *benchTokenCounter)
+				go func() {
+					out := &benchTokenCounter{}
+					for {
+						l, err := client.ReadLine(context.Background())
+						if err != nil {
+							break // io.EOF: ServeConn closed its end
+						}
+						out.line(l)
+					}
+					counted <- out
+				}()
+				code, err := stdio.ServeConn(context.Background(), server,
+					stdio.Options{Engine: eng, SessionID: "s-bench", Version: "bench", Project: "/tmp"})
+				out := <-counted
+				if err != nil || code != 0 || out.tokens != n || !out.done {
+					b.Fatalf("ServeConn: code %d, err %v, %d of %d tokens, done %v", code, err, out.tokens, n, out.done)
 				}
 				outBytes = out.bytes
 			}

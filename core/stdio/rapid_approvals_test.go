@@ -1,6 +1,6 @@
 package stdio_test
 
-// A second rapid state machine over stdio.Serve, focused on approvals: every
+// A second rapid state machine over stdio.ServeConn, focused on approvals: every
 // admitted user gets a scripted reply that calls a mutating test tool and
 // then finishes with text, and the actions answer, cancel or race the
 // approval request the "ask" mode raises, send approve commands naming wrong
@@ -10,12 +10,9 @@ package stdio_test
 // wait bounded by rpWait.
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"iter"
 	"strconv"
 	"strings"
@@ -151,36 +148,10 @@ func rpaStart(t *rapid.T) *rpaSession {
 		Tools: reg,
 		Model: "scripted",
 	}
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	s.stdin, s.stdout = inW, outR
-	ctx, cancel := context.WithCancel(context.Background())
-	s.shutdown = cancel
-	go func() {
-		code, err := stdio.Serve(ctx, inR, outW, stdio.Options{
-			Engine: eng, SessionID: rpSessionID, Version: "0.0.0-rapid", Project: "/rapid/project",
-			Modes: stdio.NewMemoryModes("ask"),
-		})
-		outW.Close()
-		s.result <- rpResult{code, err}
-	}()
-	go func() {
-		defer close(s.lines)
-		br := bufio.NewReader(outR)
-		for {
-			l, err := br.ReadBytes('\n')
-			if len(l) > 0 {
-				select {
-				case s.lines <- l:
-				case <-s.stop:
-					return
-				}
-			}
-			if err != nil {
-				return
-			}
-		}
-	}()
+	s.serve(stdio.Options{
+		Engine: eng, SessionID: rpSessionID, Version: "0.0.0-rapid", Project: "/rapid/project",
+		Modes: stdio.NewMemoryModes("ask"),
+	})
 	s.expect(t, rpWant{typ: "hello"})
 	return s
 }
@@ -191,27 +162,9 @@ func (s *rpaSession) close() {
 }
 
 // next returns the next stdout line, fed to the checker and counted.
-func (s *rpaSession) next(t *rapid.T, timer *time.Timer, waiting string) rpaObs {
+func (s *rpaSession) next(ctx context.Context, t *rapid.T, waiting string) rpaObs {
 	t.Helper()
-	var l []byte
-	select {
-	case line, ok := <-s.lines:
-		if !ok {
-			s.fatalf(t, "stdout ended while waiting for %s", waiting)
-		}
-		l = line
-	case <-timer.C:
-		s.fatalf(t, "no stdout line within %v while waiting for %s", rpWait, waiting)
-	}
-	if l[len(l)-1] != '\n' {
-		s.all = append(s.all, l)
-		s.fatalf(t, "stdout ended in an unterminated line")
-	}
-	l = l[:len(l)-1]
-	s.all = append(s.all, l)
-	if err := s.checker.Line(l); err != nil {
-		s.fatalf(t, "checker rejects stdout line %d: %v", len(s.all), err)
-	}
+	l := s.read(ctx, t, waiting)
 	var o rpaObs
 	if err := json.Unmarshal(l, &o); err != nil {
 		s.fatalf(t, "stdout line %d is not JSON: %v", len(s.all), err)
@@ -234,10 +187,10 @@ func (s *rpaSession) expect(t *rapid.T, ws ...rpWant) {
 	if len(ws) == 0 {
 		return
 	}
-	timer := time.NewTimer(rpWait)
-	defer timer.Stop()
+	ctx, cancel := rpCtx()
+	defer cancel()
 	for i, w := range ws {
-		o := s.next(t, timer, w.typ)
+		o := s.next(ctx, t, w.typ)
 		if o.Type != w.typ || (w.val != "" && o.val() != w.val) {
 			s.fatalf(t, "stdout line %d: got %s %q, want %s %q (expected run: %v)", len(s.all), o.Type, o.val(), w.typ, w.val, ws[i:])
 		}
@@ -485,15 +438,7 @@ func (s *rpaSession) finish(t *rapid.T) {
 	if res.code != 0 {
 		s.fatalf(t, "exit code %d, want 0", res.code)
 	}
-	select {
-	case l, ok := <-s.lines:
-		if ok {
-			s.all = append(s.all, bytes.TrimSuffix(l, []byte("\n")))
-			s.fatalf(t, "stdout line after the session's last expected line")
-		}
-	case <-time.After(rpWait):
-		s.fatalf(t, "stdout not closed within %v after Serve returned", rpWait)
-	}
+	s.waitEnd(t)
 	if err := s.checker.End(); err != nil {
 		s.fatalf(t, "checker at end of stream: %v", err)
 	}

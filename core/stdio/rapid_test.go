@@ -1,7 +1,9 @@
 package stdio_test
 
 // Property tests of the openmax-stdio/6 contract (shared/spec/stdio-protocol.md)
-// over stdio.Serve, driven in-process with pgregory.net/rapid:
+// over stdio.ServeConn, driven in-process with pgregory.net/rapid through an
+// in-memory connection (stdio.NewPipe), which frames what the test writes
+// exactly as Serve frames stdin:
 //
 //   - TestRapidServeStateMachine runs random command sequences against a
 //     session whose model replies (scripted, on a fake clock) the test
@@ -19,10 +21,10 @@ package stdio_test
 // failure message also lists the stdin lines sent and the stdout received.
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -247,16 +249,13 @@ type rpResult struct {
 	err  error
 }
 
-// rpWire is the plumbing both state machines share: the pipes to a
-// running Serve, what went through them, and the checker every stdout line
-// passes.
+// rpWire is what both state machines share: the client's end of an
+// in-memory connection to a running ServeConn, what went through it, and
+// the checker every stdout line passes.
 type rpWire struct {
 	clk      *clock.Fake
 	shutdown context.CancelFunc
-	stdin    *io.PipeWriter
-	stdout   *io.PipeReader
-	lines    chan []byte // stdout lines with their newline; closed at EOF
-	stop     chan struct{}
+	client   *stdio.PipeClient
 	result   chan rpResult
 	served   bool
 	stdinEOF bool
@@ -269,18 +268,28 @@ type rpWire struct {
 func newRPWire() rpWire {
 	return rpWire{
 		clk:     clock.NewFake(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)),
-		lines:   make(chan []byte, 256),
-		stop:    make(chan struct{}),
 		result:  make(chan rpResult, 1),
 		checker: wire.NewChecker(),
 	}
 }
 
-// closeIO closes the pipes and waits (bounded) for Serve to return.
+// serve starts ServeConn with opts over a new in-memory connection; the
+// session is shut down by cancelling its context with s.shutdown.
+func (s *rpWire) serve(opts stdio.Options) {
+	server, client := stdio.NewPipe()
+	s.client = client
+	ctx, cancel := context.WithCancel(context.Background())
+	s.shutdown = cancel
+	go func() {
+		code, err := stdio.ServeConn(ctx, server, opts)
+		s.result <- rpResult{code, err}
+	}()
+}
+
+// closeIO closes the client's end (stdin reads EOF, stdout writes fail)
+// and waits (bounded) for Serve to return.
 func (s *rpWire) closeIO() {
-	s.stdin.Close()
-	close(s.stop)
-	s.stdout.Close()
+	s.client.Close()
 	if !s.served {
 		select {
 		case <-s.result:
@@ -311,7 +320,7 @@ func (s *rpWire) fatalf(t *rapid.T, format string, a ...any) {
 func (s *rpWire) send(t *rapid.T, line string) {
 	t.Helper()
 	s.sent = append(s.sent, strconv.Quote(line))
-	if _, err := io.WriteString(s.stdin, line); err != nil {
+	if _, err := io.WriteString(s.client, line); err != nil {
 		s.fatalf(t, "writing stdin: %v", err)
 	}
 }
@@ -320,8 +329,49 @@ func (s *rpWire) closeStdin() {
 	if !s.stdinEOF {
 		s.stdinEOF = true
 		s.sent = append(s.sent, "(EOF)")
-		s.stdin.Close()
+		s.client.CloseWrite()
 	}
+}
+
+// read returns the next stdout line, recorded and fed to the checker;
+// ctx bounds the wait.
+func (s *rpWire) read(ctx context.Context, t *rapid.T, waiting string) []byte {
+	t.Helper()
+	l, err := s.client.ReadLine(ctx)
+	switch {
+	case errors.Is(err, io.EOF):
+		s.fatalf(t, "stdout ended while waiting for %s", waiting)
+	case errors.Is(err, context.DeadlineExceeded):
+		s.fatalf(t, "no stdout line within %v while waiting for %s", rpWait, waiting)
+	case err != nil:
+		s.fatalf(t, "reading stdout while waiting for %s: %v", waiting, err)
+	}
+	s.all = append(s.all, l)
+	if err := s.checker.Line(l); err != nil {
+		s.fatalf(t, "checker rejects stdout line %d: %v", len(s.all), err)
+	}
+	return l
+}
+
+// waitEnd requires stdout to end (bounded) with no line after the
+// session's last expected one.
+func (s *rpWire) waitEnd(t *rapid.T) {
+	t.Helper()
+	ctx, cancel := rpCtx()
+	defer cancel()
+	l, err := s.client.ReadLine(ctx)
+	switch {
+	case err == nil:
+		s.all = append(s.all, l)
+		s.fatalf(t, "stdout line after the session's last expected line")
+	case !errors.Is(err, io.EOF):
+		s.fatalf(t, "stdout not closed within %v after Serve returned: %v", rpWait, err)
+	}
+}
+
+// rpCtx bounds one wait for server output.
+func rpCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), rpWait)
 }
 
 type rpSession struct {
@@ -361,42 +411,16 @@ func rpStart(t *rapid.T) *rpSession {
 		Tools: reg,
 		Model: "scripted",
 	}
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	s.stdin, s.stdout = inW, outR
-	ctx, cancel := context.WithCancel(context.Background())
-	s.shutdown = cancel
-	go func() {
-		code, err := stdio.Serve(ctx, inR, outW, stdio.Options{
-			Engine: eng, SessionID: rpSessionID, Version: "0.0.0-rapid", Project: "/rapid/project",
-		})
-		outW.Close()
-		s.result <- rpResult{code, err}
-	}()
-	go func() {
-		defer close(s.lines)
-		br := bufio.NewReader(outR)
-		for {
-			l, err := br.ReadBytes('\n')
-			if len(l) > 0 {
-				select {
-				case s.lines <- l:
-				case <-s.stop:
-					return
-				}
-			}
-			if err != nil {
-				return
-			}
-		}
-	}()
+	s.serve(stdio.Options{
+		Engine: eng, SessionID: rpSessionID, Version: "0.0.0-rapid", Project: "/rapid/project",
+	})
 	s.expect(t, rpWant{typ: "hello"})
 	return s
 }
 
 // close tears the session down whether or not the test failed: shutdown
-// cancels any turn, closing stdin and stdout unblocks the server's reader
-// and writer.
+// cancels any turn, closing the client's end ends the server's input and
+// fails its writes.
 func (s *rpSession) close() {
 	s.shutdown()
 	s.clk.Advance(2 * rpStall)
@@ -404,27 +428,9 @@ func (s *rpSession) close() {
 }
 
 // next returns the next stdout line, fed to the checker and counted.
-func (s *rpSession) next(t *rapid.T, timer *time.Timer, waiting string) rpObs {
+func (s *rpSession) next(ctx context.Context, t *rapid.T, waiting string) rpObs {
 	t.Helper()
-	var l []byte
-	select {
-	case line, ok := <-s.lines:
-		if !ok {
-			s.fatalf(t, "stdout ended while waiting for %s", waiting)
-		}
-		l = line
-	case <-timer.C:
-		s.fatalf(t, "no stdout line within %v while waiting for %s", rpWait, waiting)
-	}
-	if l[len(l)-1] != '\n' {
-		s.all = append(s.all, l)
-		s.fatalf(t, "stdout ended in an unterminated line")
-	}
-	l = l[:len(l)-1]
-	s.all = append(s.all, l)
-	if err := s.checker.Line(l); err != nil {
-		s.fatalf(t, "checker rejects stdout line %d: %v", len(s.all), err)
-	}
+	l := s.read(ctx, t, waiting)
 	o := rpParse(l)
 	switch o.Type {
 	case "done":
@@ -445,10 +451,10 @@ func (s *rpSession) expect(t *rapid.T, ws ...rpWant) {
 	if len(ws) == 0 {
 		return
 	}
-	timer := time.NewTimer(rpWait)
-	defer timer.Stop()
+	ctx, cancel := rpCtx()
+	defer cancel()
 	for i, w := range ws {
-		o := s.next(t, timer, w.typ)
+		o := s.next(ctx, t, w.typ)
 		if o.Type != w.typ || (w.val != "" && o.val() != w.val) {
 			s.fatalf(t, "stdout line %d: got %s %q, want %s %q (expected run: %v)", len(s.all), o.Type, o.val(), w.typ, w.val, ws[i:])
 		}
@@ -622,11 +628,11 @@ func (s *rpSession) raceCancel(t *rapid.T) {
 	s.send(t, rpUserLine("race", "\n")+`{"cmd":"cancel"}`+"\n")
 	s.admitted++
 	rpStats.admitted.Add(1)
-	timer := time.NewTimer(rpWait)
-	defer timer.Stop()
+	ctx, cancel := rpCtx()
+	defer cancel()
 	first := len(s.all)
 	for {
-		o := s.next(t, timer, "done")
+		o := s.next(ctx, t, "done")
 		if o.Type == "done" {
 			s.lastStop = o.StopReason
 			if o.StopReason == wire.StopCancelled {
@@ -767,10 +773,10 @@ func (s *rpSession) huge(t *rapid.T) {
 	}
 	const tail = `"}`
 	s.sent = append(s.sent, fmt.Sprintf("<%d-byte reload line>", size))
-	if _, err := s.stdin.Write(rpHugeBuf[:size-len(tail)]); err != nil {
+	if _, err := s.client.Write(rpHugeBuf[:size-len(tail)]); err != nil {
 		s.fatalf(t, "writing stdin: %v", err)
 	}
-	if _, err := io.WriteString(s.stdin, tail+"\n"); err != nil {
+	if _, err := io.WriteString(s.client, tail+"\n"); err != nil {
 		s.fatalf(t, "writing stdin: %v", err)
 	}
 	switch {
@@ -839,15 +845,7 @@ func (s *rpSession) finish(t *rapid.T) {
 	if res.code != want {
 		s.fatalf(t, "exit code %d, want %d (last turn stop_reason %q)", res.code, want, s.lastStop)
 	}
-	select {
-	case l, ok := <-s.lines:
-		if ok {
-			s.all = append(s.all, bytes.TrimSuffix(l, []byte("\n")))
-			s.fatalf(t, "stdout line after the session's last expected line")
-		}
-	case <-time.After(rpWait):
-		s.fatalf(t, "stdout not closed within %v after Serve returned", rpWait)
-	}
+	s.waitEnd(t)
 	if err := s.checker.End(); err != nil {
 		s.fatalf(t, "checker at end of stream: %v", err)
 	}
