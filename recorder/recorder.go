@@ -387,11 +387,10 @@ func (r *Recorder) snapshotLocked(deep bool) *cassette.File {
 	}
 	if r.session != nil {
 		s := *r.session
-		if deep {
-			s.Args = append([]string(nil), s.Args...)
-			s.Commands = append([]cassette.Command(nil), s.Commands...)
-		}
 		f.Session = &s
+		if deep {
+			f.Session = r.session.Clone()
+		}
 	}
 	return f
 }
@@ -402,10 +401,7 @@ func (r *Recorder) SetSession(s *cassette.Session) error {
 	if s == nil {
 		r.session = nil
 	} else {
-		c := *s
-		c.Args = append([]string(nil), s.Args...)
-		c.Commands = append([]cassette.Command(nil), s.Commands...)
-		r.session = &c
+		r.session = s.Clone()
 	}
 	r.mu.Unlock()
 	return r.save()

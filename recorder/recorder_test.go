@@ -23,6 +23,7 @@ import (
 
 	vcr "github.com/dnaeon/go-vcr/v2/cassette"
 
+	"github.com/openmax/openmax/core/harness"
 	"github.com/openmax/openmax/provider/clock"
 	"github.com/openmax/openmax/recorder/cassette"
 )
@@ -450,7 +451,9 @@ func TestCassetteLoadsWithStockGoVCR(t *testing.T) {
 	if _, err := g.client.Get(dead); err == nil {
 		t.Fatal("the dead endpoint answered")
 	}
-	sess := &cassette.Session{SessionID: "s1", Seed: 7, Args: []string{"--provider", "openai"}, Commands: []cassette.Command{{AfterLines: 0, Line: `{"op":"hi"}`}}}
+	cfg := harness.Defaults()
+	cfg.Provider, cfg.Model = "openai", "gpt-test"
+	sess := &cassette.Session{SessionID: "s1", Seed: 7, Config: &cfg, Commands: []cassette.Command{{AfterLines: 0, Line: `{"op":"hi"}`}}}
 	if err := g.rec.SetSession(sess); err != nil {
 		t.Fatal(err)
 	}

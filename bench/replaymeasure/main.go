@@ -25,6 +25,7 @@ import (
 	vcrrecorder "github.com/dnaeon/go-vcr/v2/recorder"
 
 	"github.com/openmax/openmax/core"
+	"github.com/openmax/openmax/core/harness"
 	"github.com/openmax/openmax/core/tool"
 	"github.com/openmax/openmax/core/wire"
 	"github.com/openmax/openmax/provider"
@@ -36,8 +37,8 @@ import (
 	"github.com/openmax/openmax/provider/script"
 	"github.com/openmax/openmax/recorder"
 	"github.com/openmax/openmax/recorder/cassette"
+	"github.com/openmax/openmax/recorder/tape"
 	"github.com/openmax/openmax/replay"
-	"github.com/openmax/openmax/replay/session"
 )
 
 const scenario = `
@@ -148,7 +149,9 @@ func recordPaced(path string) (time.Duration, error) {
 	s := core.NewSession("s-bench")
 	eng.RunTurn(context.Background(), s, "count to four", func(wire.Event) {})
 	wall := time.Since(start)
-	if err := rec.SetSession(&cassette.Session{SessionID: "s-bench", Seed: 1, Args: []string{"--provider", "openai", "--base-url", base + "/v1"},
+	cfg := harness.Defaults()
+	cfg.Provider, cfg.Model, cfg.BaseURL = "openai", "gpt-bench", base+"/v1"
+	if err := rec.SetSession(&cassette.Session{SessionID: "s-bench", Seed: 1, Config: &cfg,
 		Commands: []cassette.Command{{Anchor: cassette.Anchor{After: "hello", Nth: 1}, Line: `{"cmd":"user","text":"count to four"}`}}}); err != nil {
 		return 0, err
 	}
@@ -157,17 +160,9 @@ func recordPaced(path string) (time.Duration, error) {
 
 // timeReplay replays the recorded session through the real stdio server.
 func timeReplay(f *cassette.File, pace replay.Pace) (time.Duration, []byte, error) {
-	rp := replay.New(f, replay.Options{Pace: pace, MissAsResponse: true})
-	var out bytes.Buffer
 	start := time.Now()
-	_, err := session.Run(context.Background(), session.Options{
-		Cassette: f, Transport: rp, Stdout: &out, Version: "bench",
-		Project: func() string { return "/bench" },
-		Build: func(t http.RoundTripper, clk clock.Clock, seed uint64, args []string) (*core.Engine, error) {
-			return newEngine(t, "http://replay/v1", clk)
-		},
-	})
-	return time.Since(start), out.Bytes(), err
+	r, err := tape.Replay(context.Background(), f, tape.ReplayOptions{Serving: replay.Options{Pace: pace}})
+	return time.Since(start), r.Stdout, err
 }
 
 // stockReplay replays the cassette with go-vcr v2's own recorder in replay

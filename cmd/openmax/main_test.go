@@ -487,3 +487,7 @@ func TestTrust(t *testing.T) {
 		t.Errorf("the mode was not saved: %v %q", err, p.Mode(project))
 	}
 }
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }

@@ -1,12 +1,7 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,13 +11,10 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 
-	"github.com/openmax/openmax/core/stdio"
-	"github.com/openmax/openmax/core/tool"
-	"github.com/openmax/openmax/core/wire"
+	"github.com/openmax/openmax/core/harness"
 	"github.com/openmax/openmax/recorder"
-	"github.com/openmax/openmax/recorder/cassette"
+	"github.com/openmax/openmax/recorder/tape"
 )
 
 // recordFlags are the flags of `openmax record`; everything else is a
@@ -122,45 +114,16 @@ func runRecord(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		fmt.Fprintf(stderr, "openmax record: %v\n", err)
 		return 2
 	}
-	sess := &cassette.Session{SessionID: o.sessionID, Seed: randomSeed(), Args: sessionArgs(rest)}
-	if sess.SessionID == "" {
-		sess.SessionID = newSessionID()
-	}
-	// The engine is built (and the key checked) first; its transport
-	// reaches the recorder, made only once everything is known good.
-	var rec *recorder.Recorder
-	live := e
-	live.transport, live.seed = roundTripFunc(func(r *http.Request) (*http.Response, error) { return rec.RoundTrip(r) }), sess.Seed
-	eng, project, err := buildEngine(o, live, stderr)
+	code, err := tape.Record(ctx, stdin, stdout, tape.RecordOptions{
+		Config: o.cfg, Deps: e.deps(stderr),
+		Cassette: recorder.Options{Path: rf.cassette, Scrub: rf.scrub, Overwrite: rf.overwrite},
+	})
 	if err != nil {
 		fmt.Fprintf(stderr, "openmax record: %v\n", err)
-		return 2
-	}
-	if rec, err = newRecorder(); err != nil {
-		fmt.Fprintf(stderr, "openmax record: %v\n", err)
-		return 1
-	}
-	if !hasFlag(sess.Args, "project") {
-		sess.Args = append(sess.Args, "--project", project)
-	}
-	cap := &capture{rec: rec, sess: sess}
-	if eng.Tools, err = cap.recordTools(eng.Tools); err != nil {
-		fmt.Fprintf(stderr, "openmax record: %v\n", err)
-		return 1
-	}
-	if err := rec.SetSession(cap.snapshot()); err != nil {
-		fmt.Fprintf(stderr, "openmax record: %v\n", err)
-		return 1
-	}
-	trusted, modes := projectSettings(e, project, stderr)
-	code, err := stdio.Serve(ctx, cap.reader(stdin), cap.writer(stdout), stdio.Options{
-		Engine: eng, SessionID: sess.SessionID, Version: Version, Project: project, Log: stderr,
-		Untrusted: !trusted, Modes: modes,
-	})
-	serr := rec.SetSession(cap.snapshot())
-	cerr := rec.Close()
-	if err := errors.Join(err, serr, cerr); err != nil {
-		fmt.Fprintf(stderr, "openmax record: %v\n", err)
+		var cerr *harness.ConfigError
+		if errors.As(err, &cerr) {
+			return 2
+		}
 		return 1
 	}
 	return code
@@ -231,26 +194,6 @@ func boolFlag(name, val string, hasVal bool) (bool, error) {
 	return b, nil
 }
 
-type roundTripFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
-
-// sessionArgs are the harness flags worth replaying with: all but the
-// session id (kept separately) and --stdio, with every URL among them
-// (--base-url) scrubbed of user information and credential-looking query
-// parameters (recorder.ScrubURL): the cassette stores them.
-func sessionArgs(args []string) []string {
-	out := withoutFlag(withoutFlag(args, "stdio"), "session-id")
-	for i, a := range out {
-		if name, val, ok := strings.Cut(a, "="); ok && strings.HasPrefix(name, "-") {
-			out[i] = name + "=" + recorder.ScrubURL(val)
-		} else {
-			out[i] = recorder.ScrubURL(a)
-		}
-	}
-	return out
-}
-
 // withoutFlag drops --name (and its separate value, for flags that take
 // one) from args.
 func withoutFlag(args []string, name string) []string {
@@ -268,117 +211,3 @@ func withoutFlag(args []string, name string) []string {
 	}
 	return out
 }
-
-func hasFlag(args []string, name string) bool {
-	for _, a := range args {
-		if n, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "="); strings.HasPrefix(a, "-") && n == name {
-			return true
-		}
-	}
-	return false
-}
-
-func randomSeed() uint64 {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	return binary.LittleEndian.Uint64(b[:])
-}
-
-// capture records the client's commands with the protocol point each
-// arrived at, saving the cassette after each one.
-type capture struct {
-	rec  *recorder.Recorder
-	mu   sync.Mutex
-	sess *cassette.Session
-	pos  cassette.Position
-}
-
-func (c *capture) snapshot() *cassette.Session {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	s := *c.sess
-	s.Commands = append([]cassette.Command(nil), c.sess.Commands...)
-	s.ToolResults = append([]cassette.ToolResult(nil), c.sess.ToolResults...)
-	return &s
-}
-
-func (c *capture) writer(w io.Writer) io.Writer {
-	return writerFunc(func(p []byte) (int, error) {
-		// Observe before writing: once the client can read the line, a
-		// command it sends in answer must be recorded as coming after it.
-		c.mu.Lock()
-		for rest := p; len(rest) > 0; {
-			var line []byte
-			line, rest, _ = bytes.Cut(rest, []byte("\n"))
-			c.pos.Observe(line)
-			if n, ok := wire.AnswersLine(line); ok && n <= len(c.sess.Commands) {
-				c.sess.Commands[n-1].Refused = true
-			}
-		}
-		c.mu.Unlock()
-		return w.Write(p)
-	})
-}
-
-// reader passes stdin through, noting each complete line as it is read.
-func (c *capture) reader(r io.Reader) io.Reader {
-	pr, pw := io.Pipe()
-	go func() {
-		br := bufio.NewReaderSize(r, 64<<10)
-		var line []byte
-		for {
-			chunk, err := br.ReadSlice('\n')
-			if len(line) <= wire.MaxLine { // a longer line is refused anyway; its recorded copy stops just past the cap
-				line = append(line, chunk...)
-			}
-			complete := err == nil
-			if complete {
-				// Noted before the harness can see it, so the line count is
-				// the one the client saw when it sent the command.
-				c.note(strings.TrimSuffix(strings.TrimSuffix(string(line), "\n"), "\r"))
-				line = line[:0]
-			}
-			if _, werr := pw.Write(chunk); werr != nil {
-				return
-			}
-			if complete || errors.Is(err, bufio.ErrBufferFull) {
-				continue
-			}
-			if len(line) > 0 {
-				c.note(string(line))
-			}
-			pw.CloseWithError(err)
-			return
-		}
-	}()
-	return pr
-}
-
-// recordTools wraps every tool so its results are stored in the cassette.
-func (c *capture) recordTools(reg *tool.Registry) (*tool.Registry, error) {
-	var wrapped []tool.Tool
-	for _, spec := range reg.Specs() {
-		t, _ := reg.Lookup(spec.Name)
-		c.sess.Tools = append(c.sess.Tools, cassette.Tool{Name: spec.Name, Description: spec.Description, Schema: string(spec.Schema)})
-		wrapped = append(wrapped, tool.Func{ToolSpec: spec, Fn: func(ctx context.Context, args json.RawMessage) tool.Result {
-			res := t.Run(ctx, args)
-			c.mu.Lock()
-			c.sess.ToolResults = append(c.sess.ToolResults, cassette.ToolResult{Name: spec.Name, Args: string(args), OK: res.OK, Output: res.Output})
-			c.mu.Unlock()
-			_ = c.rec.SetSession(c.snapshot())
-			return res
-		}})
-	}
-	return tool.NewRegistry(wrapped...)
-}
-
-func (c *capture) note(line string) {
-	c.mu.Lock()
-	c.sess.Commands = append(c.sess.Commands, cassette.Command{Anchor: c.pos.Here(), Line: line})
-	c.mu.Unlock()
-	_ = c.rec.SetSession(c.snapshot())
-}
-
-type writerFunc func([]byte) (int, error)
-
-func (f writerFunc) Write(p []byte) (int, error) { return f(p) }

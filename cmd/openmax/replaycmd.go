@@ -3,34 +3,23 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/pmezard/go-difflib/difflib"
 
-	"github.com/openmax/openmax/core"
-	"github.com/openmax/openmax/core/tool"
 	"github.com/openmax/openmax/core/wire/view"
 	"github.com/openmax/openmax/internal/report"
-	"github.com/openmax/openmax/provider"
 	"github.com/openmax/openmax/provider/clock"
-	"github.com/openmax/openmax/recorder"
 	"github.com/openmax/openmax/recorder/cassette"
+	"github.com/openmax/openmax/recorder/tape"
 	"github.com/openmax/openmax/replay"
-	replaysession "github.com/openmax/openmax/replay/session"
 )
-
-// replayKey stands in for API keys on replay: nothing is sent anywhere.
-const replayKey = "replay-no-key"
 
 var replayCommand = command{
 	name:    "openmax replay",
@@ -95,14 +84,14 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer, e e
 		fmt.Fprintf(stderr, "openmax replay: %s: %v\n", pos[0], err)
 		return 1
 	}
-	problems := r.problems(*allowUnused)
+	problems := r.Problems(*allowUnused)
 	for _, p := range problems {
 		fmt.Fprintf(stderr, "openmax replay: %s did not reproduce the recording: %s\n", pos[0], p)
 	}
-	code = exitOf(r.transcript)
+	code = r.Exit
 	switch {
 	case *golden != "":
-		ok, diff, err := compareGolden(*golden, r.transcript, *update)
+		ok, diff, err := compareGolden(*golden, r.Transcript(), *update)
 		if err != nil {
 			fmt.Fprintf(stderr, "openmax replay: %v\n", err)
 			return 1
@@ -119,12 +108,12 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer, e e
 		code = 0
 	case *viewFlag:
 		color, _ := colorFor(*colorFlag, stdout)
-		if _, err := view.Render(stdout, bytes.NewReader(transcriptBody(r.transcript)), view.Options{Color: color, Virtual: true, Stdin: bytes.NewReader(r.stdin)}); err != nil {
+		if _, err := view.Render(stdout, bytes.NewReader(r.Stdout), view.Options{Color: color, Virtual: true, Stdin: bytes.NewReader(r.Stdin)}); err != nil {
 			fmt.Fprintf(stderr, "openmax replay: %v\n", err)
 			return 1
 		}
 	default:
-		stdout.Write(transcriptBody(r.transcript))
+		stdout.Write(r.Stdout)
 	}
 	if len(problems) > 0 {
 		return 1
@@ -150,112 +139,25 @@ func replayFile(ctx context.Context, f *cassette.File, name string, pace replay.
 	if err != nil {
 		return nil, err
 	}
-	for _, p := range r.problems(false) {
+	for _, p := range r.Problems(false) {
 		fmt.Fprintf(stderr, "openmax replay: %s: %s\n", name, p)
 	}
-	return r.transcript, nil
+	return r.Transcript(), nil
 }
 
-// replayed is what a replay produced and where it did not reproduce the
-// recording.
-type replayed struct {
-	transcript []byte   // the stdout lines, then "exit: N"
-	refused    []string // recorded commands the replay refused
-	misses     []string // requests no recorded interaction answered
-	unused     []int    // recorded interactions never requested
-	stdin      []byte   // the commands delivered, one per line
-}
-
-// problems lists why the replay did not reproduce the recording, unused
-// interactions left out when allowUnused.
-func (r replayed) problems(allowUnused bool) []string {
-	out := append(append([]string(nil), r.refused...), r.misses...)
-	if len(r.unused) > 0 && !allowUnused {
-		ids := make([]string, len(r.unused))
-		for i, u := range r.unused {
-			ids[i] = strconv.Itoa(u)
-		}
-		out = append(out, fmt.Sprintf("%d recorded interaction(s) never requested: %s (--allow-unused accepts that)", len(r.unused), strings.Join(ids, ", ")))
-	}
-	return out
-}
-
-// replayCassette replays f through the real engine and stdio server.
-func replayCassette(ctx context.Context, f *cassette.File, pace replay.Pace, ignore *matchFlags, stderr io.Writer, e env) (replayed, error) {
+// replayCassette replays f through the real harness (package tape).
+func replayCassette(ctx context.Context, f *cassette.File, pace replay.Pace, ignore *matchFlags, stderr io.Writer, e env) (tape.Result, error) {
 	var paceClock clock.Clock = clock.Real{}
 	if e.clock != nil {
 		paceClock = e.clock
 	}
-	opts := replay.Options{Clock: paceClock, Pace: pace, MissAsResponse: true,
-		Scrub: recorder.ScrubFunc(nil), InOrder: f.Session != nil && f.Session.Imported}
+	opts := replay.Options{Clock: paceClock, Pace: pace}
 	ignore.apply(&opts)
-	rp := replay.New(f, opts)
-	var out, stdin bytes.Buffer
-	var r replayed
-	var project string
-	build := func(t http.RoundTripper, clk clock.Clock, seed uint64, args []string) (*core.Engine, error) {
-		o, err := parse(append([]string{"--stdio"}, args...), stderr)
-		if err != nil {
-			return nil, fmt.Errorf("recorded flags: %w", err)
-		}
-		project, o.project = o.project, "" // the recorded path, printed as recorded
-		// Recorded endings replay as recorded: no watchdog on the
-		// replay's virtual clock (it passes time whenever the harness is
-		// quiet) may end a reply the recording completed.
-		o.idleTimeout, o.headerTimeout, o.replyTimeout = 0, 0, 0
-		re := e
-		re.transport, re.clock, re.seed = t, clk, seed
-		re.getenv = func(k string) string {
-			if strings.HasSuffix(k, "_API_KEY") {
-				return replayKey
-			}
-			return ""
-		}
-		re.tools, re.noBuiltin, re.placeholderKeys = recordedTools(f.Session), true, true
-		return buildReplayEngine(o, re, f, stderr)
+	r, err := tape.Replay(ctx, f, tape.ReplayOptions{Serving: opts, Log: stderr})
+	if errors.Is(err, tape.ErrNoSession) {
+		return r, fmt.Errorf("%w\n  serve it to the client that made it: openmax fake-provider --cassette FILE\n  or make up a session from its first request: openmax cassette import FILE OUT.yaml, then openmax replay OUT.yaml", err)
 	}
-	code, err := replaysession.Run(ctx, replaysession.Options{
-		Cassette: f, Transport: rp, Build: build, Version: Version, Stdout: &out, Stdin: &stdin, Log: stderr,
-		Project: func() string { return project },
-		Refused: func(i int, c cassette.Command, msg string) {
-			r.refused = append(r.refused, fmt.Sprintf("recorded command %d (%s) was refused: %s", i, oneLine(c.Line), msg))
-		},
-	})
-	if err != nil {
-		if errors.Is(err, replaysession.ErrNoSession) {
-			return r, fmt.Errorf("%w\n  serve it to the client that made it: openmax fake-provider --cassette FILE\n  or make up a session from its first request: openmax cassette import FILE OUT.yaml, then openmax replay OUT.yaml", err)
-		}
-		return r, err
-	}
-	fmt.Fprintf(&out, "exit: %d\n", code)
-	for _, m := range rp.Misses() {
-		r.misses = append(r.misses, fmt.Sprintf("request %d missed: %v", m.Request, m.MissError))
-	}
-	r.transcript, r.unused, r.stdin = out.Bytes(), rp.Unused(), stdin.Bytes()
-	return r, nil
-}
-
-// oneLine shortens a command line for a message.
-func oneLine(s string) string {
-	if len(s) > 80 {
-		return s[:77] + "..."
-	}
-	return s
-}
-
-func transcriptBody(t []byte) []byte {
-	if i := bytes.LastIndex(t, []byte("exit: ")); i >= 0 {
-		return t[:i]
-	}
-	return t
-}
-
-func exitOf(t []byte) int {
-	var code int
-	if i := bytes.LastIndex(t, []byte("exit: ")); i >= 0 {
-		fmt.Sscanf(string(t[i:]), "exit: %d", &code)
-	}
-	return code
+	return r, err
 }
 
 // compareGolden compares (or with update writes) a golden file.
@@ -320,10 +222,10 @@ func replayDir(ctx context.Context, dir string, o dirOptions, pace replay.Pace, 
 			if err != nil {
 				return err
 			}
-			if problems := r.problems(o.allowUnused); len(problems) > 0 {
+			if problems := r.Problems(o.allowUnused); len(problems) > 0 {
 				return errors.New("did not reproduce the recording: " + strings.Join(problems, "; "))
 			}
-			ok, diff, err := compareGolden(golden, r.transcript, o.update)
+			ok, diff, err := compareGolden(golden, r.Transcript(), o.update)
 			if err == nil && !ok {
 				fmt.Fprintf(stderr, "== %s\n%s", name, diff)
 				err = errors.New("differs from " + golden)
@@ -347,29 +249,4 @@ func replayDir(ctx context.Context, dir string, o dirOptions, pace replay.Pace, 
 		return 1
 	}
 	return 0
-}
-
-// recordedTools stands in for the recorded session's tools: each call is
-// answered with the next recorded result of that tool, and nothing runs.
-func recordedTools(s *cassette.Session) []tool.Tool {
-	queues := map[string][]cassette.ToolResult{}
-	for _, r := range s.ToolResults {
-		queues[r.Name] = append(queues[r.Name], r)
-	}
-	var mu sync.Mutex
-	var out []tool.Tool
-	for _, t := range s.Tools {
-		spec := provider.ToolSpec{Name: t.Name, Description: t.Description, Schema: json.RawMessage(t.Schema)}
-		out = append(out, tool.Func{ToolSpec: spec, Fn: func(context.Context, json.RawMessage) tool.Result {
-			mu.Lock()
-			defer mu.Unlock()
-			q := queues[spec.Name]
-			if len(q) == 0 {
-				return tool.Failed("replay: the recording has no further result for %s", spec.Name)
-			}
-			queues[spec.Name] = q[1:]
-			return tool.Result{OK: q[0].OK, Output: q[0].Output}
-		}})
-	}
-	return out
 }

@@ -115,11 +115,14 @@ func loadSweep(path string) ([]sweep.Cassette, error) {
 func sweepReplayer(e env) sweep.Replayer {
 	return func(ctx context.Context, f *cassette.File) (sweep.Result, error) {
 		var log syncBuffer
-		t, err := replayFile(ctx, f, "variant", replay.Pace{Mode: replay.PaceInstant}, nil, &log, e)
+		r, err := replayCassette(ctx, f, replay.Pace{Mode: replay.PaceInstant}, nil, &log, e)
 		if err != nil {
 			return sweep.Result{}, err
 		}
-		return sweep.Result{Stdout: transcriptBody(t), Exit: exitOf(t), Panics: recoveredPanics(log.Bytes())}, nil
+		for _, p := range r.Problems(false) {
+			fmt.Fprintf(&log, "openmax replay: variant: %s\n", p)
+		}
+		return sweep.Result{Stdout: r.Stdout, Exit: r.Exit, Panics: recoveredPanics(log.Bytes())}, nil
 	}
 }
 

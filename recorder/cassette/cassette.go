@@ -24,9 +24,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"time"
 
 	vcr "github.com/dnaeon/go-vcr/v2/cassette"
+	"github.com/openmax/openmax/core/harness"
 	"github.com/openmax/openmax/internal/atomicfile"
 	"gopkg.in/yaml.v3"
 )
@@ -88,8 +90,13 @@ type Session struct {
 	Imported bool `yaml:"imported,omitempty"`
 	// Seed seeds everything random in the harness (retry jitter).
 	Seed uint64 `yaml:"seed"`
-	// Args are the harness flags the session ran with (provider, model,
-	// max attempts, ...), without secrets.
+	// Config is the harness configuration the session ran with (provider,
+	// model, limits, ...), without secrets. A replay builds the harness
+	// from it.
+	Config *harness.Config `yaml:"config,omitempty"`
+	// Args are the harness flags of a cassette recorded before the
+	// configuration was stored. Parse reads them into Config once, and
+	// clears them; nothing else reads them.
 	Args []string `yaml:"args,omitempty"`
 	// Commands are the client's stdin lines in order.
 	Commands []Command `yaml:"commands"`
@@ -98,6 +105,38 @@ type Session struct {
 	// call as recorded instead of running anything.
 	Tools       []Tool       `yaml:"tools,omitempty"`
 	ToolResults []ToolResult `yaml:"tool_results,omitempty"`
+}
+
+// Clone returns a deep copy of s.
+func (s *Session) Clone() *Session {
+	if s == nil {
+		return nil
+	}
+	c := *s
+	if s.Config != nil {
+		cfg := *s.Config
+		c.Config = &cfg
+	}
+	c.Args = slices.Clone(s.Args)
+	c.Commands = slices.Clone(s.Commands)
+	c.Tools = slices.Clone(s.Tools)
+	c.ToolResults = slices.Clone(s.ToolResults)
+	return &c
+}
+
+// HarnessConfig is the configuration to build the session's harness
+// from: Config, or for a session that has only flags (recorded before the
+// configuration was stored, or made up by an importer) the configuration
+// those flags describe.
+func (s *Session) HarnessConfig() (harness.Config, error) {
+	if s.Config != nil {
+		return *s.Config, nil
+	}
+	cfg, err := harness.FromArgs(s.Args)
+	if err != nil {
+		return cfg, fmt.Errorf("the recorded flags %q: %w", s.Args, err)
+	}
+	return cfg, nil
 }
 
 // Tool is a tool offered to the model.
@@ -207,6 +246,13 @@ func Parse(data []byte) (*File, error) {
 	}
 	if f.Version != FormatVersion {
 		return nil, fmt.Errorf("format version %d, want %d", f.Version, FormatVersion)
+	}
+	if s := f.Session; s != nil && s.Config == nil && len(s.Args) > 0 {
+		cfg, err := s.HarnessConfig()
+		if err != nil {
+			return nil, err
+		}
+		s.Config, s.Args = &cfg, nil
 	}
 	for i, it := range f.Interactions {
 		if it == nil {

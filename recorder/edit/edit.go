@@ -67,8 +67,6 @@
 package edit
 
 import (
-	"slices"
-
 	"github.com/openmax/openmax/recorder/cassette"
 )
 
@@ -89,13 +87,6 @@ func Clone(f *cassette.File) *cassette.File {
 			out.Interactions[i] = it.Clone()
 		}
 	}
-	if s := f.Session; s != nil {
-		c := *s
-		c.Args = slices.Clone(s.Args)
-		c.Commands = slices.Clone(s.Commands)
-		c.Tools = slices.Clone(s.Tools)
-		c.ToolResults = slices.Clone(s.ToolResults)
-		out.Session = &c
-	}
+	out.Session = f.Session.Clone()
 	return out
 }

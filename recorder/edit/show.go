@@ -11,9 +11,11 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/openmax/openmax/core/harness"
 	"github.com/openmax/openmax/provider"
 	"github.com/openmax/openmax/recorder"
 	"github.com/openmax/openmax/recorder/cassette"
+	"gopkg.in/yaml.v3"
 )
 
 // previewRunes caps a chunk preview.
@@ -73,6 +75,9 @@ func showSession(p *printer, s *cassette.Session) {
 			args[i] = quoteIfNeeded(scrubArg(a))
 		}
 		p.printf("  args: %s\n", strings.Join(args, " "))
+	}
+	if s.Config != nil {
+		p.printf("  config: %s\n", configSummary(*s.Config))
 	}
 	if len(s.Tools) > 0 {
 		names := make([]string, len(s.Tools))
@@ -232,6 +237,43 @@ func statusLine(it *cassette.Interaction) string {
 // scrubArg is a recorded harness flag as shown: a URL (--base-url=URL or
 // the value after --base-url) without its user information or secret
 // query parameters, for cassettes recorded before they were scrubbed.
+// configSummary lists the settings of cfg that differ from the defaults,
+// by their names in the cassette, in the cassette's order: "provider
+// openai, project /, idle_timeout 0s". It is derived from the Config's
+// YAML form, so a new setting shows up without code here.
+func configSummary(cfg harness.Config) string {
+	fields := func(c harness.Config) [][2]string {
+		var n yaml.Node
+		if err := n.Encode(c); err != nil || n.Kind != yaml.MappingNode {
+			return nil
+		}
+		var out [][2]string
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			out = append(out, [2]string{n.Content[i].Value, n.Content[i+1].Value})
+		}
+		return out
+	}
+	defaults := map[string]string{}
+	for _, f := range fields(harness.Defaults()) {
+		defaults[f[0]] = f[1]
+	}
+	var parts []string
+	for _, f := range fields(cfg) {
+		if d, ok := defaults[f[0]]; ok && d == f[1] {
+			continue
+		}
+		v := f[1]
+		if f[0] == "base_url" {
+			v = recorder.ScrubURL(v)
+		}
+		parts = append(parts, f[0]+" "+quoteIfNeeded(v))
+	}
+	if len(parts) == 0 {
+		return "the defaults"
+	}
+	return strings.Join(parts, ", ")
+}
+
 func scrubArg(a string) string {
 	if name, val, ok := strings.Cut(a, "="); ok && strings.HasPrefix(name, "-") {
 		return name + "=" + recorder.ScrubURL(val)

@@ -136,7 +136,7 @@ func TestSessionResponses(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !s.Imported || len(s.Commands) != 1 || !strings.Contains(s.Commands[0].Line, `"text":"`+tt.wantText+`"`) || strings.Join(s.Args[:4], " ") != "--provider openai --model m" {
+			if !s.Imported || len(s.Commands) != 1 || !strings.Contains(s.Commands[0].Line, `"text":"`+tt.wantText+`"`) || s.Config == nil || s.Config.Provider != "openai" || s.Config.Model != "m" {
 				t.Errorf("session %+v", s)
 			}
 		})
@@ -175,8 +175,8 @@ func TestSessionWire(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := strings.Join(s.Args[:2], " "); got != "--provider "+tt.provider {
-				t.Errorf("args %q, want --provider %s", s.Args, tt.provider)
+			if s.Config == nil || s.Config.Provider != tt.provider {
+				t.Errorf("config %+v, want provider %s", s.Config, tt.provider)
 			}
 		})
 	}

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/openmax/openmax/core/harness"
 	"github.com/openmax/openmax/provider/anthropic"
 	"github.com/openmax/openmax/provider/openai"
 	"github.com/openmax/openmax/recorder/cassette"
@@ -73,12 +74,15 @@ func Session(f *cassette.File) (*cassette.Session, error) {
 		return nil, fmt.Errorf("the first request has no user text")
 	}
 	line, _ := json.Marshal(map[string]string{"cmd": "user", "text": text})
+	cfg := harness.Defaults()
+	cfg.Provider, cfg.Model, cfg.Project = wire, body.Model, "/imported"
+	// The turn may make as many requests as were recorded, no more.
+	cfg.MaxIterations = len(f.Interactions)
 	s := &cassette.Session{
 		SessionID: "imported",
 		Imported:  true,
-		// The turn may make as many requests as were recorded, no more.
-		Args:     []string{"--provider", wire, "--model", body.Model, "--project", "/imported", "--max-iterations", fmt.Sprint(len(f.Interactions))},
-		Commands: []cassette.Command{{Anchor: cassette.Anchor{After: "hello", Nth: 1}, Line: string(line)}},
+		Config:    &cfg,
+		Commands:  []cassette.Command{{Anchor: cassette.Anchor{After: "hello", Nth: 1}, Line: string(line)}},
 	}
 	for _, t := range body.Tools {
 		tl := cassette.Tool{Name: t.Name, Description: t.Description, Schema: string(t.InputSchema)}

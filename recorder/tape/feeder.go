@@ -1,92 +1,63 @@
-// Package session replays a recorded harness session: the real stdio server
-// and turn engine run against a cassette's traffic while the client's
-// recorded commands are delivered at the same points of the conversation
-// they were sent at, and every wait (backoff, Retry-After) passes on a
-// virtual clock, so a replay takes no wall time and gives the same bytes
-// every time.
-package session
+package tape
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
-	"net/http"
 	"sync"
 	"time"
 
-	"github.com/openmax/openmax/core"
-	"github.com/openmax/openmax/core/stdio"
 	"github.com/openmax/openmax/core/wire"
 	"github.com/openmax/openmax/provider/clock"
 	"github.com/openmax/openmax/recorder/cassette"
 )
 
-// Build makes the engine for a replay: the provider named by the recorded
-// args, sending through transport and waiting on clk, its jitter seeded
-// with seed.
-type Build func(transport http.RoundTripper, clk clock.Clock, seed uint64, args []string) (*core.Engine, error)
-
-// Options configure Run.
-type Options struct {
-	Cassette  *cassette.File
-	Transport http.RoundTripper // serves the cassette's traffic
-	Build     Build
-	Version   string
-	// Project reports the project directory hello prints; it is called
-	// after Build, which may learn it from the recorded flags.
-	Project func() string
-	Stdout  io.Writer // receives the transcript
-	// Stdin, when set, receives a copy of every command line delivered to
-	// the harness, in order (what a checker needs to account each done).
-	Stdin io.Writer
-	Log   io.Writer // diagnostics
-	// Refused, when set, is told of every recorded command the harness
-	// refused (a protocol_error answering it) although it was accepted
-	// when recorded: the replay did not reproduce the session there.
-	// index is the command's place in the cassette's list.
-	Refused func(index int, cmd cassette.Command, message string)
-}
-
 // Epoch is the virtual clock's start, fixed so replays are identical.
 var Epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// ErrNoSession reports a cassette without a recorded harness session.
-var ErrNoSession = errors.New("the cassette holds no recorded harness session (a proxy recording, or another tool's), so there is nothing to replay through the engine")
+// hooks are what the player needs from the server it drives: stdio.Options'
+// Handled and Stepped, and the virtual clock every wait uses.
+type hooks struct {
+	clock   clock.Clock
+	handled func(read int, idle bool)
+	stepped func()
+}
 
-// Run replays the session and returns the harness's exit code.
+// serveFunc serves one session over in and out with the player's hooks,
+// returning the exit code.
+type serveFunc func(ctx context.Context, in io.Reader, out io.Writer, h hooks) (int, error)
+
+// player is how the recorded client is played back.
+type player struct {
+	cmds []cassette.Command
+	// stdout receives the transcript; stdin, when set, a copy of every
+	// command line delivered, in order.
+	stdout, stdin io.Writer
+	// refused, when set, is told of every recorded command the harness
+	// refused (a protocol_error answering it) although it was accepted
+	// when recorded. index is the command's place in the cassette's list.
+	refused func(index int, cmd cassette.Command, message string)
+}
+
+// play drives serve with the recorded commands and returns its exit code.
 //
 // How it stays deterministic: the transcript is observed synchronously,
 // line by line, as the harness writes it (no pipe between them), so the
-// replay always knows exactly which protocol point the session is at.
+// player always knows exactly which protocol point the session is at.
 // After every event a turn emits, the turn waits (stdio's Stepped hook)
 // until every recorded command that point makes due has been written to
 // the harness and acted on (Handled). And virtual time passes only while no
 // command is due or in flight, while a context cancelled by a delivered
 // command wins over a wait that ends at the same moment (clock.Sleep).
 // Nothing is left to goroutine scheduling.
-func Run(ctx context.Context, o Options) (int, error) {
-	sess := o.Cassette.Session
-	if sess == nil {
-		return 0, ErrNoSession
-	}
-	if o.Log == nil {
-		o.Log = io.Discard
-	}
-	f := newFeeder(sess.Commands, o.Stdin)
+func (p player) play(ctx context.Context, serve serveFunc) (int, error) {
+	f := newFeeder(p.cmds, p.stdin)
 	clk := &gatedClock{now: Epoch, f: f}
-	eng, err := o.Build(o.Transport, clk, sess.Seed, sess.Args)
-	if err != nil {
-		return 0, err
-	}
 	inR, inW := io.Pipe()
-	out := &observer{f: f, w: o.Stdout, refused: o.Refused}
+	out := &observer{f: f, w: p.stdout, refused: p.refused}
 	go f.feed(inW)
-	code, err := stdio.Serve(ctx, inR, out, stdio.Options{
-		Engine: eng, SessionID: sess.SessionID, Version: o.Version, Project: o.Project(),
-		Log: o.Log, Handled: f.handled, Stepped: f.step, Clock: clk,
-	})
+	code, err := serve(ctx, inR, out, hooks{clock: clk, handled: f.handled, stepped: f.step})
 	f.stop()
 	inR.Close()
 	return code, err

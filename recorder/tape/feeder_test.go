@@ -1,15 +1,16 @@
-package session
+package tape
 
 import (
 	"bytes"
 	"context"
+	"io"
 	"iter"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/openmax/openmax/core"
+	"github.com/openmax/openmax/core/stdio"
 	"github.com/openmax/openmax/core/tool"
 	"github.com/openmax/openmax/provider"
 	"github.com/openmax/openmax/provider/clock"
@@ -41,12 +42,13 @@ func run(t *testing.T, cmds []cassette.Command) string {
 	var out bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	code, err := Run(ctx, Options{
-		Cassette: f, Stdout: &out, Version: "test", Project: func() string { return "/p" },
-		Build: func(_ http.RoundTripper, clk clock.Clock, _ uint64, _ []string) (*core.Engine, error) {
-			reg, _ := tool.NewRegistry()
-			return &core.Engine{Provider: waitingProvider(clk), Tools: reg}, nil
-		},
+	p := player{cmds: f.Session.Commands, stdout: &out}
+	code, err := p.play(ctx, func(ctx context.Context, in io.Reader, out io.Writer, h hooks) (int, error) {
+		reg, _ := tool.NewRegistry()
+		return stdio.Serve(ctx, in, out, stdio.Options{
+			Engine: &core.Engine{Provider: waitingProvider(h.clock), Tools: reg}, SessionID: "s",
+			Version: "test", Project: "/p", Clock: h.clock, Handled: h.handled, Stepped: h.stepped,
+		})
 	})
 	if err != nil || code != 0 {
 		t.Fatalf("Run: %d, %v\n%s", code, err, out.String())
@@ -85,7 +87,7 @@ func TestVirtualTimeWaitsForDueCommands(t *testing.T) {
 }
 
 func TestNoSession(t *testing.T) {
-	if _, err := Run(context.Background(), Options{Cassette: cassette.New()}); err != ErrNoSession {
+	if _, err := Replay(context.Background(), cassette.New(), ReplayOptions{}); err != ErrNoSession {
 		t.Errorf("got %v", err)
 	}
 }
@@ -122,12 +124,13 @@ func TestCommandsLandAtTheirAnchor(t *testing.T) {
 	var first string
 	for i := range 50 {
 		var out, stdin bytes.Buffer
-		code, err := Run(context.Background(), Options{
-			Cassette: f, Stdout: &out, Stdin: &stdin, Version: "test", Project: func() string { return "/p" },
-			Build: func(http.RoundTripper, clock.Clock, uint64, []string) (*core.Engine, error) {
-				reg, _ := tool.NewRegistry()
-				return &core.Engine{Provider: tokenProvider(), Tools: reg}, nil
-			},
+		p := player{cmds: f.Session.Commands, stdout: &out, stdin: &stdin}
+		code, err := p.play(context.Background(), func(ctx context.Context, in io.Reader, out io.Writer, h hooks) (int, error) {
+			reg, _ := tool.NewRegistry()
+			return stdio.Serve(ctx, in, out, stdio.Options{
+				Engine: &core.Engine{Provider: tokenProvider(), Tools: reg}, SessionID: "s",
+				Version: "test", Project: "/p", Clock: h.clock, Handled: h.handled, Stepped: h.stepped,
+			})
 		})
 		if err != nil || code != 0 {
 			t.Fatalf("Run: %d, %v\n%s", code, err, out.String())

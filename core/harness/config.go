@@ -1,0 +1,207 @@
+package harness
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/openmax/openmax/core"
+	"github.com/openmax/openmax/provider/httpx"
+)
+
+// Version is the openmax build, reported by hello.
+const Version = "0.1.0"
+
+// Default models when Config.Model is empty.
+const (
+	DefaultOpenAIModel    = "gpt-4o-mini"
+	DefaultAnthropicModel = "claude-sonnet-4-5"
+)
+
+// DefaultMaxReplyBytes is MaxReplyBytes's default: twice the body of the
+// longest reply a current model streams (128k tokens at about 250 bytes an
+// OpenAI chunk), and the size of a whole completion the OpenAI client
+// accepts.
+const DefaultMaxReplyBytes = 64 << 20
+
+// Config is everything that decides how a harness session behaves, apart
+// from what a caller substitutes (Deps). It is the one definition of the
+// harness's settings: the command-line flags are bound to its fields
+// (Flags), and a recorded session stores it as it is (its YAML form), so a
+// recording does not depend on how the flags are spelt.
+//
+// The zero Config is not the default one; start from Defaults.
+type Config struct {
+	// Provider is the model provider: openai, anthropic, echo (repeats each
+	// prompt) or script (plays Script).
+	Provider string `yaml:"provider"`
+	// Script is the scenario file of the script provider.
+	Script string `yaml:"script,omitempty"`
+	// Model is the model name sent to the provider; empty means the
+	// vendor's default (DefaultOpenAIModel, DefaultAnthropicModel).
+	Model string `yaml:"model,omitempty"`
+	// BaseURL is the provider's base URL; empty means $OPENAI_BASE_URL or
+	// $ANTHROPIC_BASE_URL, else the vendor's.
+	BaseURL string `yaml:"base_url,omitempty"`
+	// Project is the project directory; empty means the working directory.
+	Project string `yaml:"project,omitempty"`
+	// SessionID names the session; empty means a random id. A recording
+	// keeps it beside the Config, not in it.
+	SessionID string `yaml:"-"`
+	// Continue resumes the project's latest saved session instead of
+	// starting one. A recording never continues.
+	Continue bool `yaml:"-"`
+	// MaxIterations caps the model requests of one turn (max_iterations).
+	MaxIterations int `yaml:"max_iterations"`
+	// MaxAttempts caps the attempts of one model request, the first
+	// included, before a retryable failure ends the turn.
+	MaxAttempts int `yaml:"max_attempts"`
+	// MaxAgentTokens caps the tokens one turn may spend before its next
+	// request is refused (budget_exhausted); 0 means no cap.
+	MaxAgentTokens int `yaml:"max_agent_tokens,omitempty"`
+	// ApprovalTimeout settles an unanswered approval request as timed_out;
+	// 0 waits.
+	ApprovalTimeout time.Duration `yaml:"approval_timeout,omitempty"`
+	// IdleTimeout: a provider stream that sends no byte for this long
+	// counts as died.
+	IdleTimeout time.Duration `yaml:"idle_timeout"`
+	// HeaderTimeout: a provider that sends no response headers for this
+	// long counts as a failed connection (retried); 0 means no limit.
+	HeaderTimeout time.Duration `yaml:"header_timeout"`
+	// ReplyTimeout: a model reply (one attempt) not complete this long
+	// after its request ends the turn truncated; 0 means no limit.
+	ReplyTimeout time.Duration `yaml:"reply_timeout"`
+	// MaxReplyBytes: a reply whose response body (decompressed) passes
+	// this many bytes ends the turn truncated; 0 means no limit.
+	MaxReplyBytes int64 `yaml:"max_reply_bytes"`
+}
+
+// Defaults returns the default Config: no provider chosen yet, every limit
+// at its default.
+func Defaults() Config {
+	return Config{
+		MaxIterations: core.DefaultMaxIterations,
+		MaxAttempts:   4,
+		IdleTimeout:   120 * time.Second,
+		HeaderTimeout: 120 * time.Second,
+		ReplyTimeout:  30 * time.Minute,
+		MaxReplyBytes: DefaultMaxReplyBytes,
+	}
+}
+
+// Validate reports a setting out of range; the message names the flag.
+func (c *Config) Validate() error {
+	switch {
+	case c.MaxIterations < 1:
+		return errors.New("--max-iterations must be at least 1")
+	case c.MaxAgentTokens < 0:
+		return errors.New("--max-agent-tokens must not be negative")
+	case c.MaxAttempts < 1:
+		return errors.New("--max-attempts must be at least 1")
+	case c.MaxReplyBytes < 0:
+		return errors.New("--max-reply-bytes must not be negative")
+	case c.ApprovalTimeout < 0:
+		return errors.New("--approval-timeout must not be negative")
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"idle-timeout", c.IdleTimeout}, {"header-timeout", c.HeaderTimeout}, {"reply-timeout", c.ReplyTimeout}} {
+		if d.v < 0 {
+			return fmt.Errorf("--%s must not be negative", d.name)
+		}
+	}
+	return nil
+}
+
+// Flags binds the command-line flags of the harness to c's fields, with
+// c's current values as their defaults (start from Defaults). The flag
+// names are the CLI's; the YAML names of a recording are the fields' own.
+func (c *Config) Flags(fs *flag.FlagSet) {
+	fs.StringVar(&c.Provider, "provider", c.Provider, "the model provider: openai, anthropic, echo (repeats each prompt) or script (plays --script)")
+	fs.StringVar(&c.Script, "script", c.Script, "with --provider script: the scenario file (YAML)")
+	fs.StringVar(&c.Model, "model", c.Model, "the model name sent to the provider (openai default "+DefaultOpenAIModel+", anthropic default "+DefaultAnthropicModel+")")
+	fs.StringVar(&c.BaseURL, "base-url", c.BaseURL, "the provider's base URL (default: $OPENAI_BASE_URL or $ANTHROPIC_BASE_URL, else the vendor's)")
+	fs.IntVar(&c.MaxAgentTokens, "max-agent-tokens", c.MaxAgentTokens, "tokens one turn may spend before its next request is refused (budget_exhausted); 0 means no cap")
+	fs.IntVar(&c.MaxAttempts, "max-attempts", c.MaxAttempts, "attempts per model request, the first included, before a retryable failure ends the turn")
+	fs.DurationVar(&c.ApprovalTimeout, "approval-timeout", c.ApprovalTimeout, "settle an unanswered approval request as timed_out after this long (0: wait)")
+	fs.DurationVar(&c.IdleTimeout, "idle-timeout", c.IdleTimeout, "a provider stream that sends no byte for this long counts as died")
+	fs.DurationVar(&c.HeaderTimeout, "header-timeout", c.HeaderTimeout, "a provider that sends no response headers for this long counts as a failed connection (retried); 0: no limit")
+	fs.DurationVar(&c.ReplyTimeout, "reply-timeout", c.ReplyTimeout, "a model reply (one attempt) not complete this long after its request ends the turn truncated; 0: no limit")
+	fs.Var((*byteSize)(&c.MaxReplyBytes), "max-reply-bytes", "a model reply whose response body (decompressed) passes this `size` ends the turn truncated: bytes, or with KiB, MiB, GiB; 0: no limit")
+	fs.StringVar(&c.Project, "project", c.Project, "the project directory (default: the working directory)")
+	fs.StringVar(&c.SessionID, "session-id", c.SessionID, "use this session id instead of a random one (for reproducible transcripts)")
+	fs.BoolVar(&c.Continue, "continue", c.Continue, "with --stdio: resume the project's latest session")
+	fs.IntVar(&c.MaxIterations, "max-iterations", c.MaxIterations, "model requests allowed per turn before it ends with max_iterations")
+}
+
+// FromArgs reads a Config from harness flags, starting from Defaults. It
+// is how recordings made before the Config was stored (they kept the
+// command line) are read; flags that are not the harness's, such as
+// --stdio, are ignored.
+func FromArgs(args []string) (Config, error) {
+	c := Defaults()
+	fs := flag.NewFlagSet("recorded flags", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	c.Flags(fs)
+	var kept []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if strings.HasPrefix(a, "-") && fs.Lookup(name) == nil {
+			continue // not a harness flag (--stdio); it takes no value
+		}
+		kept = append(kept, a)
+	}
+	if err := fs.Parse(kept); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	return c, c.Validate()
+}
+
+// byteSize is a flag holding a byte count: a number, optionally with a
+// binary unit (KiB, MiB, GiB; K, M, G and KB, MB, GB mean the same).
+type byteSize int64
+
+func (b *byteSize) String() string {
+	if b == nil || *b == 0 {
+		return "0"
+	}
+	return strings.ReplaceAll(httpx.Size(int64(*b)), " ", "")
+}
+
+// Set parses a size.
+func (b *byteSize) Set(s string) error {
+	v := strings.TrimSpace(s)
+	num := strings.TrimRightFunc(v, func(r rune) bool { return r < '0' || r > '9' })
+	unit := strings.ToLower(strings.TrimSpace(v[len(num):]))
+	mult := int64(1)
+	switch unit {
+	case "", "b":
+	case "k", "kb", "kib":
+		mult = 1 << 10
+	case "m", "mb", "mib":
+		mult = 1 << 20
+	case "g", "gb", "gib":
+		mult = 1 << 30
+	default:
+		return fmt.Errorf("unknown unit %q (use bytes, KiB, MiB or GiB)", v[len(num):])
+	}
+	n, err := strconv.ParseUint(num, 10, 63)
+	if err != nil {
+		return fmt.Errorf("not a size (a number of bytes, with KiB, MiB or GiB if you like): %q", s)
+	}
+	if n > uint64(math.MaxInt64/mult) {
+		return fmt.Errorf("too large: %q", s)
+	}
+	*b = byteSize(int64(n) * mult)
+	return nil
+}

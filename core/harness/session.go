@@ -1,0 +1,145 @@
+package harness
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/openmax/openmax/core"
+	"github.com/openmax/openmax/core/config"
+	"github.com/openmax/openmax/core/stdio"
+	"github.com/openmax/openmax/core/store"
+	"github.com/openmax/openmax/core/wire"
+)
+
+// ErrNoPriorSession reports Config.Continue in a project with no saved
+// session (the binary exits 2 on it; other session errors exit 1).
+var ErrNoPriorSession = errors.New("no prior session")
+
+// SessionError reports a session that could not be opened or resumed.
+type SessionError struct {
+	Err     error
+	noPrior bool
+}
+
+func (e *SessionError) Error() string { return e.Err.Error() }
+func (e *SessionError) Unwrap() error { return e.Err }
+
+// Is makes errors.Is(err, ErrNoPriorSession) true for a missing session.
+func (e *SessionError) Is(target error) bool { return target == ErrNoPriorSession && e.noPrior }
+
+// opened is a session ready to serve.
+type opened struct {
+	sess       *core.Session
+	transcript *wire.Transcript // set when resumed
+	close      func()
+}
+
+// openSession opens the session on disk: the project's latest one with
+// Continue, else a new one named sid. Without a state directory a new
+// session runs in memory, with a warning.
+func (h *Harness) openSession(sid string) (opened, error) {
+	memory := func(why error) (opened, error) {
+		fmt.Fprintf(h.deps.Log, "openmax: this session is not saved: %v\n", why)
+		return opened{sess: core.NewSession(sid), close: func() {}}, nil
+	}
+	fail := func(format string, a ...any) (opened, error) {
+		return opened{}, &SessionError{Err: fmt.Errorf(format, a...)}
+	}
+	dir, err := store.StateDir(h.deps.getenv)
+	if err != nil {
+		if h.cfg.Continue {
+			return fail("--continue: %w", err)
+		}
+		return memory(err)
+	}
+	st, err := store.Open(dir, h.project)
+	if err != nil {
+		if h.cfg.Continue {
+			return fail("--continue: %w", err)
+		}
+		return memory(err)
+	}
+	if !h.cfg.Continue {
+		w, err := st.Create(sid)
+		if err != nil {
+			return memory(err)
+		}
+		return opened{sess: core.NewSessionFrom(sid, nil, w.Append), close: func() { w.Close() }}, nil
+	}
+	latest, err := st.Latest()
+	if errors.Is(err, store.ErrNoSession) {
+		return opened{}, &SessionError{Err: fmt.Errorf("--continue: no prior session in %s", h.project), noPrior: true}
+	}
+	if err != nil {
+		return fail("--continue: %w", err)
+	}
+	w, msgs, err := st.Continue(latest)
+	if err != nil {
+		return fail("--continue: %w", err)
+	}
+	tmsgs, truncated := store.Transcript(msgs)
+	return opened{
+		sess:       core.NewSessionFrom(latest, msgs, w.Append),
+		transcript: &wire.Transcript{Messages: tmsgs, Truncated: truncated},
+		close:      func() { w.Close() },
+	}, nil
+}
+
+// settings reads whether the project is trusted and binds its saved
+// approval mode. Without a readable config directory the project counts as
+// untrusted and every approval_mode is refused.
+func (h *Harness) settings() (bool, stdio.ModeStore) {
+	dir, err := config.Dir(h.deps.getenv)
+	var p *config.Projects
+	if err == nil {
+		p, err = config.Open(dir)
+	}
+	if err != nil {
+		fmt.Fprintf(h.deps.Log, "openmax: %v; the project counts as untrusted\n", err)
+		return false, unsavable{err: err}
+	}
+	return p.Trusted(h.project), config.ModeStore{P: p, Project: h.project}
+}
+
+// unsavable is the mode store of a session whose settings cannot be read:
+// the default mode, and every approval_mode refused (the contract
+// acknowledges a mode only after it is persisted).
+type unsavable struct{ err error }
+
+func (unsavable) Mode() string { return config.DefaultMode }
+
+func (u unsavable) SetMode(string) error {
+	return fmt.Errorf("the settings cannot be read, so nothing can be saved: %w", u.err)
+}
+
+// Trust marks the project directory dir (the working directory when
+// empty) as trusted in the settings getenv locates, and returns its
+// absolute path.
+func Trust(dir string, getenv func(string) string) (string, error) {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	project, err := projectDir(dir)
+	if err != nil {
+		return "", err
+	}
+	cdir, err := config.Dir(getenv)
+	if err != nil {
+		return "", err
+	}
+	p, err := config.Open(cdir)
+	if err != nil {
+		return "", err
+	}
+	return project, p.Trust(project)
+}
+
+// NewSessionID returns a fresh random session id.
+func NewSessionID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return "s-" + hex.EncodeToString(b[:])
+}

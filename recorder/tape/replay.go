@@ -1,0 +1,175 @@
+package tape
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/openmax/openmax/core/harness"
+	"github.com/openmax/openmax/core/tool"
+	"github.com/openmax/openmax/provider"
+	"github.com/openmax/openmax/recorder"
+	"github.com/openmax/openmax/recorder/cassette"
+	"github.com/openmax/openmax/replay"
+)
+
+// PlaceholderKey stands in for API keys on replay: nothing is sent anywhere.
+const PlaceholderKey = "replay-no-key"
+
+// ErrNoSession reports a cassette without a recorded harness session.
+var ErrNoSession = errors.New("the cassette holds no recorded harness session (a proxy recording, or another tool's), so there is nothing to replay through the engine")
+
+// ReplayOptions configure Replay.
+type ReplayOptions struct {
+	// Serving is how the cassette's traffic is served: pacing, its clock,
+	// and the matching rules. Replay sets what a session replay needs
+	// (misses answered as vendor-shaped errors, secrets scrubbed, imported
+	// sessions served in order).
+	Serving replay.Options
+	// Log receives diagnostics; nil discards them.
+	Log io.Writer
+}
+
+// Result is what a replay produced, and where it did not reproduce the
+// recording.
+type Result struct {
+	Stdout  []byte   // the harness's stdout
+	Exit    int      // its exit code
+	Stdin   []byte   // the commands delivered, one per line
+	Refused []string // recorded commands the replay refused
+	Misses  []string // requests no recorded interaction answered
+	Unused  []int    // recorded interactions never requested
+}
+
+// Transcript is the golden form of the replay: the stdout lines, then
+// "exit: N".
+func (r Result) Transcript() []byte {
+	return fmt.Appendf(bytes.Clone(r.Stdout), "exit: %d\n", r.Exit)
+}
+
+// Problems lists why the replay did not reproduce the recording, unused
+// interactions left out when allowUnused.
+func (r Result) Problems(allowUnused bool) []string {
+	out := append(append([]string(nil), r.Refused...), r.Misses...)
+	if len(r.Unused) > 0 && !allowUnused {
+		ids := make([]string, len(r.Unused))
+		for i, u := range r.Unused {
+			ids[i] = strconv.Itoa(u)
+		}
+		out = append(out, fmt.Sprintf("%d recorded interaction(s) never requested: %s (--allow-unused accepts that)", len(r.Unused), strings.Join(ids, ", ")))
+	}
+	return out
+}
+
+// Replay replays the harness session recorded in f through the real
+// harness (core/harness, the stdio server and the turn engine), built from
+// the recorded configuration: the cassette serves the provider traffic,
+// the recorded tool results stand in for the tools, the recorded client's
+// commands are delivered at the points they were sent at, and every wait
+// passes on virtual time, so a replay takes no wall time and gives the
+// same bytes every time. A cassette without a session is ErrNoSession.
+func Replay(ctx context.Context, f *cassette.File, o ReplayOptions) (Result, error) {
+	var r Result
+	sess := f.Session
+	if sess == nil {
+		return r, ErrNoSession
+	}
+	log := o.Log
+	if log == nil {
+		log = io.Discard
+	}
+	cfg, err := sess.HarnessConfig()
+	if err != nil {
+		return r, fmt.Errorf("recorded configuration: %w", err)
+	}
+	project := cfg.Project // the recorded path, reported as recorded
+	cfg.Project, cfg.SessionID, cfg.Continue = "", sess.SessionID, false
+	// Recorded endings replay as recorded: no watchdog on the replay's
+	// virtual clock (it passes time whenever the harness is quiet) may end
+	// a reply the recording completed.
+	cfg.IdleTimeout, cfg.HeaderTimeout, cfg.ReplyTimeout = 0, 0, 0
+
+	so := o.Serving
+	so.MissAsResponse, so.Scrub, so.InOrder = true, recorder.ScrubFunc(nil), sess.Imported
+	rp := replay.New(f, so)
+	var transport http.RoundTripper = rp
+	if sess.Imported {
+		transport = &rejectionRouter{rp: rp, f: f, log: log}
+	}
+	var stdout, stdin bytes.Buffer
+	p := player{cmds: sess.Commands, stdout: &stdout, stdin: &stdin,
+		refused: func(i int, c cassette.Command, msg string) {
+			r.Refused = append(r.Refused, fmt.Sprintf("recorded command %d (%s) was refused: %s", i, oneLine(c.Line), msg))
+		}}
+	code, err := p.play(ctx, func(ctx context.Context, in io.Reader, out io.Writer, hk hooks) (int, error) {
+		h, err := harness.New(cfg, harness.Deps{
+			Transport: transport, Clock: hk.clock, Seed: sess.Seed, Log: log,
+			Getenv: func(k string) string {
+				if strings.HasSuffix(k, "_API_KEY") {
+					return PlaceholderKey
+				}
+				return ""
+			},
+			Tools: recordedTools(sess), NoBuiltin: true, PlaceholderKeys: true,
+		})
+		if err != nil {
+			return 0, fmt.Errorf("recorded configuration: %w", err)
+		}
+		if sess.Imported {
+			eng := h.Engine()
+			eng.Provider = &recordingEnd{next: eng.Provider, rp: rp, log: log}
+		}
+		return h.ServeWith(ctx, in, out, harness.ServeOptions{
+			NoSave: true, Trusted: true, Project: project,
+			Handled: hk.handled, Stepped: hk.stepped,
+		})
+	})
+	if err != nil {
+		return r, err
+	}
+	for _, m := range rp.Misses() {
+		r.Misses = append(r.Misses, fmt.Sprintf("request %d missed: %v", m.Request, m.MissError))
+	}
+	r.Stdout, r.Exit, r.Unused, r.Stdin = stdout.Bytes(), code, rp.Unused(), stdin.Bytes()
+	return r, nil
+}
+
+// oneLine shortens a command line for a message.
+func oneLine(s string) string {
+	if len(s) > 80 {
+		return s[:77] + "..."
+	}
+	return s
+}
+
+// recordedTools stand in for the recorded session's tools: each call is
+// answered with the next recorded result of that tool, and nothing runs.
+func recordedTools(s *cassette.Session) []tool.Tool {
+	queues := map[string][]cassette.ToolResult{}
+	for _, r := range s.ToolResults {
+		queues[r.Name] = append(queues[r.Name], r)
+	}
+	var mu sync.Mutex
+	var out []tool.Tool
+	for _, t := range s.Tools {
+		spec := provider.ToolSpec{Name: t.Name, Description: t.Description, Schema: json.RawMessage(t.Schema)}
+		out = append(out, tool.Func{ToolSpec: spec, Fn: func(context.Context, json.RawMessage) tool.Result {
+			mu.Lock()
+			defer mu.Unlock()
+			q := queues[spec.Name]
+			if len(q) == 0 {
+				return tool.Failed("replay: the recording has no further result for %s", spec.Name)
+			}
+			queues[spec.Name] = q[1:]
+			return tool.Result{OK: q[0].OK, Output: q[0].Output}
+		}})
+	}
+	return out
+}
