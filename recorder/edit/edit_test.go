@@ -65,7 +65,7 @@ func TestShow(t *testing.T) {
 	}{
 		{"story.yaml", []string{
 			"session s1, seed 3770822131028886252",
-			"  args: --project / --provider openai --base-url http://127.0.0.1:46691/v1 --idle-timeout 0",
+			"  config: provider openai, base_url http://127.0.0.1:46691/v1, project /, idle_timeout 0s",
 			"  tools: block, echo_args, crash",
 			`  command 0 after line 1: {"cmd":"user","text":"What does record and replay give me?"}`,
 			`  command 1 after line 9: {"cmd":"user","text":"You were cut off. Please continue."}`,
@@ -775,7 +775,7 @@ func TestClone(t *testing.T) {
 	c.Interactions[0].Stream.Chunks[0].Data = "changed"
 	c.Session.Commands[0].Line = "changed"
 	c.Session.ToolResults[0].Output = "changed"
-	c.Session.Args[0] = "changed"
+	c.Session.Config.Model = "changed"
 	if !reflect.DeepEqual(f, load(t, "openai_tool_round_trip.yaml")) {
 		t.Fatal("changing the clone changed the original")
 	}
