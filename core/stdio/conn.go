@@ -36,9 +36,9 @@ type Conn interface {
 	// (it holds none), and returns once the line is handed on: written to
 	// the stream, or queued for the client. It does not keep line. An error
 	// means the client can no longer follow the session (its stdout is
-	// gone, EPIPE): ServeConn then writes nothing more, cancels the running
-	// turn, declines pending approvals, and returns the error, for which
-	// the process exits 1.
+	// gone: EPIPE): ServeConn then writes nothing more, logs it, cancels
+	// the running turn, declines pending approvals, and returns the error
+	// (wrapped; openmax exits 1 on it).
 	WriteLine(line []byte) error
 
 	// Close ends the connection: later calls of ReadLine and WriteLine

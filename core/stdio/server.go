@@ -1,8 +1,10 @@
-// Package stdio serves a session over the openmax-stdio/6 wire: commands as
-// JSON lines on an input stream, protocol lines on an output stream. It owns
-// the turn lifecycle (admission, cancel, quit, exactly one done per user
-// command) and the answers to bad input; framing, decoding and encoding are
-// core/wire's, and the turn itself is core.Engine's.
+// Package stdio serves a session over the openmax-stdio/6 wire: the
+// client's command lines in, protocol lines out, over a Conn that carries
+// lines whole (NewStreamConn frames them on stdin and stdout, NewPipe keeps
+// them in memory for tests). It owns the turn lifecycle (admission, cancel,
+// quit, exactly one done per user command) and the answers to bad input;
+// line reading, decoding and encoding are core/wire's, and the turn itself
+// is core.Engine's.
 package stdio
 
 import (
