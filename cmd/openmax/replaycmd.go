@@ -11,9 +11,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/pmezard/go-difflib/difflib"
-
 	"github.com/openmax/openmax/core/wire/view"
+	"github.com/openmax/openmax/internal/golden"
 	"github.com/openmax/openmax/internal/report"
 	"github.com/openmax/openmax/provider/clock"
 	"github.com/openmax/openmax/recorder/cassette"
@@ -160,26 +159,16 @@ func replayCassette(ctx context.Context, f *cassette.File, pace replay.Pace, ign
 	return r, err
 }
 
-// compareGolden compares (or with update writes) a golden file.
+// compareGolden compares (or with update writes) a golden file through
+// the golden helper the tests use, and reports a difference as (false,
+// diff) rather than as an error.
 func compareGolden(path string, got []byte, update bool) (bool, string, error) {
-	if update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			return false, "", err
-		}
-		return true, "", os.WriteFile(path, got, 0o644)
+	err := golden.File(path, "replay", got, update)
+	var m *golden.MismatchError
+	if errors.As(err, &m) {
+		return false, m.Diff, nil
 	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		return false, "", fmt.Errorf("golden file: %w (run with --update to create it)", err)
-	}
-	if bytes.Equal(want, got) {
-		return true, "", nil
-	}
-	diff, _ := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
-		A: difflib.SplitLines(string(want)), B: difflib.SplitLines(string(got)),
-		FromFile: path, ToFile: "replay", Context: 2,
-	})
-	return false, diff, nil
+	return err == nil, "", err
 }
 
 // dirOptions are replayDir's settings.
