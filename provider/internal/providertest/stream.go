@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"reflect"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -79,7 +80,7 @@ func testRequest(t *testing.T, v Vendor) {
 	}
 	want := v.Headers(Key)
 	for k := range want {
-		if g, w := cp.header.Values(k), want.Values(k); fmt.Sprint(g) != fmt.Sprint(w) {
+		if g, w := cp.header.Values(k), want.Values(k); !slices.Equal(g, w) {
 			t.Errorf("header %s = %q, want %q", k, g, w)
 		}
 	}
