@@ -10,7 +10,10 @@ import (
 )
 
 // The Messages wire as the encoders write it: the shapes below are the
-// events and bodies in the field order the API sends.
+// events and bodies in the field order the API sends. Usage and
+// ErrorDetail are shared with the reader's shapes (Event, in stream.go);
+// the rest are the writer's own, as each kind of block and delta carries
+// only its fields, with empty values written out.
 
 // ErrorBody is the error object Anthropic sends: as an HTTP error body, or
 // as the data of an in-stream error event.
@@ -60,40 +63,36 @@ func StopReason(reason string) string {
 	return reason
 }
 
-type wireOutUsage struct {
-	InputTokens          int  `json:"input_tokens"`
-	CacheReadInputTokens *int `json:"cache_read_input_tokens,omitempty"`
-	OutputTokens         int  `json:"output_tokens"`
-}
-
 // usageOut renders usage the Anthropic way: input_tokens counts only the
 // uncached part of the prompt, cache_read_input_tokens the cached part.
 // start is the message_start form, before any output.
-func usageOut(u *provider.Usage, start bool) *wireOutUsage {
+func usageOut(u *provider.Usage, start bool) *Usage {
 	if u == nil {
 		return nil
 	}
-	out := &wireOutUsage{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens}
+	in, out := u.PromptTokens, u.CompletionTokens
+	w := &Usage{}
 	if u.CachedTokens != nil {
 		c := *u.CachedTokens
-		out.CacheReadInputTokens = &c
-		out.InputTokens = max(u.PromptTokens-c, 0)
+		w.CacheReadInputTokens = &c
+		in = max(u.PromptTokens-c, 0)
 	}
 	if start {
-		out.OutputTokens = 0
+		out = 0
 	}
-	return out
+	w.InputTokens, w.OutputTokens = &in, &out
+	return w
 }
 
 type wireOutMessage struct {
-	ID           string        `json:"id"`
-	Type         string        `json:"type"`
-	Role         string        `json:"role"`
-	Model        string        `json:"model"`
-	Content      []any         `json:"content"`
-	StopReason   *string       `json:"stop_reason"`
-	StopSequence *string       `json:"stop_sequence"`
-	Usage        *wireOutUsage `json:"usage,omitempty"`
+	ID           string  `json:"id"`
+	Type         string  `json:"type"`
+	Role         string  `json:"role"`
+	Model        string  `json:"model"`
+	Content      []any   `json:"content"`
+	StopReason   *string `json:"stop_reason"`
+	StopSequence *string `json:"stop_sequence"`
+	Usage        *Usage  `json:"usage,omitempty"`
 }
 
 type wireOutEvent struct {
@@ -102,7 +101,7 @@ type wireOutEvent struct {
 	Index        *int            `json:"index,omitempty"`
 	ContentBlock any             `json:"content_block,omitempty"`
 	Delta        any             `json:"delta,omitempty"`
-	Usage        *wireOutUsage   `json:"usage,omitempty"`
+	Usage        *Usage          `json:"usage,omitempty"`
 }
 
 type wireText struct {

@@ -19,42 +19,96 @@ import (
 	"github.com/openmax/openmax/provider/sse"
 )
 
-// Wire shapes of the stream.
+// The Messages stream as a reader decodes it, declared once: the client's
+// parser (ParseStream, Client.Stream) and readers of recorded streams (the
+// recorder/edit package behind openmax cassette show) decode each event's
+// data with Event. The encoder writes its own shapes (see encode.go) but
+// shares Usage and ErrorDetail.
+//
+// A field the client reads has its type, so an event where it holds
+// another is malformed; a field only other readers need (the text of a
+// text or thinking block's start) is json.RawMessage, so it cannot fail an
+// event the client would take.
 
-type wireUsage struct {
-	InputTokens          *int `json:"input_tokens"`
-	OutputTokens         *int `json:"output_tokens"`
-	CacheReadInputTokens *int `json:"cache_read_input_tokens"`
-	// Cache writes are billed as prompt tokens too.
-	CacheCreationInputTokens *int `json:"cache_creation_input_tokens"`
+// Event is the data of one event of a Messages stream. Its Type names the
+// kind, and each kind sets its own fields:
+//
+//	message_start        Message (the prompt side of the usage)
+//	content_block_start  Index, ContentBlock
+//	content_block_delta  Index, Delta (text_delta: Text; thinking_delta:
+//	                     Thinking; signature_delta: Signature;
+//	                     input_json_delta: PartialJSON)
+//	content_block_stop   Index
+//	message_delta        Delta (StopReason), Usage (the output side, and in
+//	                     newer servers the input side again)
+//	message_stop         no fields
+//	error                Error (an ErrorBody in shape)
+//	ping                 no fields
+//
+// A kind the API adds later decodes too: its fields are ignored.
+type Event struct {
+	Type         string        `json:"type"`
+	Message      *StartMessage `json:"message"`
+	Index        *int          `json:"index"` // nil when absent
+	ContentBlock *ContentBlock `json:"content_block"`
+	Delta        *Delta        `json:"delta"`
+	Usage        *Usage        `json:"usage"`
+	Error        *ErrorDetail  `json:"error"`
 }
 
-type wireEvent struct {
-	Type    string `json:"type"`
-	Index   int    `json:"index"`
-	Message *struct {
-		Usage wireUsage `json:"usage"`
-	} `json:"message"`
-	ContentBlock *struct {
-		Type  string          `json:"type"`
-		ID    string          `json:"id"`
-		Name  string          `json:"name"`
-		Input json.RawMessage `json:"input"`
-		Data  string          `json:"data"`
-	} `json:"content_block"`
-	Delta *struct {
-		Type        string  `json:"type"`
-		Text        string  `json:"text"`
-		Thinking    string  `json:"thinking"`
-		Signature   string  `json:"signature"`
-		PartialJSON string  `json:"partial_json"`
-		StopReason  *string `json:"stop_reason"`
-	} `json:"delta"`
-	Usage *wireUsage `json:"usage"`
-	Error *struct {
-		Type    string `json:"type"`
-		Message string `json:"message"`
-	} `json:"error"`
+// StartMessage is the message of a message_start event, as far as a
+// reader needs it: its usage.
+type StartMessage struct {
+	Usage Usage `json:"usage"`
+}
+
+// ContentBlock is the block a content_block_start event opens: text,
+// thinking, redacted_thinking (Data), tool_use or server_tool_use (ID,
+// Name, Input), or a type the API adds later. Text and Thinking are raw
+// JSON strings: the start of a text or thinking block usually holds an
+// empty one, the content follows in deltas, and the client does not read
+// them.
+type ContentBlock struct {
+	Type     string          `json:"type"`
+	ID       string          `json:"id"`
+	Name     string          `json:"name"`
+	Input    json.RawMessage `json:"input"`
+	Data     string          `json:"data"`
+	Text     json.RawMessage `json:"text"`
+	Thinking json.RawMessage `json:"thinking"`
+}
+
+// Delta is the delta of a content_block_delta event (Type names which of
+// its fields it sets) or of a message_delta event (StopReason, nil when
+// absent or null).
+type Delta struct {
+	Type        string  `json:"type"`
+	Text        string  `json:"text"`
+	Thinking    string  `json:"thinking"`
+	Signature   string  `json:"signature"`
+	PartialJSON string  `json:"partial_json"`
+	StopReason  *string `json:"stop_reason"`
+}
+
+// Usage is the token usage of a message_start or message_delta event, in
+// both directions: a count is nil when absent. Anthropic's input_tokens
+// leave out the cached part of the prompt: cache reads and cache writes
+// are counted apart. The field order and omissions are the ones the
+// Encoder writes.
+type Usage struct {
+	InputTokens          *int `json:"input_tokens"`
+	CacheReadInputTokens *int `json:"cache_read_input_tokens,omitempty"`
+	OutputTokens         *int `json:"output_tokens"`
+	// Cache writes are billed as prompt tokens too.
+	CacheCreationInputTokens *int `json:"cache_creation_input_tokens,omitempty"`
+}
+
+// index is e's block index, 0 when absent.
+func (e *Event) index() int {
+	if e.Index == nil {
+		return 0
+	}
+	return *e.Index
 }
 
 // knownEvents are the SSE event names whose data is parsed; any other
@@ -130,7 +184,7 @@ func events(ctx context.Context, body io.Reader, yield func(provider.Part) bool)
 		if !knownEvents[ev.Type] {
 			continue
 		}
-		var e wireEvent
+		var e Event
 		if err := json.Unmarshal([]byte(ev.Data), &e); err != nil {
 			yield(provider.Error{Err: fmt.Errorf("anthropic: malformed %s event: %v", ev.Type, err)})
 			return
@@ -159,7 +213,7 @@ func events(ctx context.Context, body io.Reader, yield func(provider.Part) bool)
 
 // apply folds one event into the state. It returns the parts to yield,
 // whether the reply is complete, or the failure that ends it.
-func (st *state) apply(typ string, e *wireEvent) ([]provider.Part, bool, error) {
+func (st *state) apply(typ string, e *Event) ([]provider.Part, bool, error) {
 	switch typ {
 	case "message_start":
 		if e.Message != nil {
@@ -180,7 +234,7 @@ func (st *state) apply(typ string, e *wireEvent) ([]provider.Part, bool, error) 
 			}
 		}
 	case "content_block_start":
-		b := st.block(e.Index)
+		b := st.block(e.index())
 		if cb := e.ContentBlock; cb != nil {
 			b.typ, b.id, b.name, b.startJSON = cb.Type, cb.ID, cb.Name, cb.Input
 			if cb.Type == "redacted_thinking" && cb.Data != "" {
@@ -207,7 +261,7 @@ func (st *state) apply(typ string, e *wireEvent) ([]provider.Part, bool, error) 
 				return []provider.Part{provider.ThinkingDelta{Signature: d.Signature}}, false, nil
 			}
 		case "input_json_delta":
-			st.block(e.Index).input.WriteString(d.PartialJSON)
+			st.block(e.index()).input.WriteString(d.PartialJSON)
 		}
 	case "message_delta":
 		if e.Delta != nil && e.Delta.StopReason != nil {
@@ -339,7 +393,7 @@ func (l *lazyGzip) Read(p []byte) (int, error) {
 // one, else a plain error.
 func jsonReply(body io.Reader) error {
 	data, _ := io.ReadAll(io.LimitReader(body, 64<<10))
-	var e wireEvent
+	var e Event
 	if json.Unmarshal(data, &e) == nil && e.Type == "error" && e.Error != nil {
 		return &provider.StreamError{Type: e.Error.Type, Message: e.Error.Message}
 	}

@@ -111,3 +111,72 @@ func TestShowStatus(t *testing.T) {
 		hasLines(t, show(t, &cassette.File{Version: cassette.FormatVersion, Interactions: []*cassette.Interaction{it}}), []string{"  status: " + tt.want})
 	}
 }
+
+// TestShowAnthropicEvents: Anthropic events are read in the anthropic
+// package's shape (anthropic.Event). A block start's text or thinking
+// that is not a string makes the event unparsed; what show does not print
+// (a redacted block's data, the usage) may hold anything.
+func TestShowAnthropicEvents(t *testing.T) {
+	ev := func(data string) string { return "event: x\ndata: " + data + "\n\n" }
+	tests := []struct {
+		name string
+		body string
+		want []string
+	}{
+		{"text and thinking at a block's start", ev(`{"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":"hm"}}`) +
+			ev(`{"type":"content_block_start","index":1,"content_block":{"type":"text","text":"Hi"}}`) +
+			ev(`{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":" there"}}`),
+			[]string{`  chunk 0 at +0s, 313 B: thinking block, thinking "hm", text block, text "Hi there"`, `  text: "Hi there"`, `  thinking: "hm"`}},
+		{"a start's text that is not a string", ev(`{"type":"content_block_start","index":0,"content_block":{"type":"text","text":5}}`) +
+			ev(`{"type":"content_block_start","index":1,"content_block":{"type":"thinking","thinking":["a"]}}`),
+			[]string{`  chunk 0 at +0s, 208 B: unparsed x, unparsed x`, "  unparsed events: 2"}},
+		{"unread fields of any type", ev(`{"type":"message_start","message":{"usage":{"input_tokens":"x"}}}`) +
+			ev(`{"type":"content_block_start","index":0,"content_block":{"type":"redacted_thinking","data":5}}`) +
+			ev(`{"type":"message_delta","delta":{"stop_reason":null},"usage":"x"}`) +
+			ev(`{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":[]}}`),
+			[]string{`  chunk 0 at +0s, 380 B: message_start, redacted_thinking block, message_delta, stop end_turn`, "  finish: end_turn"}},
+		{"tool calls with and without an index", ev(`{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"a","name":"read","input":{}}}`) +
+			ev(`{"type":"content_block_start","content_block":{"type":"tool_use","id":"b","name":"ls","input":{"p":1}}}`) +
+			ev(`{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{}"}}`),
+			[]string{"  tool call 0: read {} (a)", `  tool call 1: ls {"p":1} (b)`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			it := &cassette.Interaction{
+				Request:  vcr.Request{Method: "POST", URL: "https://api.anthropic.com/v1/messages"},
+				Response: vcr.Response{Code: 200, Headers: http.Header{"Content-Type": {"text/event-stream"}}, Body: tt.body},
+				Stream:   &cassette.Stream{Chunks: []cassette.Chunk{{Data: tt.body}}},
+			}
+			hasLines(t, show(t, &cassette.File{Version: cassette.FormatVersion, Interactions: []*cassette.Interaction{it}}), tt.want)
+		})
+	}
+}
+
+// TestShowWholeMessage: a whole Messages reply is read in the anthropic
+// package's shapes; a block's text that is not a string makes the body say
+// nothing, a redacted block's data of any type does not.
+func TestShowWholeMessage(t *testing.T) {
+	tests := []struct {
+		name, body string
+		want       []string
+		silent     bool
+	}{
+		{"text, thinking and a tool call", `{"type":"message","content":[{"type":"thinking","thinking":"r"},{"type":"redacted_thinking","data":5},{"type":"text","text":"hi"},{"type":"tool_use","id":"t","name":"n","input":{}}],"stop_reason":"tool_use"}`,
+			[]string{`  text: "hi"`, `  thinking: "r"`, "  tool call 0: n {} (t)", "  finish: tool_use"}, false},
+		{"text that is not a string", `{"type":"message","content":[{"type":"text","text":5}],"stop_reason":"end_turn"}`,
+			[]string{"  end: clean"}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			it := &cassette.Interaction{
+				Request:  vcr.Request{Method: "POST", URL: "https://api.anthropic.com/v1/messages"},
+				Response: vcr.Response{Code: 200, Headers: http.Header{"Content-Type": {"application/json"}}, Body: tt.body},
+			}
+			out := show(t, &cassette.File{Version: cassette.FormatVersion, Interactions: []*cassette.Interaction{it}})
+			hasLines(t, out, tt.want)
+			if tt.silent && (strings.Contains(out, "text:") || strings.Contains(out, "finish:")) {
+				t.Errorf("a body that does not decode says something:\n%s", out)
+			}
+		})
+	}
+}

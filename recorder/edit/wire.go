@@ -192,32 +192,37 @@ func reconstruct(it *cassette.Interaction) *reconstruction {
 	return r
 }
 
-// sseEvent is the data of an event of either wire: Anthropic's fields
-// (read here: the anthropic package keeps its event shape to itself) and
-// OpenAI's choices, in the openai package's shapes (see choice).
+// sseEvent is the data of an event of either wire: Anthropic's in the
+// anthropic package's shape (anthropic.Event) and OpenAI's choices in the
+// openai package's shapes (see choice). The fields show does not read are
+// held raw (as in choice, below), and the error object is either wire's.
 type sseEvent struct {
-	Type         string     `json:"type"`
-	Error        *wireError `json:"error"`
-	Index        *int       `json:"index"`
-	ContentBlock *block     `json:"content_block"`
-	Delta        *struct {
-		Type        string `json:"type"`
-		Text        string `json:"text"`
-		Thinking    string `json:"thinking"`
-		PartialJSON string `json:"partial_json"`
-		Signature   string `json:"signature"`
-		StopReason  string `json:"stop_reason"`
-	} `json:"delta"`
-	Choices []choice `json:"choices"`
+	anthropic.Event
+	Message      json.RawMessage `json:"message"` // not shown
+	Usage        json.RawMessage `json:"usage"`   // not shown
+	Error        *wireError      `json:"error"`
+	ContentBlock *block          `json:"content_block"`
+	Choices      []choice        `json:"choices"`
 }
 
+// block is an Anthropic content block (anthropic.ContentBlock) as show
+// reads it: the start of a streamed block, or a block of a whole message.
+// The data of a redacted_thinking block is not shown, so it is held raw;
+// Text and Thinking must be strings (see ok).
 type block struct {
-	Type     string          `json:"type"`
-	Text     string          `json:"text"`
-	Thinking string          `json:"thinking"`
-	ID       string          `json:"id"`
-	Name     string          `json:"name"`
-	Input    json.RawMessage `json:"input"`
+	anthropic.ContentBlock
+	Data json.RawMessage `json:"data"` // not shown
+}
+
+// ok reports whether b's text and thinking are JSON strings (or absent, or
+// null), the types show prints.
+func (b *block) ok() bool {
+	if b == nil {
+		return true
+	}
+	_, okText := str(b.Text)
+	_, okThinking := str(b.Thinking)
+	return okText && okThinking
 }
 
 // choice is an OpenAI choice (openai.Choice) as show reads it. A stream
@@ -331,7 +336,7 @@ func (r *reconstruction) event(typ, data string) []gist {
 	var ev sseEvent
 	err := json.Unmarshal([]byte(data), &ev)
 	var ds []*openai.Delta
-	ok := err == nil
+	ok := err == nil && ev.ContentBlock.ok()
 	if ok {
 		ds, ok = deltas(ev.Choices, true)
 	}
@@ -357,16 +362,18 @@ func (r *reconstruction) event(typ, data string) []gist {
 		if b := ev.ContentBlock; b != nil {
 			switch b.Type {
 			case "text":
-				r.text.WriteString(b.Text)
+				t := text(b.Text)
+				r.text.WriteString(t)
 				out = append(out, gist{kind: "text block"})
-				if b.Text != "" {
-					out = append(out, gist{kind: "text", text: b.Text})
+				if t != "" {
+					out = append(out, gist{kind: "text", text: t})
 				}
 			case "thinking":
-				r.thinking.WriteString(b.Thinking)
+				t := text(b.Thinking)
+				r.thinking.WriteString(t)
 				out = append(out, gist{kind: "thinking block"})
-				if b.Thinking != "" {
-					out = append(out, gist{kind: "thinking", text: b.Thinking})
+				if t != "" {
+					out = append(out, gist{kind: "thinking", text: t})
 				}
 			case "tool_use", "server_tool_use":
 				t := r.tool(index)
@@ -400,9 +407,9 @@ func (r *reconstruction) event(typ, data string) []gist {
 			}
 		}
 	case "message_delta":
-		if ev.Delta != nil && ev.Delta.StopReason != "" {
-			r.finish = ev.Delta.StopReason
-			out = append(out, gist{kind: "stop " + ev.Delta.StopReason})
+		if d := ev.Delta; d != nil && d.StopReason != nil && *d.StopReason != "" {
+			r.finish = *d.StopReason
+			out = append(out, gist{kind: "stop " + *d.StopReason})
 		} else {
 			out = append(out, gist{kind: ev.Type})
 		}
@@ -502,6 +509,11 @@ func (r *reconstruction) complete(body string) {
 	if json.Unmarshal([]byte(body), &v) != nil {
 		return
 	}
+	for i := range v.Content {
+		if !v.Content[i].ok() {
+			return
+		}
+	}
 	ms, ok := deltas(v.Choices, false)
 	if !ok {
 		return
@@ -531,9 +543,9 @@ func (r *reconstruction) complete(body string) {
 	for _, b := range v.Content {
 		switch b.Type {
 		case "text":
-			r.text.WriteString(b.Text)
+			r.text.WriteString(text(b.Text))
 		case "thinking":
-			r.thinking.WriteString(b.Thinking)
+			r.thinking.WriteString(text(b.Thinking))
 		case "tool_use", "server_tool_use":
 			t := r.tool(len(r.tools))
 			t.id, t.name = b.ID, b.Name
