@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/sebdah/goldie/v2"
+	"golang.org/x/tools/txtar"
 	"gopkg.in/yaml.v3"
 
 	"github.com/openmax/openmax/core/wire"
@@ -27,30 +28,63 @@ import (
 type transcriptCase struct {
 	name    string
 	path    string
+	data    []byte // the transcript when it is a section of path; nil to read path
 	stdin   []byte // nil when unknown
 	virtual bool
 }
 
+// transcript returns the case's transcript.
+func (tc transcriptCase) transcript(t *testing.T) []byte {
+	t.Helper()
+	if tc.data != nil {
+		return tc.data
+	}
+	data, err := os.ReadFile(tc.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
 // goldenTranscripts lists every golden transcript: the replays of the
 // cassette library (stdin from each cassette's recorded commands) and the
-// scripted sessions (stdin from their steps).
+// scripted sessions, whose archives golden/sessions/NAME.txtar hold the
+// transcript beside the steps (stdin from those).
 func goldenTranscripts(t *testing.T) []transcriptCase {
 	t.Helper()
 	root := fixture.Root()
 	var out []transcriptCase
 	for _, dir := range []string{"cassettes", "sessions"} {
-		paths, err := filepath.Glob(filepath.Join(root, "golden", dir, "*.golden"))
+		ext := ".golden"
+		if dir == "sessions" {
+			ext = ".txtar"
+		}
+		paths, err := filepath.Glob(filepath.Join(root, "golden", dir, "*"+ext))
 		if err != nil || len(paths) == 0 {
 			t.Fatalf("no golden transcripts in golden/%s: %v", dir, err)
 		}
 		for _, p := range paths {
-			name := strings.TrimSuffix(filepath.Base(p), ".golden")
+			name := strings.TrimSuffix(filepath.Base(p), ext)
 			c := transcriptCase{name: dir + "/" + name, path: p}
 			if dir == "cassettes" {
 				c.virtual = true
 				c.stdin = cassetteStdin(t, filepath.Join(root, "cassettes", name+".yaml"))
 			} else {
-				c.stdin = stepsStdin(t, filepath.Join(root, "cmd", "openmax", "testdata", "sessions", name, "steps"))
+				a, err := txtar.ParseFile(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, f := range a.Files {
+					switch f.Name {
+					case "transcript":
+						c.data = f.Data
+					case "steps":
+						c.stdin = stepsStdin(t, p, f.Data)
+					}
+				}
+				if c.data == nil {
+					t.Fatalf("%s: no transcript section", p)
+				}
 			}
 			out = append(out, c)
 		}
@@ -82,14 +116,11 @@ func cassetteStdin(t *testing.T, path string) []byte {
 	return b.Bytes()
 }
 
-// stepsStdin rebuilds the stdin a session fixture's steps write: "> LINE",
-// "> @raw HEX" (raw bytes) and "> @big N JSON" (a line of exactly N bytes).
-func stepsStdin(t *testing.T, path string) []byte {
+// stepsStdin rebuilds the stdin a session case's steps (from the archive
+// at path) write: "> LINE", "> @raw HEX" (raw bytes) and "> @big N JSON" (a
+// line of exactly N bytes).
+func stepsStdin(t *testing.T, path string, data []byte) []byte {
 	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil
-	}
 	var b bytes.Buffer
 	for _, step := range strings.Split(string(data), "\n") {
 		if step != ">" && !strings.HasPrefix(step, "> ") {
@@ -179,10 +210,7 @@ func TestRenderEveryGoldenTranscript(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			data, err := os.ReadFile(tc.path)
-			if err != nil {
-				t.Fatal(err)
-			}
+			data := tc.transcript(t)
 			types, replies, other := countLines(t, data)
 			for _, withStdin := range []bool{false, true} {
 				opts := Options{Virtual: tc.virtual, Width: -1}
@@ -293,10 +321,7 @@ func TestPinnedRenders(t *testing.T) {
 			if tt.tc.path == "" {
 				t.Fatalf("no transcript for %s", tt.golden)
 			}
-			data, err := os.ReadFile(tt.tc.path)
-			if err != nil {
-				t.Fatal(err)
-			}
+			data := tt.tc.transcript(t)
 			opts := Options{Virtual: tt.tc.virtual, Color: tt.color}
 			if tt.stdin {
 				opts.Stdin = bytes.NewReader(tt.tc.stdin)
