@@ -14,9 +14,9 @@ import (
 	"github.com/openmax/openmax/internal/fixture"
 
 	vcr "github.com/dnaeon/go-vcr/v2/cassette"
-	"github.com/sebdah/goldie/v2"
 
 	"github.com/openmax/openmax/core/wire"
+	"github.com/openmax/openmax/internal/golden"
 	"github.com/openmax/openmax/provider"
 	fakeprovider "github.com/openmax/openmax/provider/fake"
 	"github.com/openmax/openmax/provider/openai"
@@ -26,9 +26,9 @@ import (
 )
 
 // The cassette library (cassettes/*.yaml) is recorded, not written: each
-// cassette is the provider traffic of one fake-provider session fixture
-// (cmd/openmax/testdata/sessions/http_*), captured by `openmax record`
-// over real loopback HTTP. Re-record the whole library with
+// cassette is the provider traffic of one fake-provider session case
+// (golden/sessions/http_*.txtar), captured by `openmax record` over real
+// loopback HTTP. Re-record the whole library with
 //
 //	OPENMAX_RECORD=1 go test ./cmd/openmax -run TestRecordLibrary
 //
@@ -41,20 +41,19 @@ func TestRecordLibrary(t *testing.T) {
 	if os.Getenv("OPENMAX_RECORD") != "1" {
 		t.Skip("re-records cassettes/ only when OPENMAX_RECORD=1 (see cassettes/record.sh)")
 	}
-	dirs, _ := filepath.Glob("testdata/sessions/http_*")
-	for _, dir := range dirs {
-		name := strings.TrimPrefix(filepath.Base(dir), "http_")
+	paths, _ := filepath.Glob(filepath.Join(sessionsDir, "http_*.txtar"))
+	if len(paths) == 0 {
+		t.Fatal("no http_* session cases in " + sessionsDir)
+	}
+	for _, casePath := range paths {
+		name := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(casePath), "http_"), ".txtar")
 		t.Run(name, func(t *testing.T) {
 			path := filepath.Join(libraryDir, name+".yaml")
-			transcript, _ := runSession(t, dir, []string{"record", "--overwrite", "--cassette", path})
+			transcript, _ := runSession(t, casePath, []string{"record", "--overwrite", "--cassette", path})
 			// The recording run is the live session: it must match that
 			// session's golden transcript.
-			want, err := os.ReadFile(filepath.Join("../../golden/sessions", filepath.Base(dir)+".golden"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !bytes.Equal(transcript, want) {
-				t.Errorf("recording %s changed the live transcript:\n%s", name, transcript)
+			if err := golden.Section(casePath, "transcript", "recording", transcript, false); err != nil {
+				t.Errorf("recording %s changed the live transcript: %v", name, err)
 			}
 		})
 	}
@@ -67,7 +66,6 @@ func TestCassetteLibrary(t *testing.T) {
 	if len(paths) == 0 {
 		t.Fatal("no cassettes in " + libraryDir)
 	}
-	g := goldie.New(t, goldie.WithFixtureDir("../../golden/cassettes"), goldie.WithNameSuffix(".golden"))
 	for _, p := range paths {
 		name := strings.TrimSuffix(filepath.Base(p), ".yaml")
 		t.Run(name, func(t *testing.T) {
@@ -95,7 +93,9 @@ func TestCassetteLibrary(t *testing.T) {
 				stdin.WriteString(c.Line + "\n")
 			}
 			checkTranscript(t, first, stdin.Bytes())
-			g.Assert(t, name, first)
+			if err := golden.File(filepath.Join("../../golden/cassettes", name+".golden"), "replay", first, *update); err != nil {
+				t.Error(err)
+			}
 		})
 	}
 }
@@ -105,7 +105,7 @@ func TestCassetteLibrary(t *testing.T) {
 // what the live session printed, and the cassette holds no key.
 func TestRecordThenReplay(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "story.yaml")
-	live, _ := runSession(t, "testdata/sessions/http_story", []string{"record", "--cassette", path})
+	live, _ := runSession(t, sessionPath("http_story"), []string{"record", "--cassette", path})
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)

@@ -58,10 +58,7 @@ func TestSpecCommand(t *testing.T) {
 }
 
 func TestCheckCommand(t *testing.T) {
-	good, err := os.ReadFile("../../golden/sessions/tool_loop.golden")
-	if err != nil {
-		t.Fatal(err)
-	}
+	good := loadCase(t, sessionPath("tool_loop")).transcript
 	stream := string(good[:bytes.LastIndex(good, []byte("exit:"))])
 	out, _, code := runCLI(t, stream, "--check", "--stdio")
 	if code != 0 {

@@ -5,8 +5,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
@@ -15,21 +17,31 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sebdah/goldie/v2"
+	"golang.org/x/tools/txtar"
 
 	"github.com/openmax/openmax/core/config"
 	"github.com/openmax/openmax/core/tool"
 	"github.com/openmax/openmax/core/wire"
+	"github.com/openmax/openmax/internal/golden"
 	"github.com/openmax/openmax/provider"
 	"github.com/openmax/openmax/provider/clock"
 	fakeprovider "github.com/openmax/openmax/provider/fake"
 	"github.com/openmax/openmax/provider/script"
 )
 
-// A session fixture is a directory under testdata/sessions holding
-// script.yaml (the scripted provider's scenario), optionally args (extra
-// command-line flags, one per line), and steps: the client's side of the
-// conversation, one step per line:
+// A session case is one txtar archive, golden/sessions/NAME.txtar: its
+// comment says what the case shows about the contract, and its sections
+// are, in order:
+//
+//	args          optional: extra command-line flags, separated by white space
+//	script.yaml   the scripted provider's scenario, or instead
+//	fake.yaml     the fake provider's scenario, served over loopback HTTP
+//	steps         the client's side of the conversation (below)
+//	project/...   optional: the files of a project the session runs in
+//	transcript    every stdout line, then the exit code (and, with
+//	              fake.yaml, the requests the fake received)
+//
+// steps has one step per line:
 //
 //	> {json}        write the line to stdin
 //	> @raw HEX      write raw bytes (hex) to stdin, for invalid UTF-8
@@ -38,26 +50,91 @@ import (
 //	advance DUR     wait until something sleeps on the clock, then advance it
 //	eof             close stdin
 //
-// The transcript (every stdout line, then the exit code) is compared with
-// golden/sessions/NAME.golden; go test ./cmd/openmax -update rewrites them.
-// Every transcript must also pass the stream checker.
+// The test runs the case and compares what it printed with the transcript
+// section; go test ./cmd/openmax -run TestSessions -update rewrites only
+// the transcript sections, leaving every other byte of the archives as it
+// was. Every transcript must also pass the stream checker.
 
 const stepTimeout = 10 * time.Second
 
+// sessionsDir holds the session cases.
+const sessionsDir = "../../golden/sessions"
+
+var update = flag.Bool("update", false, "rewrite golden transcripts")
+
 func TestSessions(t *testing.T) {
-	dirs, err := filepath.Glob("testdata/sessions/*")
-	if err != nil || len(dirs) == 0 {
-		t.Fatalf("no session fixtures: %v", err)
+	paths, err := filepath.Glob(filepath.Join(sessionsDir, "*.txtar"))
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no session cases in %s: %v", sessionsDir, err)
 	}
-	g := goldie.New(t, goldie.WithFixtureDir("../../golden/sessions"), goldie.WithNameSuffix(".golden"))
-	for _, dir := range dirs {
-		name := filepath.Base(dir)
-		t.Run(name, func(t *testing.T) {
-			transcript, stdin := runSession(t, dir, nil)
+	for _, path := range paths {
+		t.Run(strings.TrimSuffix(filepath.Base(path), ".txtar"), func(t *testing.T) {
+			transcript, stdin := runSession(t, path, nil)
 			checkTranscript(t, transcript, stdin)
-			g.Assert(t, name, transcript)
+			if err := golden.Section(path, "transcript", "got", transcript, *update); err != nil {
+				t.Error(err)
+			}
 		})
 	}
+}
+
+// sessionPath is the archive of the session case name.
+func sessionPath(name string) string { return filepath.Join(sessionsDir, name+".txtar") }
+
+// sessionCase is a session archive split into its sections.
+type sessionCase struct {
+	args       []byte // nil when the case has no args section
+	scenario   string // "script.yaml" or "fake.yaml"
+	script     []byte // the scenario's text
+	steps      []byte
+	project    map[string][]byte // path inside the project → content; nil without one
+	transcript []byte            // nil when the case has none yet
+}
+
+// loadCase reads the session archive at path, failing t on a section it
+// does not know, a missing steps section, or not exactly one scenario. A
+// new case may have no transcript yet: -update appends it.
+func loadCase(t *testing.T, path string) sessionCase {
+	t.Helper()
+	a, err := txtar.ParseFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c sessionCase
+	seen := map[string]bool{}
+	for _, f := range a.Files {
+		if seen[f.Name] {
+			t.Fatalf("%s: section %s appears twice", path, f.Name)
+		}
+		seen[f.Name] = true
+		switch name := f.Name; {
+		case name == "args":
+			c.args = f.Data
+		case name == "script.yaml" || name == "fake.yaml":
+			if c.scenario != "" {
+				t.Fatalf("%s: both %s and %s; a case has one scenario", path, c.scenario, name)
+			}
+			c.scenario, c.script = name, f.Data
+		case name == "steps":
+			c.steps = f.Data
+		case name == "transcript":
+			c.transcript = f.Data
+		case strings.HasPrefix(name, "project/") && fs.ValidPath(name):
+			if c.project == nil {
+				c.project = map[string][]byte{}
+			}
+			c.project[strings.TrimPrefix(name, "project/")] = f.Data
+		default:
+			t.Fatalf("%s: unknown section %q", path, name)
+		}
+	}
+	if !seen["steps"] {
+		t.Fatalf("%s: no steps section", path)
+	}
+	if c.scenario == "" {
+		t.Fatalf("%s: no script.yaml or fake.yaml section", path)
+	}
+	return c
 }
 
 // blockTool waits on the session clock for an hour (the test advances it)
@@ -113,30 +190,39 @@ type session struct {
 	result chan int
 }
 
-// runSession plays a fixture; prefix goes before the harness flags (for
-// `record --cassette FILE`).
-func runSession(t *testing.T, dir string, prefix []string) (transcript, stdin []byte) {
+// runSession plays the session case in the archive at path; prefix goes
+// before the harness flags (for `record --cassette FILE`).
+func runSession(t *testing.T, path string, prefix []string) (transcript, stdin []byte) {
 	t.Helper()
-	steps, err := os.ReadFile(filepath.Join(dir, "steps"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := loadCase(t, path)
 	fake := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	// A fixture with a project/ folder runs in a copy of it (its built-in
-	// tools touch real files); its path is the one thing normalised.
+	// A case with project/ files runs in a fresh folder holding them (its
+	// built-in tools touch real files); its path is the one thing
+	// normalised.
 	project := "/"
-	if _, err := os.Stat(filepath.Join(dir, "project")); err == nil {
+	if c.project != nil {
 		project = t.TempDir()
-		if err := os.CopyFS(project, os.DirFS(filepath.Join(dir, "project"))); err != nil {
-			t.Fatal(err)
+		for name, data := range c.project {
+			p := filepath.Join(project, filepath.FromSlash(name))
+			if err := os.MkdirAll(filepath.Dir(p), 0o777); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, data, 0o666); err != nil {
+				t.Fatal(err)
+			}
 		}
+	}
+	// The scenario goes to a file of its own, outside the project.
+	scenario := filepath.Join(t.TempDir(), c.scenario)
+	if err := os.WriteFile(scenario, c.script, 0o644); err != nil {
+		t.Fatal(err)
 	}
 	args := append(append([]string(nil), prefix...), "--stdio", "--session-id", "s1", "--project", project)
 	var server *fakeprovider.Server
 	var base string
-	if _, err := os.Stat(filepath.Join(dir, "fake.yaml")); err == nil {
+	if c.scenario == "fake.yaml" {
 		// The provider is the fake one, over real loopback HTTP.
-		sc, err := script.Load(filepath.Join(dir, "fake.yaml"))
+		sc, err := script.Load(scenario)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -148,16 +234,14 @@ func runSession(t *testing.T, dir string, prefix []string) (transcript, stdin []
 		defer server.Close()
 		args = append(args, "--provider", "openai", "--base-url", base+"/v1", "--idle-timeout", "0")
 	} else {
-		args = append(args, "--provider", "script", "--script", filepath.Join(dir, "script.yaml"))
+		args = append(args, "--provider", "script", "--script", scenario)
 	}
-	if extra, err := os.ReadFile(filepath.Join(dir, "args")); err == nil {
-		for _, a := range strings.Fields(string(extra)) {
-			if server != nil {
-				a = strings.ReplaceAll(a, "{{BASE}}", base)
-			}
-			a = strings.ReplaceAll(a, "{{CLOSED}}", closedURL(t))
-			args = append(args, a)
+	for _, a := range strings.Fields(string(c.args)) {
+		if server != nil {
+			a = strings.ReplaceAll(a, "{{BASE}}", base)
 		}
+		a = strings.ReplaceAll(a, "{{CLOSED}}", closedURL(t))
+		args = append(args, a)
 	}
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
@@ -178,7 +262,7 @@ func runSession(t *testing.T, dir string, prefix []string) (transcript, stdin []
 		}
 		close(s.lines)
 	}()
-	for i, step := range strings.Split(strings.TrimSpace(string(steps)), "\n") {
+	for i, step := range strings.Split(strings.TrimSpace(string(c.steps)), "\n") {
 		if err := s.step(ctx, strings.TrimRight(step, "\r")); err != nil {
 			t.Fatalf("step %d %q: %v\nstdout so far:\n%s\nstderr:\n%s", i+1, step, err, strings.Join(s.got, "\n"), stderr.String())
 		}
