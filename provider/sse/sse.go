@@ -36,10 +36,17 @@ const MaxLine = 16 << 20
 const MaxEvent = 16 << 20
 
 // Reader parses events from a stream. It is not safe for concurrent use.
+//
+// A line ends at a CR, an LF or a CRLF. A line that ends in a CR is taken
+// as soon as the CR is read, without waiting for the byte after it: on a
+// live stream the event it ends goes out at once, and a stream that ends
+// right after the CR loses nothing. When the next byte, in this read or a
+// later one, is an LF, it belongs to that line end and does not make an
+// empty line.
 type Reader struct {
 	fields
 	br      *bufio.Reader
-	pending [][]byte // lines split off a chunk at lone CRs
+	afterCR bool // the last line ended in a CR: an LF next ends no line
 	maxLine int
 }
 
@@ -129,42 +136,54 @@ func (r *Reader) Next() (Event, error) {
 	}
 }
 
-// line returns the next line without its terminator.
+// line returns the next line without its line end. It reads no further
+// than the line end: a CR ends the line at once, and the LF that may
+// follow it is skipped when the next line is read.
 func (r *Reader) line() ([]byte, error) {
-	if len(r.pending) > 0 {
-		l := r.pending[0]
-		r.pending = r.pending[1:]
-		return l, nil
-	}
 	var buf []byte
 	for {
-		chunk, err := r.br.ReadSlice('\n')
-		buf = append(buf, chunk...)
+		if r.br.Buffered() == 0 {
+			if _, err := r.br.Peek(1); err != nil {
+				return nil, readFailure(err)
+			}
+		}
+		avail, _ := r.br.Peek(r.br.Buffered()) // no error: all buffered
+		if r.afterCR {
+			r.afterCR = false
+			if avail[0] == '\n' {
+				_, _ = r.br.Discard(1) // the LF of a CRLF split after its CR
+				continue
+			}
+		}
+		i := bytes.IndexAny(avail, "\r\n")
+		if i < 0 {
+			i = len(avail)
+		}
+		buf = append(buf, avail[:i]...)
 		if len(buf) > r.maxLine {
 			return nil, ErrLineTooLong
 		}
-		if errors.Is(err, bufio.ErrBufferFull) {
+		if i == len(avail) {
+			_, _ = r.br.Discard(i)
 			continue
 		}
-		if err != nil {
-			if errors.Is(err, io.EOF) {
-				// An unterminated line at EOF cannot end an event.
-				return nil, io.EOF
-			}
-			if errors.Is(err, provider.ErrLimit) {
-				return nil, err // it names its limit
-			}
-			return nil, fmt.Errorf("sse: read: %w", err)
-		}
-		break
-	}
-	buf = bytes.TrimSuffix(buf[:len(buf)-1], []byte("\r"))
-	if bytes.IndexByte(buf, '\r') < 0 {
+		r.afterCR = avail[i] == '\r'
+		_, _ = r.br.Discard(i + 1)
 		return buf, nil
 	}
-	parts := bytes.Split(buf, []byte("\r"))
-	r.pending = append(r.pending, parts[1:]...)
-	return parts[0], nil
+}
+
+// readFailure is the error of a read that gave no byte: io.EOF at the end
+// of the stream (a line with no line end, cut there, cannot end an event),
+// a client limit as it is (it names its limit), any other failure wrapped.
+func readFailure(err error) error {
+	switch {
+	case errors.Is(err, io.EOF):
+		return io.EOF
+	case errors.Is(err, provider.ErrLimit):
+		return err
+	}
+	return fmt.Errorf("sse: read: %w", err)
 }
 
 // Span is an event of a whole body and where it ends.
@@ -185,10 +204,8 @@ type Span struct {
 // blank line ends, or a last line with no line end; 0 when the body ends at
 // an event boundary or in blank lines and comments between events.
 //
-// Two things differ from a Reader, because the whole body is there: a lone
-// CR at the very end of body ends a line (a Reader waits for the LF that
-// might follow it, and at EOF drops the lines it was holding), and neither
-// MaxLine nor MaxEvent applies.
+// Split finds the events a Reader reads from the same bytes, however they
+// arrive; unlike a Reader, it applies neither MaxLine nor MaxEvent.
 func Split(body string) (spans []Span, rest int) {
 	var f fields
 	last := 0 // offset past the last event, blank line or comment outside an event

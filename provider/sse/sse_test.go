@@ -5,8 +5,11 @@ import (
 	"io"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
+
+	"pgregory.net/rapid"
 
 	"github.com/openmax/openmax/provider"
 )
@@ -104,7 +107,7 @@ func TestLimits(t *testing.T) {
 	}{
 		{"data lines with no blank line", "data: xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\n", ErrEventTooLong},
 		{"bare data lines", "data\r\n", ErrEventTooLong},
-		{"lone-CR data lines", "data: y\r", ErrLineTooLong}, // read up to an LF, so the line cap hits first
+		{"lone-CR data lines", "data: y\r", ErrEventTooLong}, // each CR ends a line, so the data piles up
 		{"one endless line", "zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz", ErrLineTooLong},
 		{"one endless data line", "data: zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz", ErrLineTooLong},
 	}
@@ -194,9 +197,135 @@ func TestSplit(t *testing.T) {
 	}
 }
 
+// pieces is a stream read in the given pieces, one a Read. After the last
+// it returns end (io.EOF when nil); a Read after that fails the test.
+type pieces struct {
+	t interface {
+		Errorf(format string, args ...any)
+	}
+	parts []string
+	end   error
+	done  bool
+}
+
+func (p *pieces) Read(b []byte) (int, error) {
+	if len(p.parts) == 0 {
+		if p.done {
+			p.t.Errorf("read again after the end")
+		}
+		p.done = true
+		if p.end == nil {
+			return 0, io.EOF
+		}
+		return 0, p.end
+	}
+	n := copy(b, p.parts[0])
+	if p.parts[0] = p.parts[0][n:]; p.parts[0] == "" {
+		p.parts = p.parts[1:]
+	}
+	return n, nil
+}
+
+// errLater stands for a live stream that has sent nothing more yet: a
+// Reader that gets it wanted more bytes than it needed.
+var errLater = errors.New("nothing more yet")
+
+// TestLineEnds: CR, LF and CRLF each end a line however the stream is cut
+// into reads: a CR at the end of a read ends its line at once (the event
+// it ends goes out before any more is read, and at the end of the stream
+// nothing is lost), and an LF that comes next, in a later read, is the
+// rest of that line end and no empty line.
+func TestLineEnds(t *testing.T) {
+	msg := func(data string) Event { return Event{Type: "message", Data: data} }
+	tests := []struct {
+		name  string
+		reads []string
+		end   error // after the reads; nil: io.EOF
+		want  []Event
+	}{
+		{"lone CR to the end of the stream", []string{"data: a\r\r"}, nil, []Event{msg("a")}},
+		{"lone CRs, one byte a read", strings.Split("data: a\rdata: b\r\rdata: c\r\r", ""), nil, []Event{msg("a\nb"), msg("c")}},
+		{"the stream ends between CR and CR", []string{"data: a\r", "\r"}, nil, []Event{msg("a")}},
+		{"CRLF cut after its CR", []string{"data: a\r", "\ndata: b\r", "\n\r", "\n"}, nil, []Event{msg("a\nb")}},
+		{"CRLF cut after its CR, then a blank line", []string{"data: a\r", "\n\r", "\n", "\ndata: b\n\n"}, nil, []Event{msg("a"), msg("b")}},
+		{"CR then LF as two line ends", []string{"data: a\n\r", "\n", "data: b\n\n"}, nil, []Event{msg("a"), msg("b")}},
+		{"LF CR is two line ends", []string{"data: a\n\rdata: b\n\n"}, nil, []Event{msg("a"), msg("b")}},
+		{"a CR-ended event goes out before more is read", []string{"data: a\r\r"}, errLater, []Event{msg("a")}},
+		{"so does one cut after its last CR", []string{"event: x\rdata: a\r", "\r"}, errLater, []Event{{Type: "x", Data: "a"}}},
+		{"a CR, and no more yet, is one line end", []string{"data: a\r"}, errLater, nil},
+		{"an unterminated last line is dropped", []string{"data: a\r\rdata: b"}, nil, []Event{msg("a")}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := NewReader(&pieces{t: t, parts: slices.Clone(tt.reads), end: tt.end})
+			var got []Event
+			var err error
+			for {
+				var ev Event
+				if ev, err = r.Next(); err != nil {
+					break
+				}
+				got = append(got, ev)
+			}
+			wantEnd := tt.end
+			if wantEnd == nil {
+				wantEnd = io.EOF
+			}
+			if !errors.Is(err, wantEnd) {
+				t.Errorf("ended with %v, want %v", err, wantEnd)
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("reads %q:\n got %#v\nwant %#v", tt.reads, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestRapidReaderAgreesWithSplit: a Reader finds the events Split finds in
+// the same body, however the body is cut into reads, whatever its line
+// ends (a CR last included), and ends with io.EOF.
+func TestRapidReaderAgreesWithSplit(t *testing.T) {
+	lines := []string{"data: a", "data:b", "data", "data: ", "event: x", "event:", "id: 3", "id", ": c", ":", "retry: 1", "", "data: {\"k\":1}", "data: é"}
+	rapid.Check(t, func(t *rapid.T) {
+		var b strings.Builder
+		for range rapid.IntRange(0, 16).Draw(t, "lines") {
+			b.WriteString(rapid.SampledFrom(lines).Draw(t, "line"))
+			b.WriteString(rapid.SampledFrom([]string{"\n", "\r\n", "\r"}).Draw(t, "end"))
+		}
+		b.WriteString(rapid.SampledFrom([]string{"", "data: z", "\r", "\n", "\r\n"}).Draw(t, "tail"))
+		body := b.String()
+		var reads []string
+		for rest := body; rest != ""; {
+			n := min(rapid.IntRange(1, 8).Draw(t, "read size"), len(rest))
+			reads = append(reads, rest[:n])
+			rest = rest[n:]
+		}
+		r := NewReader(&pieces{t: t, parts: reads})
+		var got []Event
+		for {
+			ev, err := r.Next()
+			if err != nil {
+				if !errors.Is(err, io.EOF) {
+					t.Fatalf("%q: ended with %v", body, err)
+				}
+				break
+			}
+			got = append(got, ev)
+		}
+		spans, _ := Split(body)
+		var want []Event
+		for _, s := range spans {
+			want = append(want, s.Event)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("reads %q:\nReader %#v\nSplit  %#v", reads, got, want)
+		}
+	})
+}
+
 // TestSplitAgreesWithReader: on bodies built from random lines and line
-// ends, Split finds the events a Reader reads whenever the body ends in an
-// LF (where the two cannot differ), each ending where a blank line does.
+// ends, read whole, Split finds the events a Reader reads, each ending
+// where a blank line does.
 func TestSplitAgreesWithReader(t *testing.T) {
 	pieces := []string{"data: a", "data:b", "data", "event: x", "event:", "id: 3", ": c", "retry: 1", "", "data: {\"k\":1}"}
 	ends := []string{"\n", "\r\n", "\r"}
