@@ -3,8 +3,8 @@
 // the key inside reply text, reasoning, a tool call's arguments or an error
 // message would otherwise put it on stdout and into the session file. It
 // wraps a provider.Provider and rewrites the parts as they stream, holding
-// back only the tail of a text stream that could still turn into a secret,
-// so a key split across deltas is caught too.
+// back the deltas whose text could still turn into a secret, so a key split
+// across deltas is caught too, and releasing every other delta unchanged.
 package redact
 
 import (
@@ -65,45 +65,63 @@ type redactor struct {
 func (r *redactor) Stream(ctx context.Context, req provider.Request) iter.Seq[provider.Part] {
 	return func(yield func(provider.Part) bool) {
 		text, thinking := stream{secrets: r.secrets}, stream{secrets: r.secrets}
-		// flush releases what a stream held back, in order, before a part
-		// that is not more of it (or the end of the reply).
-		flush := func(except *stream) bool {
-			if except != &thinking {
-				if s := thinking.end(); s != "" && !yield(provider.ThinkingDelta{Text: s}) {
-					return false
-				}
-			}
-			if except != &text {
-				if s := text.end(); s != "" && !yield(provider.TextDelta{Text: s}) {
+		texts := func(pieces []string) bool {
+			for _, t := range pieces {
+				if !yield(provider.TextDelta{Text: t}) {
 					return false
 				}
 			}
 			return true
 		}
+		thoughts := func(pieces []string, signature string) bool {
+			for i, t := range pieces {
+				p := provider.ThinkingDelta{Text: t}
+				if i == len(pieces)-1 {
+					p.Signature = signature
+				}
+				if !yield(p) {
+					return false
+				}
+			}
+			if len(pieces) == 0 && signature != "" {
+				return yield(provider.ThinkingDelta{Signature: signature})
+			}
+			return true
+		}
+		// flush releases what a stream held back, in order, before a part
+		// that is not more of it (or the end of the reply).
+		flush := func(except *stream) bool {
+			if except != &thinking && !thoughts(thinking.end(), "") {
+				return false
+			}
+			return except == &text || texts(text.end())
+		}
 		for part := range r.p.Stream(ctx, req) {
 			switch p := part.(type) {
 			case provider.TextDelta:
-				if !flush(&text) {
+				if !flush(&text) || !texts(text.feed(p.Text)) {
 					return
 				}
-				if p.Text = text.feed(p.Text); p.Text == "" {
-					continue
-				}
-				part = p
+				continue
 			case provider.ThinkingDelta:
 				if !flush(&thinking) {
 					return
 				}
-				p.Text = thinking.feed(p.Text)
-				if p.Text == "" && p.Signature == "" {
-					continue
-				}
+				pieces := thinking.feed(p.Text)
 				if p.Signature != "" { // the block closes: nothing may stay behind
-					p.Text += thinking.end()
+					pieces = append(pieces, thinking.end()...)
 				}
-				part = p
+				if !thoughts(pieces, p.Signature) {
+					return
+				}
+				continue
 			case provider.Retry:
-				// What the previous attempt streamed is void.
+				// The attempt is over: what it held back is released (it
+				// cannot grow into a secret any more), then the next
+				// attempt starts afresh.
+				if !flush(nil) {
+					return
+				}
 				text, thinking = stream{secrets: r.secrets}, stream{secrets: r.secrets}
 				p.Reason = String(p.Reason, r.secrets)
 				part = p
@@ -155,29 +173,56 @@ type redactedError struct {
 func (e *redactedError) Error() string { return e.msg }
 func (e *redactedError) Unwrap() error { return e.err }
 
-// stream redacts one text stream fed in pieces: it releases everything
-// except the longest tail that could still be the start of a secret, moved
-// back so that it never splits a complete occurrence (two released pieces
-// must never spell a secret).
+// stream redacts one text stream fed in pieces. It holds back the pieces
+// whose text could still be the start of a secret and releases the others
+// unchanged, each as the piece it was: where no secret occurs, the pieces
+// that come out are exactly the pieces that went in (only later), so a
+// redacted live session and its unredacted replay stream the same deltas.
+// Where a secret does occur, the text up to it and the marker come out as
+// one piece, never split so that two released pieces spell a secret.
 type stream struct {
 	secrets []string
-	held    string
+	held    []string // pieces held back, in order
 }
 
-// feed takes the next piece and returns what can be released, redacted.
-func (s *stream) feed(piece string) string {
-	raw := s.held + piece
+// feed takes the next piece and returns the pieces that can be released.
+func (s *stream) feed(piece string) []string {
+	if piece == "" {
+		return nil
+	}
+	s.held = append(s.held, piece)
+	raw := strings.Join(s.held, "")
 	b := cut(raw, s.secrets)
-	s.held = raw[b:]
-	return String(raw[:b], s.secrets)
+	if red := String(raw[:b], s.secrets); red != raw[:b] {
+		// A secret occurred: released as one redacted piece.
+		s.held = nil
+		if b < len(raw) {
+			s.held = []string{raw[b:]}
+		}
+		return []string{red}
+	}
+	// Release the whole pieces that end by b; the one b falls inside, and
+	// those after it, stay held.
+	n, end := 0, 0
+	for n < len(s.held) && end+len(s.held[n]) <= b {
+		end += len(s.held[n])
+		n++
+	}
+	out := s.held[:n:n]
+	s.held = slices.Clone(s.held[n:])
+	return out
 }
 
 // end releases what is held back: with no more text coming, it is no
-// secret.
-func (s *stream) end() string {
-	out := String(s.held, s.secrets)
-	s.held = ""
-	return out
+// secret unless it spells one whole.
+func (s *stream) end() []string {
+	held := s.held
+	s.held = nil
+	raw := strings.Join(held, "")
+	if red := String(raw, s.secrets); red != raw {
+		return []string{red}
+	}
+	return held
 }
 
 // cut is how much of raw can be released.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"iter"
+	"slices"
 	"strings"
 	"testing"
 
@@ -45,8 +46,9 @@ func joined(ps []provider.Part) string {
 
 // TestTextAnyChunking: however the reply text is cut into deltas, the
 // deltas never carry a secret, not even spread over several of them (the
-// joined text is what the session keeps), and with no two secrets
-// overlapping the joined text is exactly the input with each replaced.
+// joined text is what the session keeps), with no two secrets overlapping
+// the joined text is exactly the input with each replaced, and with no
+// secret at all the deltas are exactly the input's.
 func TestTextAnyChunking(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		secrets := Secrets("sk-test-0123456789", "sk-ant-abcdefgh", "sk-test-01", "fgh-tail-xyz")
@@ -77,6 +79,25 @@ func TestTextAnyChunking(t *testing.T) {
 		}
 		if !overlapping(in, secrets) && got != String(in, secrets) {
 			t.Fatalf("got %q want %q", got, String(in, secrets))
+		}
+		if String(in, secrets) == in {
+			// No secret: the very deltas that went in come out, so a
+			// redacted live session and its unredacted replay stream the
+			// same token lines.
+			var want, gotParts []provider.Part
+			for _, p := range ps {
+				if _, ok := p.(provider.TextDelta); ok {
+					want = append(want, p)
+				}
+			}
+			for _, p := range out {
+				if _, ok := p.(provider.TextDelta); ok {
+					gotParts = append(gotParts, p)
+				}
+			}
+			if !slices.Equal(want, gotParts) {
+				t.Fatalf("deltas changed with no secret in them:\n in  %q\n out %q", want, gotParts)
+			}
 		}
 	})
 }
@@ -123,7 +144,7 @@ func TestEveryPartRedacted(t *testing.T) {
 		t.Errorf("a part still carries the key: %s", all.String())
 	}
 	// Held-back tails are released with the signature and before the call.
-	want := "retry:HTTP 401: bad key [redacted]|thinking:the key is |thinking:[redacted], and |thinking:sk-|text:text |text:sk-live-SECRET|call:{\"k\":\"[redacted]\"}|error:"
+	want := "retry:HTTP 401: bad key [redacted]|thinking:the key is [redacted], and |thinking:sk-|text:text sk-live-SECRET|call:{\"k\":\"[redacted]\"}|error:"
 	if !strings.HasPrefix(all.String(), want) {
 		t.Errorf("parts\n %s\nwant prefix\n %s", all.String(), want)
 	}
