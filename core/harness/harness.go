@@ -156,6 +156,8 @@ type ServeOptions struct {
 	// recorded client with them).
 	Handled func(read int, idle bool)
 	Stepped func()
+	// Acting is stdio.Options' hook (a recording anchors commands with it).
+	Acting func(n int)
 }
 
 // Serve runs one session over the wire: hello on out, commands read from
@@ -165,15 +167,17 @@ type ServeOptions struct {
 // returns the process exit code. Errors: *SessionError when the session
 // cannot be opened (no output was written), else a failure to write out.
 func (h *Harness) Serve(ctx context.Context, in io.Reader, out io.Writer) (int, error) {
-	return h.ServeWith(ctx, in, out, ServeOptions{})
+	return h.ServeConn(ctx, stdio.NewStreamConn(in, out), ServeOptions{})
 }
 
-// ServeWith is Serve with the adjustments of o.
-func (h *Harness) ServeWith(ctx context.Context, in io.Reader, out io.Writer, o ServeOptions) (int, error) {
+// ServeConn is Serve over a message-level connection (stdio.Conn: a
+// stream's framing, an in-memory pair, a recording or replaying client),
+// with the adjustments of o. It closes conn before it returns.
+func (h *Harness) ServeConn(ctx context.Context, conn stdio.Conn, o ServeOptions) (int, error) {
 	opts := stdio.Options{
 		Engine: h.engine, Version: Version, Project: h.project, Log: h.deps.Log,
 		ApprovalTimeout: h.cfg.ApprovalTimeout, Clock: h.deps.Clock,
-		Handled: o.Handled, Stepped: o.Stepped,
+		Handled: o.Handled, Stepped: o.Stepped, Acting: o.Acting,
 	}
 	if o.Project != "" {
 		opts.Project = o.Project
@@ -184,6 +188,7 @@ func (h *Harness) ServeWith(ctx context.Context, in io.Reader, out io.Writer, o 
 	} else {
 		s, err := h.openSession(sid)
 		if err != nil {
+			conn.Close()
 			return 0, err
 		}
 		defer s.close()
@@ -193,7 +198,7 @@ func (h *Harness) ServeWith(ctx context.Context, in io.Reader, out io.Writer, o 
 		trusted, modes := h.settings()
 		opts.Untrusted, opts.Modes = !trusted, modes
 	}
-	return stdio.Serve(ctx, in, out, opts)
+	return stdio.ServeConn(ctx, conn, opts)
 }
 
 // sessionID is the configured session id, or a fresh random one.

@@ -26,6 +26,7 @@ import (
 	"github.com/openmax/openmax/core/stdio"
 	"github.com/openmax/openmax/core/tool"
 	"github.com/openmax/openmax/core/wire"
+	"github.com/openmax/openmax/internal/rapidchecks"
 	"github.com/openmax/openmax/provider"
 	"github.com/openmax/openmax/provider/script"
 )
@@ -106,7 +107,7 @@ var rpaStats struct {
 }
 
 func TestRapidApprovalStateMachine(t *testing.T) {
-	rpUseChecks(t, rpaChecks)
+	rapidchecks.Use(t, rpaChecks)
 	for _, n := range []*atomic.Int64{&rpaStats.sessions, &rpaStats.requests, &rpaStats.approved, &rpaStats.declined,
 		&rpaStats.cancelled, &rpaStats.quitDeclined, &rpaStats.modeWhilePending, &rpaStats.auto, &rpaStats.readonly} {
 		n.Store(0)

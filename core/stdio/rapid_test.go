@@ -25,11 +25,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"iter"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -44,6 +42,7 @@ import (
 	"github.com/openmax/openmax/core/stdio"
 	"github.com/openmax/openmax/core/tool"
 	"github.com/openmax/openmax/core/wire"
+	"github.com/openmax/openmax/internal/rapidchecks"
 	"github.com/openmax/openmax/provider"
 	"github.com/openmax/openmax/provider/clock"
 	"github.com/openmax/openmax/provider/script"
@@ -78,40 +77,8 @@ const (
 	rpChecksRace = 1_000
 )
 
-// rpDefaultChecks is rpChecks, or rpChecksRace under the race detector.
-func rpDefaultChecks() int {
-	if raceEnabled {
-		return rpChecksRace
-	}
-	return rpChecks
-}
-
-// rpChecksChosen reports whether the user chose rapid's check count, with
-// -rapid.checks or RAPID_CHECKS. It is settled once, before rpUseChecks
-// sets the flag itself (which flag.Visit would then report as set).
-var rpChecksChosen = sync.OnceValue(func() bool {
-	set := false
-	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "rapid.checks" })
-	_, env := os.LookupEnv("RAPID_CHECKS")
-	return set || env
-})
-
-// rpUseChecks sets rapid's check count to n for this test unless -short or
-// the user chose a count; the old value is restored afterwards.
-func rpUseChecks(t *testing.T, n int) {
-	f := flag.Lookup("rapid.checks")
-	if testing.Short() || f == nil || rpChecksChosen() {
-		return
-	}
-	old := f.Value.String()
-	if err := flag.Set("rapid.checks", strconv.Itoa(n)); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = flag.Set("rapid.checks", old) })
-}
-
 func TestRapidServeStateMachine(t *testing.T) {
-	rpUseChecks(t, rpDefaultChecks())
+	rapidchecks.Use(t, rapidchecks.Pick(rpChecks, rpChecksRace))
 	rpStats.reset()
 	start := time.Now()
 	rapid.Check(t, func(rt *rapid.T) {

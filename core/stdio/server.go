@@ -57,6 +57,11 @@ type Options struct {
 	// replay uses it to deliver each recorded command at the same point of
 	// the conversation.
 	Handled func(read int, idle bool)
+	// Acting, when set, is called from the serve loop just before it acts
+	// on stdin line n (the lines are read ahead of being acted on). A
+	// recording anchors each command at the protocol point of this call,
+	// which is where a replay must deliver it to reproduce what followed.
+	Acting func(n int)
 	// Stepped, when set, is called on the turn's goroutine after each event
 	// the turn emits has been written, with no lock held; the turn goes on
 	// when it returns. A replay blocks in it until the recorded commands
@@ -294,6 +299,9 @@ func (s *server) serve(ctx context.Context, conn Conn) (int, error) {
 				lines = nil // EOF or read failure: behaves like quit
 				s.quitting = true
 				continue
+			}
+			if s.opts.Acting != nil {
+				s.opts.Acting(in.n)
 			}
 			s.handle(in)
 			s.read = in.n

@@ -161,6 +161,9 @@ type ToolResult struct {
 // instead of into the middle of another turn.
 type Command struct {
 	Line string `yaml:"line"`
+	// TooLong, when set, is the size of a line the harness refused for
+	// exceeding the line cap; Line is empty then (its bytes are not kept).
+	TooLong int64 `yaml:"too_long,omitempty"`
 	// Anchor is where the command arrived; see Anchor.
 	Anchor `yaml:",inline"`
 	// Refused marks a command the harness answered with a protocol_error

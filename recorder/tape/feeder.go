@@ -1,13 +1,14 @@
 package tape
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/openmax/openmax/core/stdio"
 	"github.com/openmax/openmax/core/wire"
 	"github.com/openmax/openmax/provider/clock"
 	"github.com/openmax/openmax/recorder/cassette"
@@ -24,9 +25,9 @@ type hooks struct {
 	stepped func()
 }
 
-// serveFunc serves one session over in and out with the player's hooks,
+// serveFunc serves one session over conn with the player's hooks,
 // returning the exit code.
-type serveFunc func(ctx context.Context, in io.Reader, out io.Writer, h hooks) (int, error)
+type serveFunc func(ctx context.Context, conn stdio.Conn, h hooks) (int, error)
 
 // player is how the recorded client is played back.
 type player struct {
@@ -42,8 +43,8 @@ type player struct {
 
 // play drives serve with the recorded commands and returns its exit code.
 //
-// How it stays deterministic: the transcript is observed synchronously,
-// line by line, as the harness writes it (no pipe between them), so the
+// How it stays deterministic: the player is the server's connection
+// (stdio.Conn), so it sees each line as the harness writes it, and the
 // player always knows exactly which protocol point the session is at.
 // After every event a turn emits, the turn waits (stdio's Stepped hook)
 // until every recorded command that point makes due has been written to
@@ -54,12 +55,9 @@ type player struct {
 func (p player) play(ctx context.Context, serve serveFunc) (int, error) {
 	f := newFeeder(p.cmds, p.stdin)
 	clk := &gatedClock{now: Epoch, f: f}
-	inR, inW := io.Pipe()
-	out := &observer{f: f, w: p.stdout, refused: p.refused}
-	go f.feed(inW)
-	code, err := serve(ctx, inR, out, hooks{clock: clk, handled: f.handled, stepped: f.step})
+	conn := &playerConn{f: f, stdout: p.stdout, refused: p.refused}
+	code, err := serve(ctx, conn, hooks{clock: clk, handled: f.handled, stepped: f.step})
 	f.stop()
-	inR.Close()
 	return code, err
 }
 
@@ -101,28 +99,21 @@ func (f *feeder) dueLocked() bool {
 // may go on and virtual time may pass.
 func (f *feeder) quietLocked() bool { return f.stopped || (!f.inFlightLocked() && !f.dueLocked()) }
 
-func (f *feeder) feed(w *io.PipeWriter) {
-	defer w.Close()
-	for {
-		f.mu.Lock()
-		for !f.stopped && f.next < len(f.cmds) && !f.dueLocked() {
-			f.cond.Wait()
-		}
-		if f.stopped || f.next >= len(f.cmds) {
-			f.mu.Unlock()
-			return
-		}
-		line := f.cmds[f.next].Line + "\n"
-		f.next++
-		f.delivered++
-		f.mu.Unlock()
-		if f.stdin != nil {
-			io.WriteString(f.stdin, line)
-		}
-		if _, err := io.WriteString(w, line); err != nil {
-			return
-		}
+// next waits until the next recorded command is due and hands it out; ok
+// is false once every command went out or the player stopped.
+func (f *feeder) nextCommand() (cassette.Command, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for !f.stopped && f.next < len(f.cmds) && !f.dueLocked() {
+		f.cond.Wait()
 	}
+	if f.stopped || f.next >= len(f.cmds) {
+		return cassette.Command{}, false
+	}
+	c := f.cmds[f.next]
+	f.next++
+	f.delivered++
+	return c, true
 }
 
 // handled is the server's acknowledgement of the stdin lines it has acted
@@ -150,35 +141,59 @@ func (f *feeder) stop() {
 	f.mu.Unlock()
 }
 
-// observer passes the transcript through and moves the feeder's position
-// along it before the write returns: the harness writes whole lines.
-type observer struct {
+// playerConn is the recorded client as the server's stdio.Conn: reading
+// from it gives each recorded command once it is due, and each protocol
+// line written to it moves the feeder's position along the conversation
+// before the write returns. Lines cross it whole: no framing.
+type playerConn struct {
 	f       *feeder
-	w       io.Writer
+	stdout  io.Writer
 	refused func(int, cassette.Command, string)
 }
 
-func (o *observer) Write(p []byte) (int, error) {
-	n, err := o.w.Write(p)
-	o.f.mu.Lock()
-	for rest := p; len(rest) > 0; {
-		line, tail, _ := bytes.Cut(rest, []byte("\n"))
-		o.f.pos.Observe(line)
-		if o.refused != nil {
-			// Commands are delivered one per stdin line, so stdin line N
-			// is command N-1.
-			if k, ok := wire.AnswersLine(line); ok && k <= len(o.f.cmds) && !o.f.cmds[k-1].Refused {
-				var pe wire.ProtocolError
-				json.Unmarshal(line, &pe)
-				o.refused(k-1, o.f.cmds[k-1], pe.Message)
-			}
-		}
-		rest = tail
+// ReadLine gives the next recorded command when it is due, io.EOF after
+// the last one. A command recorded as refused for its length comes back
+// as that refusal, as the stream framing would have reported it.
+func (c *playerConn) ReadLine() ([]byte, error) {
+	cmd, ok := c.f.nextCommand()
+	if !ok {
+		return nil, io.EOF
 	}
-	o.f.cond.Broadcast()
-	o.f.mu.Unlock()
-	return n, err
+	if c.f.stdin != nil {
+		io.WriteString(c.f.stdin, cmd.Line+"\n")
+	}
+	line := strings.TrimSuffix(cmd.Line, "\r")
+	switch {
+	case cmd.TooLong > 0:
+		return nil, &wire.LineTooLongError{Size: cmd.TooLong}
+	case len(line) > wire.MaxLine: // recorded before TooLong existed: the line's first bytes
+		return nil, &wire.LineTooLongError{Size: int64(len(line))}
+	}
+	return []byte(line), nil
 }
+
+// WriteLine appends line to the transcript and observes it.
+func (c *playerConn) WriteLine(line []byte) error {
+	_, err := c.stdout.Write(append(line[:len(line):len(line)], '\n'))
+	f := c.f
+	f.mu.Lock()
+	f.pos.Observe(line)
+	if c.refused != nil {
+		// Commands are delivered one per line, so line N is command N-1.
+		if k, ok := wire.AnswersLine(line); ok && k <= len(f.cmds) && !f.cmds[k-1].Refused {
+			var pe wire.ProtocolError
+			json.Unmarshal(line, &pe)
+			c.refused(k-1, f.cmds[k-1], pe.Message)
+		}
+	}
+	f.cond.Broadcast()
+	f.mu.Unlock()
+	return err
+}
+
+// Close is a no-op: the player stops the feeder itself when the server
+// returns.
+func (c *playerConn) Close() error { return nil }
 
 // gatedClock is virtual time that only passes while no recorded command is
 // due or in flight: a wait during which the client sent a command (a cancel

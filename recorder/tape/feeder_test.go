@@ -3,7 +3,6 @@ package tape
 import (
 	"bytes"
 	"context"
-	"io"
 	"iter"
 	"strings"
 	"testing"
@@ -43,9 +42,9 @@ func run(t *testing.T, cmds []cassette.Command) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	p := player{cmds: f.Session.Commands, stdout: &out}
-	code, err := p.play(ctx, func(ctx context.Context, in io.Reader, out io.Writer, h hooks) (int, error) {
+	code, err := p.play(ctx, func(ctx context.Context, conn stdio.Conn, h hooks) (int, error) {
 		reg, _ := tool.NewRegistry()
-		return stdio.Serve(ctx, in, out, stdio.Options{
+		return stdio.ServeConn(ctx, conn, stdio.Options{
 			Engine: &core.Engine{Provider: waitingProvider(h.clock), Tools: reg}, SessionID: "s",
 			Version: "test", Project: "/p", Clock: h.clock, Handled: h.handled, Stepped: h.stepped,
 		})
@@ -125,9 +124,9 @@ func TestCommandsLandAtTheirAnchor(t *testing.T) {
 	for i := range 50 {
 		var out, stdin bytes.Buffer
 		p := player{cmds: f.Session.Commands, stdout: &out, stdin: &stdin}
-		code, err := p.play(context.Background(), func(ctx context.Context, in io.Reader, out io.Writer, h hooks) (int, error) {
+		code, err := p.play(context.Background(), func(ctx context.Context, conn stdio.Conn, h hooks) (int, error) {
 			reg, _ := tool.NewRegistry()
-			return stdio.Serve(ctx, in, out, stdio.Options{
+			return stdio.ServeConn(ctx, conn, stdio.Options{
 				Engine: &core.Engine{Provider: tokenProvider(), Tools: reg}, SessionID: "s",
 				Version: "test", Project: "/p", Clock: h.clock, Handled: h.handled, Stepped: h.stepped,
 			})

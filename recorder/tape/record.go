@@ -1,8 +1,6 @@
 package tape
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/binary"
@@ -10,10 +8,10 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"strings"
 	"sync"
 
 	"github.com/openmax/openmax/core/harness"
+	"github.com/openmax/openmax/core/stdio"
 	"github.com/openmax/openmax/core/tool"
 	"github.com/openmax/openmax/core/wire"
 	"github.com/openmax/openmax/recorder"
@@ -73,7 +71,8 @@ func Record(ctx context.Context, in io.Reader, out io.Writer, o RecordOptions) (
 	if err := rec.SetSession(c.snapshot()); err != nil {
 		return 0, errors.Join(err, rec.Close())
 	}
-	code, err := h.ServeWith(ctx, c.reader(in), c.writer(out), harness.ServeOptions{NoSave: true})
+	code, err := h.ServeConn(ctx, &recordingConn{Conn: stdio.NewStreamConn(in, out), c: c},
+		harness.ServeOptions{NoSave: true, Acting: c.acting})
 	serr := rec.SetSession(c.snapshot())
 	cerr := rec.Close()
 	return code, errors.Join(err, serr, cerr)
@@ -104,56 +103,37 @@ func (c *capture) snapshot() *cassette.Session {
 	return c.sess.Clone()
 }
 
-func (c *capture) writer(w io.Writer) io.Writer {
-	return writerFunc(func(p []byte) (int, error) {
-		// Observe before writing: once the client can read the line, a
-		// command it sends in answer must be recorded as coming after it.
-		c.mu.Lock()
-		for rest := p; len(rest) > 0; {
-			var line []byte
-			line, rest, _ = bytes.Cut(rest, []byte("\n"))
-			c.pos.Observe(line)
-			if n, ok := wire.AnswersLine(line); ok && n <= len(c.sess.Commands) {
-				c.sess.Commands[n-1].Refused = true
-			}
-		}
-		c.mu.Unlock()
-		return w.Write(p)
-	})
+// recordingConn is the live client's connection with every line noted:
+// each command as it is read (before the harness acts on it, so its
+// anchor is the point the client had seen when it sent it), each protocol
+// line before it is written (once the client can read a line, a command
+// it sends in answer must be recorded as coming after it).
+type recordingConn struct {
+	stdio.Conn
+	c *capture
 }
 
-// reader passes stdin through, noting each complete line as it is read.
-func (c *capture) reader(r io.Reader) io.Reader {
-	pr, pw := io.Pipe()
-	go func() {
-		br := bufio.NewReaderSize(r, 64<<10)
-		var line []byte
-		for {
-			chunk, err := br.ReadSlice('\n')
-			if len(line) <= wire.MaxLine { // a longer line is refused anyway; its recorded copy stops just past the cap
-				line = append(line, chunk...)
-			}
-			complete := err == nil
-			if complete {
-				// Noted before the harness can see it, so the line count is
-				// the one the client saw when it sent the command.
-				c.note(strings.TrimSuffix(strings.TrimSuffix(string(line), "\n"), "\r"))
-				line = line[:0]
-			}
-			if _, werr := pw.Write(chunk); werr != nil {
-				return
-			}
-			if complete || errors.Is(err, bufio.ErrBufferFull) {
-				continue
-			}
-			if len(line) > 0 {
-				c.note(string(line))
-			}
-			pw.CloseWithError(err)
-			return
-		}
-	}()
-	return pr
+func (r *recordingConn) ReadLine() ([]byte, error) {
+	line, err := r.Conn.ReadLine()
+	var tooLong *wire.LineTooLongError
+	switch {
+	case err == nil:
+		r.c.note(cassette.Command{Line: string(line)})
+	case errors.As(err, &tooLong):
+		r.c.note(cassette.Command{TooLong: tooLong.Size})
+	}
+	return line, err
+}
+
+func (r *recordingConn) WriteLine(line []byte) error {
+	c := r.c
+	c.mu.Lock()
+	c.pos.Observe(line)
+	if n, ok := wire.AnswersLine(line); ok && n <= len(c.sess.Commands) {
+		c.sess.Commands[n-1].Refused = true
+	}
+	c.mu.Unlock()
+	return r.Conn.WriteLine(line)
 }
 
 // recordTools wraps every tool so its results are stored in the cassette.
@@ -174,13 +154,24 @@ func (c *capture) recordTools(reg *tool.Registry) (*tool.Registry, error) {
 	return tool.NewRegistry(wrapped...)
 }
 
-func (c *capture) note(line string) {
+// acting re-anchors command n (stdin line n) at the protocol point where
+// the harness acts on it. A line is read ahead of that (and noted then,
+// so a crash keeps it); meanwhile a running turn may write more lines, and
+// a replay must deliver the command where it took effect.
+func (c *capture) acting(n int) {
 	c.mu.Lock()
-	c.sess.Commands = append(c.sess.Commands, cassette.Command{Anchor: c.pos.Here(), Line: line})
+	if n >= 1 && n <= len(c.sess.Commands) {
+		c.sess.Commands[n-1].Anchor = c.pos.Here()
+	}
 	c.mu.Unlock()
 	_ = c.rec.SetSession(c.snapshot())
 }
 
-type writerFunc func([]byte) (int, error)
-
-func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+// note records a command at the current protocol point.
+func (c *capture) note(cmd cassette.Command) {
+	c.mu.Lock()
+	cmd.Anchor = c.pos.Here()
+	c.sess.Commands = append(c.sess.Commands, cmd)
+	c.mu.Unlock()
+	_ = c.rec.SetSession(c.snapshot())
+}

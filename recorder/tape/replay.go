@@ -13,6 +13,7 @@ import (
 	"sync"
 
 	"github.com/openmax/openmax/core/harness"
+	"github.com/openmax/openmax/core/stdio"
 	"github.com/openmax/openmax/core/tool"
 	"github.com/openmax/openmax/provider"
 	"github.com/openmax/openmax/recorder"
@@ -108,7 +109,7 @@ func Replay(ctx context.Context, f *cassette.File, o ReplayOptions) (Result, err
 		refused: func(i int, c cassette.Command, msg string) {
 			r.Refused = append(r.Refused, fmt.Sprintf("recorded command %d (%s) was refused: %s", i, oneLine(c.Line), msg))
 		}}
-	code, err := p.play(ctx, func(ctx context.Context, in io.Reader, out io.Writer, hk hooks) (int, error) {
+	code, err := p.play(ctx, func(ctx context.Context, conn stdio.Conn, hk hooks) (int, error) {
 		h, err := harness.New(cfg, harness.Deps{
 			Transport: transport, Clock: hk.clock, Seed: sess.Seed, Log: log,
 			Getenv: func(k string) string {
@@ -120,13 +121,14 @@ func Replay(ctx context.Context, f *cassette.File, o ReplayOptions) (Result, err
 			Tools: recordedTools(sess), NoBuiltin: true, PlaceholderKeys: true,
 		})
 		if err != nil {
+			conn.Close()
 			return 0, fmt.Errorf("recorded configuration: %w", err)
 		}
 		if sess.Imported {
 			eng := h.Engine()
 			eng.Provider = &recordingEnd{next: eng.Provider, rp: rp, log: log}
 		}
-		return h.ServeWith(ctx, in, out, harness.ServeOptions{
+		return h.ServeConn(ctx, conn, harness.ServeOptions{
 			NoSave: true, Trusted: true, Project: project,
 			Handled: hk.handled, Stepped: hk.stepped,
 		})
