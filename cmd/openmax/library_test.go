@@ -13,7 +13,7 @@ import (
 
 	"github.com/openmax/openmax/internal/fixture"
 
-	vcr "github.com/dnaeon/go-vcr/v2/cassette"
+	stockcassette "github.com/dnaeon/go-vcr/v2/cassette"
 
 	"github.com/openmax/openmax/core/wire"
 	"github.com/openmax/openmax/internal/golden"
@@ -22,6 +22,7 @@ import (
 	"github.com/openmax/openmax/provider/openai"
 	"github.com/openmax/openmax/provider/script"
 	"github.com/openmax/openmax/recorder/cassette"
+	"github.com/openmax/openmax/recorder/vcr"
 	"github.com/openmax/openmax/replay"
 )
 
@@ -59,45 +60,11 @@ func TestRecordLibrary(t *testing.T) {
 	}
 }
 
-// TestCassetteLibrary replays every cassette through the real engine and
-// stdio wire, twice, and compares with golden/cassettes/NAME.golden.
+// TestCassetteLibrary replays every cassette of the library through the
+// real harness with the test API users get (vcr.Goldens): twice, checked
+// against the contract and against golden/cassettes/NAME.golden.
 func TestCassetteLibrary(t *testing.T) {
-	paths, _ := filepath.Glob(filepath.Join(libraryDir, "*.yaml"))
-	if len(paths) == 0 {
-		t.Fatal("no cassettes in " + libraryDir)
-	}
-	for _, p := range paths {
-		name := strings.TrimSuffix(filepath.Base(p), ".yaml")
-		t.Run(name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			// The binary's own environment: the recorded tools answer.
-			e := env{}
-			first, err := replayOne(ctx, p, replay.Pace{Mode: "instant"}, nil, io.Discard, e)
-			if err != nil {
-				t.Fatal(err)
-			}
-			second, err := replayOne(ctx, p, replay.Pace{Mode: "instant"}, nil, io.Discard, e)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !bytes.Equal(first, second) {
-				t.Errorf("two replays differ:\n%s\n---\n%s", first, second)
-			}
-			f, err := cassette.Load(p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var stdin bytes.Buffer
-			for _, c := range f.Session.Commands {
-				stdin.WriteString(c.Line + "\n")
-			}
-			checkTranscript(t, first, stdin.Bytes())
-			if err := golden.File(filepath.Join("../../golden/cassettes", name+".golden"), "replay", first, *update); err != nil {
-				t.Error(err)
-			}
-		})
-	}
+	vcr.Goldens(t, libraryDir, "../../golden/cassettes", *update)
 }
 
 // TestRecordThenReplay records a live session over loopback with
@@ -199,7 +166,7 @@ func TestRecordProxyCommand(t *testing.T) {
 	if bytes.Contains(data, []byte("sk-proxy-secret-123456")) {
 		t.Error("the key reached the cassette")
 	}
-	if _, err := vcr.Load(strings.TrimSuffix(path, ".yaml")); err != nil {
+	if _, err := stockcassette.Load(strings.TrimSuffix(path, ".yaml")); err != nil {
 		t.Errorf("stock go-vcr cannot load it: %v", err)
 	}
 }

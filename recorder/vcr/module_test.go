@@ -15,6 +15,7 @@ import (
 const userTest = `package agent
 
 import (
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -42,6 +43,12 @@ func TestAgent(t *testing.T) {
 	if !strings.Contains(string(body), "hello from upstream") {
 		t.Fatalf("got %s", body)
 	}
+}
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+func TestRecordedSessions(t *testing.T) {
+	vcr.Goldens(t, "cassettes", "golden", *update)
 }
 `
 
@@ -72,19 +79,50 @@ func TestUsedFromAnotherModule(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go test -c in the user's module: %v\n%s", err, out)
 	}
-	goTest := func(offline string) {
-		t.Helper()
-		cmd := exec.Command(filepath.Join(dir, "agent.test"), "-test.count=1")
+	userRun := func(offline string, args ...string) (string, error) {
+		cmd := exec.Command(filepath.Join(dir, "agent.test"), append([]string{"-test.count=1"}, args...)...)
 		cmd.Dir = dir
 		cmd.Env = append(os.Environ(), "USERTEST_OFFLINE="+offline, "OPENMAX_RECORD=")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("the user's test (offline=%s): %v\n%s", offline, err, out)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	goTest := func(offline string, args ...string) {
+		t.Helper()
+		if out, err := userRun(offline, args...); err != nil {
+			t.Fatalf("the user's test (offline=%s, %q): %v\n%s", offline, args, err, out)
 		}
 	}
-	goTest("0")
+	goTest("0", "-test.run", "TestAgent")
 	cassette, err := os.ReadFile(filepath.Join(dir, "testdata", "TestAgent.yaml"))
 	if err != nil || !strings.Contains(string(cassette), "hello from upstream") {
 		t.Fatalf("the first run recorded no cassette: %v\n%s", err, cassette)
 	}
-	goTest("1")
+	goTest("1", "-test.run", "TestAgent")
+
+	// vcr.Goldens over a recorded harness session: -update writes the very
+	// golden openmax's own library pins, a plain run passes, and a changed
+	// golden fails with a diff.
+	if err := os.MkdirAll(filepath.Join(dir, "cassettes"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	plain, err := os.ReadFile(filepath.Join(root, "cassettes", "openai_plain.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "cassettes", "openai_plain.yaml"), plain, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	goTest("1", "-test.run", "TestRecordedSessions", "-update")
+	got, err := os.ReadFile(filepath.Join(dir, "golden", "openai_plain.golden"))
+	want, werr := os.ReadFile(filepath.Join(root, "golden", "cassettes", "openai_plain.golden"))
+	if err != nil || werr != nil || string(got) != string(want) {
+		t.Fatalf("vcr.Goldens -update wrote (%v, %v):\n%s\nwant the library's golden:\n%s", err, werr, got, want)
+	}
+	goTest("1", "-test.run", "TestRecordedSessions")
+	if err := os.WriteFile(filepath.Join(dir, "golden", "openai_plain.golden"), []byte("something else\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := userRun("1", "-test.run", "TestRecordedSessions"); err == nil || !strings.Contains(out, "-something else") {
+		t.Fatalf("a changed golden passed (%v):\n%s", err, out)
+	}
 }

@@ -16,6 +16,8 @@
 // Run with OPENMAX_RECORD=1 (and real API keys) to record again. Server
 // serves a cassette over loopback HTTP instead, for clients that cannot
 // take a RoundTripper (another process, an SDK with its own transport).
+// Goldens replays a folder of recorded harness sessions through the real
+// harness as subtests, each against its golden transcript.
 package vcr
 
 import (

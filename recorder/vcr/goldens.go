@@ -1,0 +1,81 @@
+package vcr
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/openmax/openmax/core/wire"
+	"github.com/openmax/openmax/internal/golden"
+	"github.com/openmax/openmax/recorder/importer"
+	"github.com/openmax/openmax/recorder/tape"
+	"github.com/openmax/openmax/replay"
+)
+
+// Goldens replays every cassette in dir (*.yaml) through the real harness,
+// offline and on virtual time, each as a subtest named after its file, and
+// fails the subtest when the replay did not reproduce the recording (a
+// recorded command refused, a request the cassette could not answer, an
+// interaction never requested), when two replays differ by a byte, when a
+// line breaks the openmax-stdio contract (wire.Checker), or when the
+// transcript differs from goldenDir/NAME.golden. With update it writes the
+// transcripts as the golden files instead; wire it to a -update flag:
+//
+//	var update = flag.Bool("update", false, "rewrite golden files")
+//
+//	func TestRecordedSessions(t *testing.T) {
+//		vcr.Goldens(t, "testdata/cassettes", "testdata/golden", *update)
+//	}
+//
+// The golden files are the ones `openmax replay DIR --golden GOLDENDIR`
+// checks and writes. Recordings in another recorder's format (vcrpy,
+// go-vcr, httprr) are converted as `openmax cassette import` would.
+func Goldens(t *testing.T, dir, goldenDir string, update bool) {
+	t.Helper()
+	paths, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("vcr.Goldens: no cassettes (*.yaml) in %s", dir)
+	}
+	sort.Strings(paths)
+	for _, p := range paths {
+		name := strings.TrimSuffix(filepath.Base(p), ".yaml")
+		t.Run(name, func(t *testing.T) {
+			f, _, err := importer.Load(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			replayOnce := func() tape.Result {
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				defer cancel()
+				r, err := tape.Replay(ctx, f, tape.ReplayOptions{Serving: replay.Options{Pace: replay.Pace{Mode: replay.PaceInstant}}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, p := range r.Problems(false) {
+					t.Errorf("the replay did not reproduce the recording: %s", p)
+				}
+				return r
+			}
+			first, second := replayOnce(), replayOnce()
+			if !bytes.Equal(first.Transcript(), second.Transcript()) {
+				t.Errorf("two replays differ:\n%s\n---\n%s", first.Transcript(), second.Transcript())
+			}
+			c := wire.NewChecker()
+			c.SetInput(first.Stdin)
+			if _, err := c.Stream(bytes.NewReader(first.Stdout), func(v wire.Verdict) {
+				if v.Err != nil {
+					t.Errorf("line %d breaks the contract: %v", v.Line, v.Err)
+				}
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if err := golden.File(filepath.Join(goldenDir, name+".golden"), "replay", first.Transcript(), update); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}
