@@ -36,13 +36,33 @@ type Config struct {
 	HTTP *httpx.Client
 }
 
-// Client streams Chat Completions replies.
+// String describes the configuration without its key.
+func (c Config) String() string {
+	key := "(none)"
+	if c.APIKey != "" {
+		key = "(set)"
+	}
+	return fmt.Sprintf("openai.Config{BaseURL: %q, Model: %q, APIKey: %s}", c.BaseURL, c.Model, key)
+}
+
+// GoString is String, so %#v does not print the key either.
+func (c Config) GoString() string { return c.String() }
+
+// Client streams Chat Completions replies. It is safe for concurrent use.
 type Client struct {
 	key   string
 	url   string
 	model string
 	http  *httpx.Client
 }
+
+// String describes the client without its key.
+func (c *Client) String() string {
+	return fmt.Sprintf("openai.Client{URL: %q, Model: %q}", c.url, c.model)
+}
+
+// GoString is String.
+func (c *Client) GoString() string { return c.String() }
 
 // New checks cfg and returns a client. A missing key is an error wrapping
 // provider.ErrMissingKey.

@@ -916,3 +916,13 @@ func checkHTTPError(t *testing.T, k int, got outcome, e expected) {
 		t.Fatalf("#%d: parts beside the error: %s", k, show(got))
 	}
 }
+
+// A Config printed in a log line or a test failure never shows its key.
+func TestConfigPrintingHidesTheKey(t *testing.T) {
+	cfg := Config{APIKey: "sk-secret-config-key-0123", BaseURL: "http://x", Model: "m"}
+	for _, s := range []string{fmt.Sprint(cfg), fmt.Sprintf("%+v", cfg), fmt.Sprintf("%#v", cfg)} {
+		if strings.Contains(s, "sk-secret") || !strings.Contains(s, "APIKey: (set)") {
+			t.Errorf("printed %s", s)
+		}
+	}
+}

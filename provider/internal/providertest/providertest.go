@@ -87,6 +87,7 @@ func Run(t *testing.T, v Vendor) {
 	}{
 		{"request", testRequest},
 		{"missing key", testMissingKey},
+		{"printing hides the key", testPrinting},
 		{"complete reply", testComplete},
 		{"truncation", testTruncation},
 		{"connection reset", testReset},

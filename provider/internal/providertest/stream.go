@@ -108,6 +108,20 @@ func testMissingKey(t *testing.T, v Vendor) {
 	}
 }
 
+// testPrinting: printing a client, however it is printed (a log line, a
+// %+v in a test failure), never shows its key.
+func testPrinting(t *testing.T, v Vendor) {
+	c, err := v.New("http://127.0.0.1:9", nil, Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{fmt.Sprint(c), fmt.Sprintf("%v", c), fmt.Sprintf("%+v", c), fmt.Sprintf("%#v", c)} {
+		if strings.Contains(s, Key) {
+			t.Errorf("printing the client shows the key: %s", s)
+		}
+	}
+}
+
 // testComplete: a whole reply the vendor's encoder wrote comes back part
 // for part over HTTP.
 func testComplete(t *testing.T, v Vendor) {
