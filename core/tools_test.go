@@ -1,11 +1,9 @@
 package core_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"iter"
 	"strings"
 	"sync/atomic"
@@ -211,53 +209,43 @@ func TestStuckToolCancelGivesExactlyOneDone(t *testing.T) {
 	e := newEngine(t, p, stuckTool(release, nil, &runs))
 	fake := clock.NewFake(time.Unix(0, 0))
 	e.Clock = fake
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
+	conn, client := stdio.NewPipe()
 	served := make(chan error, 1)
 	go func() {
-		_, err := stdio.Serve(context.Background(), inR, outW, stdio.Options{Engine: e, SessionID: "s1"})
-		outW.Close()
+		_, err := stdio.ServeConn(context.Background(), conn, stdio.Options{Engine: e, SessionID: "s1"})
 		served <- err
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	out := make(chan string, 64)
-	go func() {
-		sc := bufio.NewScanner(outR)
-		for sc.Scan() {
-			out <- sc.Text()
-		}
-		close(out)
-	}()
 	var lines []string
 	next := func(typ string) {
 		t.Helper()
 		for {
-			select {
-			case l, ok := <-out:
-				if !ok {
-					t.Fatalf("no %s line; got:\n%s", typ, strings.Join(lines, "\n"))
-				}
-				lines = append(lines, l)
-				if strings.Contains(l, `"type":"`+typ+`"`) {
-					return
-				}
-			case <-ctx.Done():
-				t.Fatalf("no %s line in time; got:\n%s", typ, strings.Join(lines, "\n"))
+			l, err := client.ReadLine(ctx)
+			if err != nil {
+				t.Fatalf("no %s line (%v); got:\n%s", typ, err, strings.Join(lines, "\n"))
+			}
+			lines = append(lines, string(l))
+			if strings.Contains(string(l), `"type":"`+typ+`"`) {
+				return
 			}
 		}
 	}
-	fmt.Fprintln(inW, `{"cmd":"user","text":"go"}`)
+	client.WriteLine([]byte(`{"cmd":"user","text":"go"}`))
 	next("tool_start")
-	fmt.Fprintln(inW, `{"cmd":"cancel"}`)
+	client.WriteLine([]byte(`{"cmd":"cancel"}`))
 	if err := fake.BlockUntil(ctx, 1); err != nil {
 		t.Fatal("no grace wait:", err)
 	}
 	fake.Advance(core.DefaultToolGrace)
 	next("done")
-	inW.Close()
-	for l := range out {
-		lines = append(lines, l)
+	client.CloseWrite()
+	for {
+		l, err := client.ReadLine(ctx)
+		if err != nil {
+			break
+		}
+		lines = append(lines, string(l))
 	}
 	if err := <-served; err != nil {
 		t.Fatal(err)
