@@ -122,7 +122,9 @@ type matcher struct {
 	norm      *normaliser // nil: strings compare as they are
 	onRequest func(Event)
 
-	recs []*request // by interaction index
+	recs    []*request // by interaction index; value is dropped (see nearest)
+	byKey   map[requestKey]*group
+	byRoute map[routeKey]*group // InOrder only
 
 	mu       sync.Mutex
 	used     []bool
@@ -157,10 +159,82 @@ func newMatcher(f *cassette.File, opts Options) *matcher {
 		if it == nil {
 			continue
 		}
-		m.recs[i] = m.normalise(it.Request.Method, it.Request.URL, []byte(it.Request.Body))
+		r := m.normalise(it.Request.Method, it.Request.URL, []byte(it.Request.Body))
+		r.value = nil // only a miss needs it, and nearest parses it again
+		m.recs[i] = r
 	}
 	m.used = make([]bool, len(f.Interactions))
+	m.index()
 	return m
+}
+
+// requestKey is what an exact match compares (see request.sameAs).
+type requestKey struct {
+	method, host, path, query string
+	json                      bool
+	body                      string
+}
+
+// routeKey is what an InOrder match compares.
+type routeKey struct{ method, path string }
+
+func (q *request) key() requestKey {
+	return requestKey{q.method, q.host, q.path, q.query, q.json, q.body}
+}
+
+// group is the recorded interactions sharing a key, in recorded order.
+// Interactions are claimed in that order, so the ones before head are all
+// served: finding the next unserved one is O(1) amortised.
+type group struct {
+	idx  []int
+	head int
+}
+
+// next returns the first unserved member, moving head past served ones.
+func (g *group) next(used []bool) (int, bool) {
+	if g == nil {
+		return -1, false
+	}
+	for g.head < len(g.idx) && used[g.idx[g.head]] {
+		g.head++
+	}
+	if g.head == len(g.idx) {
+		return -1, false
+	}
+	return g.idx[g.head], true
+}
+
+// index groups the recorded requests for take.
+func (m *matcher) index() {
+	m.byKey = map[requestKey]*group{}
+	if m.inOrder {
+		m.byRoute = map[routeKey]*group{}
+	}
+	add := func(g *group, i int) *group {
+		if g == nil {
+			g = &group{}
+		}
+		g.idx = append(g.idx, i)
+		return g
+	}
+	for i, r := range m.recs {
+		if r == nil {
+			continue
+		}
+		k := r.key()
+		m.byKey[k] = add(m.byKey[k], i)
+		if m.inOrder {
+			rk := routeKey{r.method, r.path}
+			m.byRoute[rk] = add(m.byRoute[rk], i)
+		}
+	}
+}
+
+// recorded is interaction i's request in normalised form, its parsed body
+// included.
+func (m *matcher) recorded(i int) *request {
+	it := m.f.Interactions[i]
+	return m.normalise(it.Request.Method, it.Request.URL, []byte(it.Request.Body))
 }
 
 // normalise puts a request in the form matching compares.
@@ -249,27 +323,30 @@ func (m *matcher) unreadable(method, rawURL string, err error) int {
 
 // take claims the first unserved interaction that matches q, or explains
 // the miss with a *MissError. The caller holds m.mu.
+//
+// Matching is a map lookup: the recorded requests are grouped by their
+// normalised form (by method and path alone for InOrder), each group in
+// recorded order with a cursor past its served members, so a hit costs
+// the hash of the live request, not a scan of the cassette. Only a miss
+// scans (for the nearest interaction).
 func (m *matcher) take(q *request, rawURL string) (int, error) {
-	served := -1
-	for i, r := range m.recs {
-		if m.inOrder && r != nil && !m.used[i] && r.method == q.method && r.path == q.path {
+	if m.inOrder {
+		if i, ok := m.byRoute[routeKey{q.method, q.path}].next(m.used); ok {
 			m.used[i] = true
 			return i, nil
 		}
-		if r == nil || !r.sameAs(q) {
-			continue
-		}
-		if !m.used[i] {
+	}
+	same := m.byKey[q.key()]
+	if !m.inOrder {
+		if i, ok := same.next(m.used); ok {
 			m.used[i] = true
 			return i, nil
-		}
-		if served < 0 {
-			served = i
 		}
 	}
 	miss := &MissError{Method: q.method, URL: rawURL, Nearest: -1}
-	if served >= 0 {
-		miss.Nearest, miss.Served = served, true
+	if same != nil {
+		// Every identical recording was served: name the first.
+		miss.Nearest, miss.Served = same.idx[0], true
 		return -1, miss
 	}
 	m.nearest(q, miss)
@@ -313,7 +390,7 @@ func (m *matcher) nearest(q *request, miss *MissError) {
 	if best < 0 {
 		return
 	}
-	r := m.recs[best]
+	r := m.recorded(best)
 	miss.Nearest = best
 	miss.Fields = fields(r, q)
 	miss.Diff = unified(bestOps, fmt.Sprintf("recorded interaction %d", best), "live request", 3)
