@@ -83,7 +83,18 @@ type request struct {
 	query  string // canonical: keys sorted
 	json   bool
 	value  any    // the parsed body with ignored paths dropped, when json
-	body   string // canonical: pretty JSON with sorted keys, or the raw bytes
+	body   string // canonical: compact JSON with sorted keys, or the raw bytes
+	// src, when set, is the request this was normalised from, its value
+	// left out (see full).
+	src *rawRequest
+}
+
+// full is q with its parsed body, for explaining a miss.
+func (m *matcher) full(q *request) *request {
+	if q.src == nil || !q.json || q.value != nil {
+		return q
+	}
+	return m.normalise(q.src.method, q.src.url, []byte(q.src.body))
 }
 
 func (q *request) sameAs(o *request) bool {
@@ -106,7 +117,10 @@ func (q *request) text() []string {
 		return lines
 	}
 	body := q.body
-	if !q.json && !utf8.ValidString(body) {
+	switch {
+	case q.json:
+		body = indent(body)
+	case !utf8.ValidString(body):
 		body = strconv.Quote(body)
 	}
 	return append(lines, strings.Split(body, "\n")...)
@@ -122,7 +136,11 @@ type matcher struct {
 	norm      *normaliser // nil: strings compare as they are
 	onRequest func(Event)
 
-	recs    []*request // by interaction index; value is dropped (see nearest)
+	recs []*request // by interaction index; value is dropped (see nearest)
+	// known maps each recorded request, as recorded, to its normalised
+	// form: a live request that arrives byte for byte as recorded (the
+	// usual case) is not parsed again. Read-only after newMatcher.
+	known   map[rawRequest]*request
 	byKey   map[requestKey]*group
 	byRoute map[routeKey]*group // InOrder only
 
@@ -155,18 +173,27 @@ func newMatcher(f *cassette.File, opts Options) *matcher {
 		}
 	}
 	m.recs = make([]*request, len(f.Interactions))
+	m.known = make(map[rawRequest]*request, len(f.Interactions))
 	for i, it := range f.Interactions {
 		if it == nil {
 			continue
 		}
-		r := m.normalise(it.Request.Method, it.Request.URL, []byte(it.Request.Body))
-		r.value = nil // only a miss needs it, and nearest parses it again
+		raw := rawRequest{it.Request.Method, it.Request.URL, it.Request.Body}
+		r, ok := m.known[raw]
+		if !ok {
+			r = m.normalise(raw.method, raw.url, []byte(raw.body))
+			r.value = nil // only a miss needs it, and nearest parses it again
+			m.known[raw] = r
+		}
 		m.recs[i] = r
 	}
 	m.used = make([]bool, len(f.Interactions))
 	m.index()
 	return m
 }
+
+// rawRequest is a request as it was recorded (or arrived, scrubbed).
+type rawRequest struct{ method, url, body string }
 
 // requestKey is what an exact match compares (see request.sameAs).
 type requestKey struct {
@@ -234,7 +261,7 @@ func (m *matcher) index() {
 // included.
 func (m *matcher) recorded(i int) *request {
 	it := m.f.Interactions[i]
-	return m.normalise(it.Request.Method, it.Request.URL, []byte(it.Request.Body))
+	return m.full(&request{json: true, src: &rawRequest{it.Request.Method, it.Request.URL, it.Request.Body}})
 }
 
 // normalise puts a request in the form matching compares.
@@ -260,7 +287,7 @@ func (m *matcher) normalise(method, rawURL string, body []byte) *request {
 			v = drop(v, p)
 		}
 		v = m.norm.value(v)
-		q.json, q.value, q.body = true, v, pretty(v)
+		q.json, q.value, q.body = true, v, compact(v)
 	} else {
 		q.body = string(body)
 	}
@@ -280,6 +307,14 @@ func (m *matcher) live(method, rawURL string, header http.Header, body io.ReadCl
 	}
 	if m.scrub != nil {
 		rawURL, _, data = m.scrub(method, rawURL, header.Clone(), data)
+	}
+	if r, ok := m.known[rawRequest{method, rawURL, string(data)}]; ok {
+		// Normalising is a function of these three: the recorded form is
+		// this request's form. Its parsed body is dropped; a miss parses
+		// it again (see full).
+		q := *r
+		q.src = &rawRequest{method, rawURL, string(data)}
+		return &q, rawURL, nil
 	}
 	return m.normalise(method, rawURL, data), rawURL, nil
 }
@@ -357,6 +392,7 @@ func (m *matcher) take(q *request, rawURL string) (int, error) {
 // same method and path if any, then the one with the fewest differing
 // lines, then an unserved one, then the earliest.
 func (m *matcher) nearest(q *request, miss *MissError) {
+	q = m.full(q)
 	best, bestSize, bestUsed := -1, 0, false
 	var bestOps []edit
 	tierOf := func(r *request) int {
@@ -530,15 +566,29 @@ func parseJSON(body []byte) (any, bool) {
 
 // pretty renders a parsed JSON value indented, with sorted keys and
 // without HTML escaping.
-func pretty(v any) string {
+func pretty(v any) string { return indent(compact(v)) }
+
+// compact renders a parsed JSON value on one line, with sorted keys and
+// without HTML escaping: the canonical form matching compares (two values
+// have the same compact form exactly when they have the same pretty one,
+// which is its indentation).
+func compact(v any) string {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
 	if err := enc.Encode(v); err != nil {
 		return fmt.Sprint(v)
 	}
 	return strings.TrimSuffix(buf.String(), "\n")
+}
+
+// indent is a compact JSON text indented by two spaces, as pretty prints.
+func indent(s string) string {
+	var buf bytes.Buffer
+	if json.Indent(&buf, []byte(s), "", "  ") != nil {
+		return s
+	}
+	return buf.String()
 }
 
 // drop removes the field at path from v. A segment names an object member;

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // DefaultIgnore lists the request-body fields that known clients fill with
@@ -70,7 +71,22 @@ func dir(pattern string) string {
 }
 
 // normaliser puts placeholders in place of volatile text in strings.
-type normaliser struct{ rules []rule }
+//
+// A session's requests carry the whole conversation so far, so the same
+// strings come back in every request: str remembers what it made of each
+// string that needed the rules (up to memoBytes of them), and a string
+// without the characters every match needs skips the rules altogether.
+type normaliser struct {
+	rules []rule
+
+	mu       sync.Mutex
+	memo     map[string]string
+	memoSize int
+}
+
+// memoBytes bounds what a normaliser remembers (a handler serving
+// requests for a long time meets new strings for ever).
+const memoBytes = 64 << 20
 
 // defaultNormaliser is the built-in normalisation, in the order it is
 // applied:
@@ -141,10 +157,38 @@ func (n *normaliser) str(s string) string {
 	if n == nil || len(s) < 4 {
 		return s
 	}
-	for _, r := range n.rules {
-		s = r.re.ReplaceAllString(s, r.repl)
+	// The temporary and home rules (0 and 1) match only at a slash or a
+	// backslash, the UUID and date rules (2 and 3) only at a '-', and no
+	// rule adds either: testing the original string is exact.
+	slash, dash := strings.ContainsAny(s, `/\`), strings.IndexByte(s, '-') >= 0
+	if !slash && !dash {
+		return s
 	}
-	return s
+	n.mu.Lock()
+	out, ok := n.memo[s]
+	n.mu.Unlock()
+	if ok {
+		return out
+	}
+	out = s
+	for i, r := range n.rules {
+		if i < 2 && !slash || i >= 2 && !dash {
+			continue
+		}
+		out = r.re.ReplaceAllString(out, r.repl)
+	}
+	n.mu.Lock()
+	if n.memoSize+len(s)+len(out) <= memoBytes {
+		if n.memo == nil {
+			n.memo = map[string]string{}
+		}
+		if _, ok := n.memo[s]; !ok {
+			n.memo[s] = out
+			n.memoSize += len(s) + len(out)
+		}
+	}
+	n.mu.Unlock()
+	return out
 }
 
 // value normalises every string in a parsed JSON value, in place where
