@@ -8,6 +8,10 @@
 //	probe tokens [-o FILE] -- BIN ARGS... start BIN, wait for hello, send one
 //	                                      user command, count token lines
 //	                                      until done; print the rate
+//	probe startup -dir D [-n 50] [-codex C] -- BIN
+//	                                      exec → hello of new sessions (fresh and
+//	                                      existing state dirs) beside BIN --version
+//	                                      and codex app-server, interleaved
 //	probe rss -- BIN ARGS...              run BIN with this stdin/stdout and
 //	                                      print its peak RSS from rusage (the
 //	                                      fallback when /usr/bin/time is absent)
@@ -41,6 +45,8 @@ func main() {
 		err = tokens(args)
 	case "rss":
 		err = rss(args)
+	case "startup":
+		err = startup(args)
 	default:
 		usage()
 	}
@@ -51,7 +57,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: probe hello [-n N] -- BIN ARGS... | probe tokens [-o FILE] -- BIN ARGS... | probe rss -- BIN ARGS...")
+	fmt.Fprintln(os.Stderr, "usage: probe hello [-n N] -- BIN ARGS... | probe tokens [-o FILE] -- BIN ARGS... | probe startup -dir D [-n N] [-codex C] -- BIN | probe rss -- BIN ARGS...")
 	os.Exit(2)
 }
 

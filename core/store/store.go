@@ -4,7 +4,9 @@
 // Layout under the state directory:
 //
 //	projects/<hash>/project.txt          the absolute project path, for humans
-//	projects/<hash>/index.json           {"latest":"<session id>"}, replaced atomically
+//	projects/<hash>/index.json           {"latest":"<session id>"}, replaced atomically and durably
+//	projects/<hash>/index.next.json      {"latest":"<id>","crc":"<8 hex>"}: the newest session started,
+//	                                     written before it is durable (see Start)
 //	projects/<hash>/sessions/<id>.jsonl  the transcript, one record a line, append-only
 //	projects/<hash>/sessions/<id>.lock   flock(2)ed by the session's one writable owner
 //
@@ -35,6 +37,18 @@
 // own open file description), and the kernel drops the lock when the owner
 // dies, however it dies. Files are opened close-on-exec, so tools the owner
 // spawns never inherit the lock.
+//
+// Start makes a session for a client that waits on it (openmax --stdio
+// before hello): it owns and creates the session and names it in
+// index.next.json, none of it synced, and publishes it durably (the
+// directory entries synced, index.json replaced) in the background. The
+// first Append waits for that publication, retrying it if it failed, so a
+// record is never acknowledged before its session can be found again after
+// a power cut. Until then a crash of the process loses nothing (the kernel
+// keeps what was written: Latest finds the session through index.next.json),
+// and a power cut loses at most the still empty session, never an older
+// one: index.next.json is trusted only when it checks and names a
+// transcript that exists, else index.json (always whole) decides.
 package store
 
 import (
@@ -49,10 +63,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
-	"github.com/openmax/openmax/internal/atomicfile"
 	"github.com/openmax/openmax/internal/flock"
 	"github.com/openmax/openmax/provider"
 )
@@ -72,6 +86,7 @@ var (
 
 const (
 	indexName   = "index.json"
+	nextName    = "index.next.json"
 	projectName = "project.txt"
 	sessionsDir = "sessions"
 	dirPerm     = 0o700
@@ -103,6 +118,12 @@ func StateDir(getenv func(string) string) (string, error) {
 type Store struct {
 	project string // absolute project path
 	dir     string // the project's folder
+
+	// What Open made and nothing has synced yet, synced by every
+	// publication before its index names a session: the directories
+	// created (outermost first) and whether project.txt was written.
+	madeDirs    []string
+	madeProject bool
 }
 
 // Open returns the store of project (a directory; made absolute, symlinks
@@ -120,14 +141,37 @@ func Open(stateDir, project string) (*Store, error) {
 	}
 	sum := sha256.Sum256([]byte(abs))
 	dir := filepath.Join(stateDir, "projects", hex.EncodeToString(sum[:16]))
-	if err := os.MkdirAll(filepath.Join(dir, sessionsDir), dirPerm); err != nil {
+	sessions := filepath.Join(dir, sessionsDir)
+	made := missingDirs(sessions)
+	if err := os.MkdirAll(sessions, dirPerm); err != nil {
 		return nil, fmt.Errorf("open session store: %w", err)
 	}
-	s := &Store{project: abs, dir: dir}
-	if err := s.writeProjectFile(); err != nil {
+	s := &Store{project: abs, dir: dir, madeDirs: made}
+	wrote, err := s.writeProjectFile()
+	if err != nil {
 		return nil, fmt.Errorf("open session store: %w", err)
 	}
+	s.madeProject = wrote
 	return s, nil
+}
+
+// missingDirs lists the directories MkdirAll(dir) would create, outermost
+// first.
+func missingDirs(dir string) []string {
+	var missing []string
+	for {
+		if _, err := os.Lstat(dir); !errors.Is(err, fs.ErrNotExist) {
+			break
+		}
+		missing = append(missing, dir)
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			break
+		}
+		dir = parent
+	}
+	slices.Reverse(missing)
+	return missing
 }
 
 // Project is the absolute project path the store is keyed by.
@@ -136,22 +180,25 @@ func (s *Store) Project() string { return s.project }
 // Dir is the project's folder in the state directory.
 func (s *Store) Dir() string { return s.dir }
 
-// writeProjectFile records the project path next to its sessions, once.
-func (s *Store) writeProjectFile() error {
+// writeProjectFile records the project path next to its sessions, once,
+// and reports whether it wrote it. It is written unsynced (the first
+// publication syncs it), so a power cut may leave it empty or cut short: a
+// prefix of the path is rewritten, not taken for another project.
+func (s *Store) writeProjectFile() (bool, error) {
 	path := filepath.Join(s.dir, projectName)
 	want := s.project + "\n"
 	got, err := os.ReadFile(path)
 	switch {
 	case err == nil && string(got) == want:
-		return nil
-	case err == nil:
+		return false, nil
+	case err == nil && !strings.HasPrefix(want, string(got)):
 		// A different path with the same 128-bit hash, or a hand-edited file:
 		// either way, do not mix two projects' sessions.
-		return fmt.Errorf("%s names %q, not %q", path, strings.TrimSpace(string(got)), s.project)
-	case !errors.Is(err, fs.ErrNotExist):
-		return err
+		return false, fmt.Errorf("%s names %q, not %q", path, strings.TrimSpace(string(got)), s.project)
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
+		return false, err
 	}
-	return atomicfile.Write(path, []byte(want), filePerm)
+	return true, replaceUnsynced(path, []byte(want))
 }
 
 func (s *Store) indexPath() string { return filepath.Join(s.dir, indexName) }
@@ -170,9 +217,18 @@ type index struct {
 }
 
 // Latest returns the id of the project's latest session: the one most
-// recently made by Create. It is ErrNoSession when there is none, ErrCorrupt
-// when the index cannot be read.
+// recently made by Create or Start. It is ErrNoSession when there is none,
+// ErrCorrupt when the index cannot be read.
 func (s *Store) Latest() (string, error) {
+	if id, ok := s.nextLatest(); ok {
+		return id, nil
+	}
+	return s.indexLatest()
+}
+
+// indexLatest is the latest session as index.json, the durable index, names
+// it.
+func (s *Store) indexLatest() (string, error) {
 	path := s.indexPath()
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -195,10 +251,49 @@ func (s *Store) Latest() (string, error) {
 	return ix.Latest, nil
 }
 
-// Create makes a new, empty session and records it as the project's latest.
-// The returned Writer owns it. An id already in use is an error (wrapping
-// fs.ErrExist, or ErrOwned while it is held).
+// Create makes a new, empty session and records it, durably, as the
+// project's latest. The returned Writer owns it. An id already in use is an
+// error (wrapping fs.ErrExist, or ErrOwned while it is held).
 func (s *Store) Create(sessionID string) (*Writer, error) {
+	w, err := s.create(sessionID)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.publish(sessionID); err != nil {
+		w.f.Close()
+		os.Remove(w.path)
+		unlock(w.lock)
+		return nil, fmt.Errorf("create session %s: %w", sessionID, err)
+	}
+	return w, nil
+}
+
+// Start is Create for a caller that must not wait for the disk (openmax
+// --stdio, whose client waits for hello): it returns once the session is
+// owned, its transcript exists and index.next.json names it, with nothing
+// synced; the publication Create does (the new directory entries synced,
+// index.json replaced) runs in the background. The Writer's first Append
+// waits for it and retries it if it failed, returning the error when it
+// fails again, so no record is acknowledged before its session is durable;
+// Close waits for it too. Errors are Create's, for the steps before it
+// returns.
+//
+// What a crash before the publication ends loses: a killed process,
+// nothing (what it wrote stays in the page cache: Latest names the session,
+// Continue resumes it, and publishes it in turn); a power cut, at most this
+// session, which has no record yet, never an older one (see nextLatest).
+func (s *Store) Start(sessionID string) (*Writer, error) {
+	w, err := s.create(sessionID)
+	if err != nil {
+		return nil, err
+	}
+	w.publishLater(func() error { return s.publish(sessionID) })
+	return w, nil
+}
+
+// create owns and creates a new, empty transcript and names it in
+// index.next.json, syncing nothing.
+func (s *Store) create(sessionID string) (*Writer, error) {
 	if err := checkID(sessionID); err != nil {
 		return nil, fmt.Errorf("create session: %w", err)
 	}
@@ -212,23 +307,11 @@ func (s *Store) Create(sessionID string) (*Writer, error) {
 		unlock(lock)
 		return nil, fmt.Errorf("create session %s: %w", sessionID, err)
 	}
-	fail := func(err error) (*Writer, error) {
+	if err := s.writeNext(sessionID); err != nil {
 		f.Close()
 		os.Remove(path)
 		unlock(lock)
 		return nil, fmt.Errorf("create session %s: %w", sessionID, err)
-	}
-	// The transcript's directory entry must be durable before the index can
-	// name it.
-	if err := atomicfile.SyncDir(filepath.Dir(path)); err != nil {
-		return fail(err)
-	}
-	data, err := json.Marshal(index{Latest: sessionID})
-	if err != nil {
-		return fail(err)
-	}
-	if err := atomicfile.Write(s.indexPath(), append(data, '\n'), filePerm); err != nil {
-		return fail(err)
 	}
 	return &Writer{id: sessionID, path: path, f: f, lock: lock}, nil
 }
@@ -273,6 +356,11 @@ func (s *Store) Continue(sessionID string) (*Writer, []provider.Message, error) 
 		return nil, nil, err
 	}
 	w := &Writer{id: sessionID, path: path, f: f, lock: lock, size: size}
+	if s.unpublished(sessionID) {
+		// Started by a process that died before publishing it: publish it
+		// before the first record this Writer acknowledges.
+		w.publishLater(func() error { return s.publish(sessionID) })
+	}
 	return w, msgs, nil
 }
 
@@ -340,8 +428,9 @@ type Writer struct {
 	mu    sync.Mutex
 	f     appendFile // nil once closed
 	lock  *flock.Lock
-	size  int64 // bytes of good records in the file
-	dirty error // why the file may hold bytes past size: a failed append not yet undone
+	size  int64        // bytes of good records in the file
+	dirty error        // why the file may hold bytes past size: a failed append not yet undone
+	pub   *publication // the session's publication, until it has succeeded
 }
 
 // appendFile is what a Writer needs of its transcript (an *os.File opened
@@ -374,6 +463,9 @@ func (w *Writer) Append(m provider.Message) error {
 	defer w.mu.Unlock()
 	if w.f == nil {
 		return fmt.Errorf("append to session %s: writer is closed", w.id)
+	}
+	if err := w.published(); err != nil {
+		return fmt.Errorf("append to session %s: %w", w.id, err)
 	}
 	if w.dirty != nil {
 		if err := w.repair(); err != nil {
@@ -441,9 +533,13 @@ func (w *Writer) Close() error {
 	if w.f == nil {
 		return nil
 	}
+	perr := w.published()
 	ferr := w.f.Close()
 	lerr := unlock(w.lock)
 	w.f, w.lock = nil, nil
+	if perr != nil {
+		return fmt.Errorf("close session %s: %w", w.id, perr)
+	}
 	if ferr != nil {
 		return fmt.Errorf("close session %s: %w", w.id, ferr)
 	}
