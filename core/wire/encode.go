@@ -14,9 +14,7 @@ import (
 func AppendEvent(dst []byte, sessionID string, e Event) ([]byte, error) {
 	dst = append(dst, `{"session_id":`...)
 	dst = appendString(dst, sessionID)
-	dst = append(dst, `,"type":`...)
-	dst = appendString(dst, e.EventType())
-	return appendFields(dst, e)
+	return appendEventAfterID(dst, e)
 }
 
 // AppendLine appends the JSON line (with its newline) for a non-event line:
@@ -27,7 +25,19 @@ func AppendLine(dst []byte, l Line) ([]byte, error) {
 	return appendFields(dst, l)
 }
 
+// appendFields appends v's fields after a line's type, then the closing
+// brace and the newline: by v's plan when it has one (encode_fast.go),
+// else through encoding/json.
 func appendFields(dst []byte, v any) ([]byte, error) {
+	if out, ok := appendFieldsFast(dst, v); ok {
+		return out, nil
+	}
+	return appendFieldsReflect(dst, v)
+}
+
+// appendFieldsReflect is appendFields through encoding/json: the reference
+// the fast path is held to, and the path of the types it does not plan.
+func appendFieldsReflect(dst []byte, v any) ([]byte, error) {
 	v = withDefaults(v)
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -77,9 +87,9 @@ func withDefaults(v any) any {
 	return v
 }
 
+// appendString appends s as json.Marshal encodes it (HTML escaping on).
 func appendString(dst []byte, s string) []byte {
-	b, _ := json.Marshal(s) // a string always marshals
-	return append(dst, b...)
+	return appendQuoted(dst, s, true)
 }
 
 // LineWriter takes protocol lines one at a time, each whole and without its
@@ -96,6 +106,7 @@ type Writer struct {
 	mu        sync.Mutex
 	lw        LineWriter
 	sessionID string
+	idPrefix  []byte // `{"session_id":"…"`, how every event line starts
 	buf       []byte
 	err       error
 	failed    chan struct{}
@@ -103,7 +114,8 @@ type Writer struct {
 
 // NewWriter returns a Writer to lw stamping events with sessionID.
 func NewWriter(lw LineWriter, sessionID string) *Writer {
-	return &Writer{lw: lw, sessionID: sessionID, failed: make(chan struct{})}
+	return &Writer{lw: lw, sessionID: sessionID, failed: make(chan struct{}),
+		idPrefix: appendString([]byte(`{"session_id":`), sessionID)}
 }
 
 // Failed is closed once a write has failed.
@@ -124,7 +136,7 @@ func (w *Writer) Event(e Event) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	var err error
-	w.buf, err = AppendEvent(w.buf[:0], w.sessionID, e)
+	w.buf, err = appendEventAfterID(append(w.buf[:0], w.idPrefix...), e)
 	return w.flushLocked(err)
 }
 
@@ -137,6 +149,32 @@ func (w *Writer) Line(l Line) error {
 	return w.flushLocked(err)
 }
 
+// Flusher is implemented by a LineWriter that may hold the lines it is
+// given and write them later (core/stdio's StreamConn batches them). Flush
+// returns once every line given before it is written, with the first
+// error writing any of them.
+type Flusher interface {
+	Flush() error
+}
+
+// Flush makes a LineWriter that holds lines back (a Flusher) write them
+// out now, and returns once it has. Its failure counts as a failed write:
+// Failed closes and every later call reports it. With any other
+// LineWriter, Flush only reports an earlier failure.
+func (w *Writer) Flush() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil {
+		return w.err
+	}
+	if f, ok := w.lw.(Flusher); ok {
+		if err := f.Flush(); err != nil {
+			return w.failLocked(err)
+		}
+	}
+	return nil
+}
+
 func (w *Writer) flushLocked(err error) error {
 	if w.err != nil {
 		return w.err
@@ -146,12 +184,17 @@ func (w *Writer) flushLocked(err error) error {
 	}
 	line := w.buf[:len(w.buf)-1] // Append* end every line with its newline
 	if err := w.lw.WriteLine(line); err != nil {
-		w.err = fmt.Errorf("wire: write: %w", err)
-		close(w.failed)
-		return w.err
+		return w.failLocked(err)
 	}
 	if cap(w.buf) > 1<<20 {
 		w.buf = nil // do not pin a huge line's buffer
 	}
 	return nil
+}
+
+// failLocked records the first write error and closes Failed.
+func (w *Writer) failLocked(err error) error {
+	w.err = fmt.Errorf("wire: write: %w", err)
+	close(w.failed)
+	return w.err
 }

@@ -1,0 +1,236 @@
+package wire
+
+import (
+	"reflect"
+	"strconv"
+	"sync"
+	"unicode/utf8"
+)
+
+// The fast path of the emitter. Every event and line whose fields are all
+// scalars (string, int, *int, bool) is encoded by a plan derived from its
+// Def, field by field, straight into the caller's buffer: no reflection
+// through encoding/json, no allocation. The output is byte for byte what
+// the reflective path (appendFieldsReflect) writes for the same value; the
+// property test in encode_fast_test.go holds the two together. A type with
+// an array or object field is left to the reflective path.
+
+// plan encodes one Go type: its line's type member, then its fields.
+type plan struct {
+	typ    reflect.Type
+	member string // `,"type":"token"`: what follows an event's session_id
+	fields []planField
+}
+
+// planField is one field of a plan.
+type planField struct {
+	key   string // `"name":`
+	index int    // Go struct field index
+	kind  planKind
+	omit  bool // omitempty: left out when zero
+}
+
+type planKind uint8
+
+const (
+	planString planKind = iota
+	planInt
+	planNullableInt
+	planBool
+)
+
+// plans returns the plan of every Def that has one, events first in their
+// definition order (token leads), so the lookup of the busiest types is the
+// shortest. It is built on first use (the Defs' fields are derived at init)
+// and only read afterwards.
+var plans = sync.OnceValue(func() []*plan {
+	var ps []*plan
+	for _, defs := range [][]*Def{Events, Lines} {
+		for _, d := range defs {
+			if p := planOf(d); p != nil {
+				ps = append(ps, p)
+			}
+		}
+	}
+	return ps
+})
+
+// planFor returns the plan of t, or nil.
+func planFor(t reflect.Type) *plan {
+	for _, p := range plans() {
+		if p.typ == t {
+			return p
+		}
+	}
+	return nil
+}
+
+// planOf returns the plan for d's fields, or nil when a field is not a
+// scalar the plan encodes the way encoding/json does.
+func planOf(d *Def) *plan {
+	t := reflect.TypeOf(d.Proto)
+	p := &plan{typ: t, member: `,"type":` + string(appendQuoted(nil, d.Name, true))}
+	for _, f := range d.Fields {
+		ft := t.Field(f.index).Type
+		pf := planField{key: string(appendQuoted(nil, f.Name, true)) + ":", index: f.index, omit: f.Optional}
+		switch {
+		case f.Kind == KindString && ft.Kind() == reflect.String:
+			pf.kind = planString
+		case f.Kind == KindInteger && !f.Nullable && ft.Kind() == reflect.Int:
+			pf.kind = planInt
+		case f.Kind == KindInteger && f.Nullable && ft.Kind() == reflect.Pointer && ft.Elem().Kind() == reflect.Int:
+			pf.kind = planNullableInt
+		case f.Kind == KindBoolean && ft.Kind() == reflect.Bool:
+			pf.kind = planBool
+		default:
+			return nil
+		}
+		p.fields = append(p.fields, pf)
+	}
+	return p
+}
+
+// appendFieldsFast appends v's fields and the closing brace and newline,
+// as appendFields does, and reports false (appending nothing) when v's type
+// has no plan.
+func appendFieldsFast(dst []byte, v any) ([]byte, bool) {
+	p := planFor(reflect.TypeOf(v))
+	if p == nil {
+		return dst, false
+	}
+	return p.appendFields(dst, v), true
+}
+
+// appendFields appends v's fields, the closing brace and the newline; v's
+// type is p's.
+func (p *plan) appendFields(dst []byte, v any) []byte {
+	rv := reflect.ValueOf(v)
+	for i := range p.fields {
+		f := &p.fields[i]
+		fv := rv.Field(f.index)
+		switch f.kind {
+		case planString:
+			s := fv.String()
+			if f.omit && s == "" {
+				continue
+			}
+			dst = append(dst, ',')
+			dst = append(dst, f.key...)
+			dst = appendQuoted(dst, s, false)
+		case planInt:
+			n := fv.Int()
+			if f.omit && n == 0 {
+				continue
+			}
+			dst = append(dst, ',')
+			dst = append(dst, f.key...)
+			dst = strconv.AppendInt(dst, n, 10)
+		case planNullableInt:
+			if fv.IsNil() {
+				if f.omit {
+					continue
+				}
+				dst = append(dst, ',')
+				dst = append(dst, f.key...)
+				dst = append(dst, "null"...)
+				continue
+			}
+			dst = append(dst, ',')
+			dst = append(dst, f.key...)
+			dst = strconv.AppendInt(dst, fv.Elem().Int(), 10)
+		case planBool:
+			b := fv.Bool()
+			if f.omit && !b {
+				continue
+			}
+			dst = append(dst, ',')
+			dst = append(dst, f.key...)
+			dst = strconv.AppendBool(dst, b)
+		}
+	}
+	return append(dst, '}', '\n')
+}
+
+// appendEventAfterID appends what follows an event line's session_id
+// value: its type member and its fields, as AppendEvent does.
+func appendEventAfterID(dst []byte, e Event) ([]byte, error) {
+	if p := planFor(reflect.TypeOf(e)); p != nil {
+		return p.appendFields(append(dst, p.member...), e), nil
+	}
+	dst = append(dst, `,"type":`...)
+	dst = appendString(dst, e.EventType())
+	return appendFieldsReflect(dst, e)
+}
+
+// safeASCII[b] says whether the ASCII byte b stands for itself inside a
+// JSON string as encoding/json writes it with HTML escaping off;
+// htmlSafeASCII, with it on (<, > and & escaped too).
+var safeASCII, htmlSafeASCII [utf8.RuneSelf]bool
+
+func init() {
+	for b := 0x20; b < utf8.RuneSelf; b++ {
+		safeASCII[b] = b != '"' && b != '\\'
+		htmlSafeASCII[b] = safeASCII[b] && b != '<' && b != '>' && b != '&'
+	}
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendQuoted appends s as a JSON string exactly as encoding/json encodes
+// a Go string: quotes and backslashes escaped, control characters as \b,
+// \f, \n, \r, \t or \u00XX, invalid UTF-8 as \ufffd, U+2028 and U+2029
+// escaped, and, when html is set (as json.Marshal does), <, > and & as
+// \u003c, \u003e and \u0026.
+func appendQuoted(dst []byte, s string, html bool) []byte {
+	safe := &safeASCII
+	if html {
+		safe = &htmlSafeASCII
+	}
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		b := s[i]
+		if b < utf8.RuneSelf {
+			if safe[b] {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch b {
+			case '"', '\\':
+				dst = append(dst, '\\', b)
+			case '\b':
+				dst = append(dst, '\\', 'b')
+			case '\f':
+				dst = append(dst, '\\', 'f')
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default: // other control characters, and <, > and & when html
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		c, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case c == utf8.RuneError && size == 1:
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+		case c == '\u2028' || c == '\u2029':
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[c&0xF])
+		default:
+			i += size
+			continue
+		}
+		i += size
+		start = i
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
