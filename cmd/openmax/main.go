@@ -251,15 +251,10 @@ func runCheck(input string, stdin io.Reader, stdout, stderr io.Writer) int {
 		c.SetInput(data)
 	}
 	bw := newBufferedWriter(stdout)
+	var out []byte // reused: a valid stream has millions of verdicts
 	bad, err := c.Stream(stdin, func(v wire.Verdict) {
-		switch {
-		case v.Line == 0:
-			fmt.Fprintf(bw, "end: %v\n", v.Err)
-		case v.Err != nil:
-			fmt.Fprintf(bw, "%d: %v\n", v.Line, v.Err)
-		default:
-			fmt.Fprintf(bw, "%d: ok\n", v.Line)
-		}
+		out = append(v.AppendLine(out[:0]), '\n')
+		_, _ = bw.Write(out) // a failed write shows again at Flush
 	})
 	if ferr := bw.Flush(); ferr != nil && err == nil {
 		err = ferr

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -40,6 +41,14 @@ type Checker struct {
 	approvals map[string]bool
 
 	input *clientInput // set by SetInput
+
+	members object // reused by every line: the split of the current one
+	scratch []byte // reused for decoding escaped strings
+
+	// twoPass reads lines the way the checker did before the single pass:
+	// json.Valid and then a split, checkFields, every string decoded. Only
+	// tests set it, to use the old reading as the oracle for the new one.
+	twoPass bool
 }
 
 // NewChecker returns a Checker at the start of a stream.
@@ -56,6 +65,10 @@ func (c *Checker) Line(line []byte) error {
 	if err == nil && c.input != nil {
 		c.observeInput(typ, m.str("message"), m.str("stop_reason"))
 	}
+	// Keep the members' slice for the next line, but not the line it
+	// points into.
+	clear(c.members[:cap(c.members)])
+	c.members = c.members[:0]
 	return err
 }
 
@@ -63,13 +76,20 @@ func (c *Checker) line(line []byte) (string, object, error) {
 	if !utf8.Valid(line) {
 		return "", nil, fmt.Errorf("not valid UTF-8")
 	}
-	m, err := parseObject(line)
+	var m object
+	var err error
+	if c.twoPass {
+		m, err = parseObjectTwoPass(line)
+	} else {
+		m, err = parseObjectInto(c.members, line)
+	}
 	if err != nil {
 		if errors.Is(err, errNotObject) {
 			return "", nil, fmt.Errorf("not a JSON object: %s", jsonKind(line))
 		}
 		return "", nil, fmt.Errorf("not a JSON object: %s", describeJSONError(line, err))
 	}
+	c.members = m
 	rawType, ok := m.get("type")
 	if !ok {
 		return "", nil, fmt.Errorf(`missing "type"`)
@@ -77,14 +97,20 @@ func (c *Checker) line(line []byte) (string, object, error) {
 	if jsonKind(rawType) != "string" {
 		return "", nil, fmt.Errorf(`"type" must be a string, got %s`, jsonKind(rawType))
 	}
-	typ := unquote(rawType)
-	d, ok := EventDef(typ)
-	if !ok {
-		d, ok = LineDef(typ)
+	var d *Def
+	if c.twoPass {
+		d, ok = EventDef(unquote(rawType))
+		if !ok {
+			d, ok = LineDef(unquote(rawType))
+		}
+	} else {
+		d, ok = lineDef(rawType)
 	}
 	if !ok {
+		typ := unquote(rawType)
 		return typ, nil, fmt.Errorf("unknown type %s", quoteShort(typ))
 	}
+	typ := d.Name
 	if err := c.shape(d, m); err != nil {
 		return typ, nil, fmt.Errorf("%s: %w", typ, err)
 	}
@@ -94,16 +120,38 @@ func (c *Checker) line(line []byte) (string, object, error) {
 	return typ, m, nil
 }
 
+// lineDef finds the definition named by a line's raw "type" string, events
+// first, without allocating when the name has no escapes.
+func lineDef(rawType []byte) (*Def, bool) {
+	if s, plain := plainString(rawType); plain {
+		if d, ok := eventByName[string(s)]; ok {
+			return d, true
+		}
+		d, ok := lineByName[string(s)]
+		return d, ok
+	}
+	typ := unquote(rawType)
+	if d, ok := EventDef(typ); ok {
+		return d, true
+	}
+	return LineDef(typ)
+}
+
+var sessionIDField = Field{Name: "session_id", Kind: KindString, NonEmpty: true}
+
 func (c *Checker) shape(d *Def, m object) error {
-	extra := []string{"type"}
+	var names [2]string
+	extra := append(names[:0], "type")
 	if d.SessionID && d.Role == RoleEvent {
 		raw, ok := m.get("session_id")
 		if !ok {
 			return fmt.Errorf(`missing "session_id"`)
 		}
-		f := Field{Name: "session_id", Kind: KindString, NonEmpty: true}
-		if err := checkValue(&f, raw); err != nil {
-			return err
+		if c.twoPass || !plainValue(&sessionIDField, raw) {
+			f := sessionIDField
+			if err := checkValue(&f, raw); err != nil {
+				return err
+			}
 		}
 		extra = append(extra, "session_id")
 	} else if !d.SessionID {
@@ -111,7 +159,10 @@ func (c *Checker) shape(d *Def, m object) error {
 			return fmt.Errorf("must not carry session_id")
 		}
 	}
-	return checkFields(d.Fields, m, extra...)
+	if c.twoPass {
+		return checkFields(d.Fields, m, extra...)
+	}
+	return checkLineFields(d.Fields, m, extra)
 }
 
 // outsideTurn lists the event types that may appear outside a turn.
@@ -143,7 +194,8 @@ func (c *Checker) sequence(d *Def, m object) error {
 		return fmt.Errorf("hello only as the first line")
 	}
 	if d.SessionID {
-		if sid := m.str("session_id"); sid != c.sessionID {
+		if raw, _ := m.get("session_id"); !c.strEq(raw, c.sessionID) {
+			sid := m.str("session_id")
 			return fmt.Errorf("session_id %s differs from hello's %s", quoteShort(sid), quoteShort(c.sessionID))
 		}
 	}
@@ -207,9 +259,10 @@ func (c *Checker) sequence(d *Def, m object) error {
 			c.run, c.runFrom = true, c.n
 			c.runText.Reset()
 		}
-		c.runText.WriteString(m.str("text"))
+		raw, _ := m.get("text")
+		c.appendValue(&c.runText, raw)
 	case "message_done":
-		if c.run && m.str("text") != c.runText.String() {
+		if raw, _ := m.get("text"); c.run && !c.strEq(raw, c.runText.String()) {
 			return fmt.Errorf("text differs from the run of tokens it closes (line %d on)", c.runFrom)
 		}
 		c.run, c.closed = false, true
@@ -337,13 +390,16 @@ func CheckStream(r io.Reader, report func(Verdict)) (int, error) {
 	return NewChecker().Stream(r, report)
 }
 
-// Stream validates every line of r with c, like CheckStream.
+// Stream validates every line of r with c, like CheckStream. Each line is
+// read once and parsed once; memory stays near MaxLine whatever the input
+// (a longer line is spooled to a temporary file until its end shows whether
+// it is within MaxCheckedLine).
 func (c *Checker) Stream(r io.Reader, report func(Verdict)) (int, error) {
-	lr := NewLineReader(r, MaxCheckedLine)
+	lr := newLineSplitter(r, MaxCheckedLine, MaxLine, streamReadBuffer)
+	defer lr.close()
 	bad := 0
 	for {
-		line, err := lr.Next()
-		var tooLong *LineTooLongError
+		line, size, err := lr.next()
 		switch {
 		case errors.Is(err, io.EOF):
 			if err := c.End(); err != nil {
@@ -351,11 +407,11 @@ func (c *Checker) Stream(r io.Reader, report func(Verdict)) (int, error) {
 				report(Verdict{Line: 0, Err: err})
 			}
 			return bad, nil
-		case errors.As(err, &tooLong):
+		case errors.Is(err, errLineTooLong):
 			c.n++
 			c.prev = ""
 			bad++
-			report(Verdict{Line: c.n, Err: fmt.Errorf("%d bytes: longer than the checker reads (%d MiB)", tooLong.Size, MaxCheckedLine>>20)})
+			report(Verdict{Line: c.n, Err: fmt.Errorf("%d bytes: longer than the checker reads (%d MiB)", size, MaxCheckedLine>>20)})
 			continue
 		case err != nil:
 			return bad, fmt.Errorf("read: %w", err)
@@ -367,4 +423,26 @@ func (c *Checker) Stream(r io.Reader, report func(Verdict)) (int, error) {
 		}
 		report(v)
 	}
+}
+
+// streamReadBuffer is Stream's read buffer: lines up to this size are
+// checked in place, without a copy.
+const streamReadBuffer = 256 << 10
+
+// AppendLine appends the line `openmax --check` prints for v, without its
+// newline: "N: ok", "N: <violation>", or "end: <violation>" for the end of
+// the stream.
+func (v Verdict) AppendLine(b []byte) []byte {
+	if v.Line == 0 {
+		b = append(b, "end: "...)
+		if v.Err == nil {
+			return append(b, "<nil>"...)
+		}
+		return append(b, v.Err.Error()...)
+	}
+	b = append(strconv.AppendInt(b, int64(v.Line), 10), ": "...)
+	if v.Err == nil {
+		return append(b, "ok"...)
+	}
+	return append(b, v.Err.Error()...)
 }

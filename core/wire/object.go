@@ -27,6 +27,24 @@ var errNotObject = errors.New("not an object")
 // parseObject splits data, which must be one JSON object, into members. A
 // key given twice is an error.
 func parseObject(data []byte) (object, error) {
+	return parseObjectInto(make(object, 0, 8), data)
+}
+
+// parseObjectInto is parseObject appending to dst, so a caller that reads
+// many lines can reuse one slice. Well-formed objects take one pass
+// (splitObject); anything else goes through parseObjectTwoPass, which names
+// the problem.
+func parseObjectInto(dst object, data []byte) (object, error) {
+	if o, ok := splitObject(dst[:0], data); ok {
+		return o, nil
+	}
+	return parseObjectTwoPass(data)
+}
+
+// parseObjectTwoPass is the original reader: json.Valid over the whole line,
+// then a split that trusts it. It is the reference the single pass is
+// tested against, and the path that describes every malformed line.
+func parseObjectTwoPass(data []byte) (object, error) {
 	if !json.Valid(data) {
 		var v any
 		err := json.Unmarshal(data, &v)
