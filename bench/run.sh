@@ -10,7 +10,8 @@
 #   2. peak RSS of openmax --stdio --provider echo reading a 1 GiB stdin line
 #      (and asserts the protocol_error, a working session after it, exit 0)
 #   3. token lines per second, scripted provider → stdout, user → done
-#   4. exec → hello latency over 50 runs (median, p90)
+#   4. exec → hello of a new session over 50 runs (median, p90), beside the
+#      floor (openmax --version) and codex app-server when installed
 #   5. the Go benchmarks behind 1 and 3 (GOBENCH=0 skips them)
 #
 # Knobs (environment): STREAM_MB=200 LONG_LINE_BYTES=1073741824 TOKENS=200000
@@ -176,10 +177,19 @@ tok_rate=$(median "${tok_rates[@]}")
 tok_load=$(kv startup_to_hello_ms "$tmp/tokens.kv")
 
 # ---- 4. exec → hello -------------------------------------------------------
-echo "== 4. exec → first stdout line (hello), $HELLO_RUNS runs after one warm-up"
-"$tmp/probe" hello -n "$HELLO_RUNS" -- "$om" --stdio --provider echo --session-id s-bench >"$tmp/hello.kv" ||
-	fail "probe hello failed"
+# A new session every run, as users get it: no --session-id (a fixed one is
+# in use after the first run, and such a run skips saving the session), in a
+# state directory kept across runs and in a new one each run, interleaved
+# with the floor (openmax --version) and codex app-server when it is found.
+# bench/startup.sh runs this alone, repeated, with the store's Go benchmark.
+codex=${CODEX:-$(command -v codex 2>/dev/null || ls -1 "${XDG_CACHE_HOME:-$HOME/.cache}"/openmax-npm/*/node_modules/.bin/codex 2>/dev/null | head -1 || true)}
+codex_args=()
+[[ -n $codex ]] && codex_args=(-codex "$codex")
+echo "== 4. exec → hello of a new session, $HELLO_RUNS interleaved rounds after one warm-up (codex: ${codex:-not installed})"
+"$tmp/probe" startup -n "$HELLO_RUNS" -dir "$tmp/startup" "${codex_args[@]}" -- "$om" >"$tmp/hello.kv" ||
+	fail "probe startup failed"
 sed 's/^/   /' "$tmp/hello.kv"
+rm -rf "$tmp/startup"
 
 # ---- 5. Go benchmarks --------------------------------------------------------
 gb_check="skipped" gb_tok="skipped"
@@ -220,4 +230,11 @@ row "   peak RSS, baseline session (one short turn)" "$(calc "\"%.1f\", $base_kb
 row "3. token lines/s, script provider, $TOKENS chunks" "$tok_rate tokens/s (median of $RUNS, user->done)"
 row "   exec->hello with that scenario loaded" "$tok_load ms"
 row "   Go BenchmarkServeTokens/deltas=200000" "$gb_tok"
-row "4. exec->hello, echo provider, $HELLO_RUNS runs" "median $(kv hello_median_ms "$tmp/hello.kv") ms, p90 $(kv hello_p90_ms "$tmp/hello.kv") ms"
+row "4. exec->hello, new session, existing state dir" "median $(kv existing_median_ms "$tmp/hello.kv") ms, p90 $(kv existing_p90_ms "$tmp/hello.kv") ms (+$(kv existing_over_floor_ms "$tmp/hello.kv") ms over the floor)"
+row "   the same, a new state dir each run" "median $(kv fresh_median_ms "$tmp/hello.kv") ms, p90 $(kv fresh_p90_ms "$tmp/hello.kv") ms (+$(kv fresh_over_floor_ms "$tmp/hello.kv") ms)"
+row "   floor: openmax --version" "median $(kv floor_median_ms "$tmp/hello.kv") ms, p90 $(kv floor_p90_ms "$tmp/hello.kv") ms"
+if [[ -n $codex ]]; then
+	row "   codex app-server exec->initialize answered" "median $(kv codex_median_ms "$tmp/hello.kv") ms, p90 $(kv codex_p90_ms "$tmp/hello.kv") ms"
+else
+	row "   codex app-server" "not installed (CODEX=path adds it)"
+fi

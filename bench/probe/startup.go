@@ -19,9 +19,10 @@ import (
 // exec → hello, with no --session-id (so every run makes and saves a new
 // session, as a user's does), beside the process floor (BIN --version: exec,
 // Go runtime start, one line out) and, when given, codex app-server's exec →
-// initialize response. The kinds are interleaved round by round, so load
-// from other work on the machine falls on all of them alike, and the cost
-// over the floor is the median of the per-round differences.
+// initialize response. The kinds are interleaved round by round (each round
+// starting with the next kind), so load from other work on the machine falls
+// on all of them alike, and the cost over the floor is the median of the
+// per-round differences.
 //
 // Kinds:
 //
@@ -120,7 +121,11 @@ func startup(args []string) error {
 
 	times := make([][]time.Duration, len(kinds))
 	for round := 0; round <= *n; round++ {
-		for k, kd := range kinds {
+		// Each round starts with the next kind, so no kind always follows the
+		// same other one (whose exit may leave the disk busy).
+		for i := range kinds {
+			k := (round + i) % len(kinds)
+			kd := kinds[k]
 			d, err := kd.run(round)
 			if err != nil {
 				return fmt.Errorf("%s, round %d: %w", kd.name, round, err)

@@ -192,25 +192,3 @@ func (w *Writer) published() error {
 	w.pub = nil
 	return nil
 }
-
-// replaceUnsynced replaces path with data as atomicfile.Write does (a
-// temporary file renamed over it: a reader never sees it half written) but
-// syncs nothing, so the new content survives the process dying, not
-// necessarily the machine.
-func replaceUnsynced(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	_, werr := tmp.Write(data)
-	cerr := tmp.Close()
-	if err := errors.Join(werr, cerr); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	return nil
-}

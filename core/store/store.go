@@ -198,7 +198,10 @@ func (s *Store) writeProjectFile() (bool, error) {
 	case err != nil && !errors.Is(err, fs.ErrNotExist):
 		return false, err
 	}
-	return true, replaceUnsynced(path, []byte(want))
+	// In place, not renamed into place: the fewest journal updates on the way
+	// to hello. A reader meanwhile (another process opening the project for
+	// the first time) sees a prefix, accepts it and writes the same bytes.
+	return true, os.WriteFile(path, []byte(want), filePerm)
 }
 
 func (s *Store) indexPath() string { return filepath.Join(s.dir, indexName) }
