@@ -35,7 +35,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	vcrcassette "github.com/dnaeon/go-vcr/v2/cassette"
@@ -174,22 +173,36 @@ func run(runs int, turns, mbs []int, cpuprofile string) error {
 func measureLoad(path, with string) (time.Duration, int64, error) {
 	cmd := exec.Command(os.Args[0], "-load", path, "-with", with)
 	cmd.Stderr = os.Stderr
+	cmd.Env = append(os.Environ(), "GOGC=") // each loader with Go's default GC
 	out, err := cmd.Output()
 	if err != nil {
 		return 0, 0, fmt.Errorf("%s loading %s: %w", with, path, err)
 	}
-	d, err := time.ParseDuration(strings.TrimSpace(string(out)))
-	if err != nil {
-		return 0, 0, err
+	var d time.Duration
+	var kb int64
+	if _, err := fmt.Sscan(string(out), &d, &kb); err != nil {
+		return 0, 0, fmt.Errorf("the child printed %q: %w", out, err)
 	}
-	ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-	if !ok {
-		return 0, 0, errors.New("no rusage")
-	}
-	return d, ru.Maxrss << 10, nil
+	return d, kb << 10, nil
 }
 
-// child loads a cassette and prints how long it took.
+// peakRSS is this process's peak resident set (VmHWM) in KiB. The child
+// reads its own: the rusage of a child started with vfork counts the
+// parent's pages it shared before exec.
+func peakRSS() (int64, error) {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, err
+	}
+	for _, l := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(l, "VmHWM:"); ok {
+			return strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+		}
+	}
+	return 0, errors.New("no VmHWM in /proc/self/status")
+}
+
+// child loads a cassette and prints how long it took and its peak RSS.
 func child(path, with string) error {
 	start := time.Now()
 	n := 0
@@ -213,7 +226,12 @@ func child(path, with string) error {
 	if n == 0 {
 		return errors.New("no interactions loaded")
 	}
-	fmt.Println(d)
+	kb, err := peakRSS()
+	if err != nil {
+		return err
+	}
+	fmt.Println(int64(d), kb)
+	runtime.KeepAlive(n)
 	return nil
 }
 

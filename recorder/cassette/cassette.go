@@ -195,17 +195,82 @@ var ErrTooLarge = errors.New("cassette: the file is too large")
 // ErrAlias is returned (wrapped) for a cassette that uses a YAML alias.
 var ErrAlias = errors.New("a YAML alias")
 
-// Load reads a cassette file.
+// Load reads a cassette file. It decodes the file as it reads it, with a
+// reader for the YAML the recorder writes (see fastRead), and reads
+// anything else whole with yaml.v3.
 func Load(path string) (*File, error) {
-	data, err := ReadFile(path)
-	if err != nil {
-		return nil, err
+	f, err := loadFast(path)
+	if errors.Is(err, errUnsupported) {
+		var data []byte
+		if data, err = ReadFile(path); err == nil {
+			f, err = parseYAML(data)
+		}
 	}
-	f, err := Parse(data)
+	if err == nil {
+		err = f.check()
+	}
 	if err != nil {
-		return nil, fmt.Errorf("cassette %s: %w", path, err)
+		if errors.Is(err, ErrTooLarge) || !errors.Is(err, errParse) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("cassette %s: %w", path, errors.Unwrap(err))
 	}
 	return f, nil
+}
+
+// errParse marks an error in a cassette's content, for Load to name the
+// file.
+var errParse = errors.New("parse")
+
+type parseError struct{ err error }
+
+func (e parseError) Error() string   { return e.err.Error() }
+func (e parseError) Unwrap() error   { return e.err }
+func (e parseError) Is(t error) bool { return t == errParse }
+
+// loadFast decodes the file at path with fastRead, refusing one over
+// MaxFileSize as ReadFile does.
+func loadFast(path string) (*File, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("cassette: %w", err)
+	}
+	defer fh.Close()
+	if fi, err := fh.Stat(); err == nil && fi.Mode().IsRegular() && fi.Size() > MaxFileSize {
+		return nil, fmt.Errorf("%w: %s is %d bytes, the limit is %d (%d MiB)", ErrTooLarge, path, fi.Size(), int64(MaxFileSize), MaxFileSize>>20)
+	}
+	lr := &limitReader{r: fh, n: MaxFileSize}
+	f, err := fastRead(lr)
+	if lr.over {
+		return nil, fmt.Errorf("%w: %s is over the limit of %d bytes (%d MiB)", ErrTooLarge, path, int64(MaxFileSize), MaxFileSize>>20)
+	}
+	if err != nil && !errors.Is(err, errUnsupported) {
+		return nil, fmt.Errorf("cassette: %w", err)
+	}
+	return f, err
+}
+
+// limitReader reads at most n bytes, and notes a read past them.
+type limitReader struct {
+	r    io.Reader
+	n    int64
+	over bool
+}
+
+func (l *limitReader) Read(p []byte) (int, error) {
+	if l.n < 0 {
+		return 0, io.EOF
+	}
+	if int64(len(p)) > l.n+1 {
+		p = p[:l.n+1]
+	}
+	n, err := l.r.Read(p)
+	l.n -= int64(n)
+	if l.n < 0 {
+		l.over = true
+		return 0, io.EOF
+	}
+	return n, err
 }
 
 // ReadFile reads a recording file of at most MaxFileSize bytes; a larger
@@ -236,39 +301,80 @@ func ReadFile(path string) ([]byte, error) {
 // chunks must add up to its body, and its time offsets must be between 0
 // and MaxOffset, the chunks' in arrival order (see CheckTiming).
 func Parse(data []byte) (*File, error) {
-	var root yaml.Node
-	if err := yaml.Unmarshal(data, &root); err != nil {
+	f, err := fastRead(bytes.NewReader(data))
+	if errors.Is(err, errUnsupported) {
+		f, err = parseYAML(data)
+	}
+	if err == nil {
+		err = f.check()
+	}
+	var pe parseError
+	if errors.As(err, &pe) {
+		return nil, pe.err
+	}
+	if err != nil {
 		return nil, err
 	}
+	return f, nil
+}
+
+// parseYAML decodes a cassette with yaml.v3, refusing aliases. Its errors
+// are parseErrors.
+func parseYAML(data []byte) (*File, error) {
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return nil, parseError{err}
+	}
 	if err := NoAliases(&root); err != nil {
-		return nil, err
+		return nil, parseError{err}
 	}
 	var f File
 	if err := root.Decode(&f); err != nil {
-		return nil, err
+		return nil, parseError{err}
 	}
+	return &f, nil
+}
+
+// check checks a decoded cassette (see Parse), and reads the harness
+// flags of an old session into its configuration. Its errors are
+// parseErrors.
+func (f *File) check() error {
 	if f.Version != FormatVersion {
-		return nil, fmt.Errorf("format version %d, want %d", f.Version, FormatVersion)
+		return parseError{fmt.Errorf("format version %d, want %d", f.Version, FormatVersion)}
 	}
 	if s := f.Session; s != nil && s.Config == nil && len(s.Args) > 0 {
 		cfg, err := s.HarnessConfig()
 		if err != nil {
-			return nil, err
+			return parseError{err}
 		}
 		s.Config, s.Args = &cfg, nil
 	}
 	for i, it := range f.Interactions {
 		if it == nil {
-			return nil, fmt.Errorf("interaction %d is empty", i)
+			return parseError{fmt.Errorf("interaction %d is empty", i)}
 		}
 		if err := it.CheckTiming(); err != nil {
-			return nil, fmt.Errorf("interaction %d: %w", i, err)
+			return parseError{fmt.Errorf("interaction %d: %w", i, err)}
 		}
-		if it.ChunkDetail() && it.Body() != it.Response.Body {
-			return nil, fmt.Errorf("interaction %d: its chunks do not add up to its body", i)
+		if it.ChunkDetail() && !chunksMakeBody(it) {
+			return parseError{fmt.Errorf("interaction %d: its chunks do not add up to its body", i)}
 		}
 	}
-	return &f, nil
+	return nil
+}
+
+// chunksMakeBody reports whether the chunks' data, concatenated, is the
+// response body (it.Body() == it.Response.Body, without building the
+// concatenation).
+func chunksMakeBody(it *Interaction) bool {
+	body := it.Response.Body
+	for _, c := range it.Stream.Chunks {
+		if len(c.Data) > len(body) || body[:len(c.Data)] != c.Data {
+			return false
+		}
+		body = body[len(c.Data):]
+	}
+	return body == ""
 }
 
 // NoAliases returns an error wrapping ErrAlias, naming its line, for the

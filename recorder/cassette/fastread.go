@@ -1,0 +1,918 @@
+package cassette
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"gopkg.in/yaml.v3"
+)
+
+// The fast reader decodes the block-style YAML that yaml.v3 writes for a
+// cassette straight into a File, line by line from the file, without the
+// node tree yaml.v3 builds first (a node of some 150 bytes for every
+// scalar, and the whole file in memory beside it). Chunk data that repeats
+// the response body (as it always does in a recording) is taken as a
+// slice of the body instead of a second copy.
+//
+// It reads a subset of YAML: block mappings and sequences, plain scalars
+// on one line, single- and double-quoted scalars on one line, literal
+// block scalars (| with a chomping indicator) and the empty flow
+// collections {} and []. Anything else (aliases, tags, comments, folded or
+// multi-line flow scalars, unknown members, duplicate keys, a value yaml.v3
+// would resolve differently) makes it give up with errUnsupported, and the
+// file is read by yaml.v3 instead: what the fast reader accepts, it
+// decodes exactly as yaml.v3 would (TestRapidFastReadAgreesWithYAML).
+
+// errUnsupported is the fast reader giving up: the caller falls back to
+// yaml.v3.
+var errUnsupported = errors.New("cassette: outside the fast reader's YAML subset")
+
+// unsupported wraps errUnsupported with what was met, for debugging.
+func unsupported(what string) error { return fmt.Errorf("%w: %s", errUnsupported, what) }
+
+// fastReader is the state of one fast read.
+type fastReader struct {
+	br      *bufio.Reader
+	long    []byte // a line longer than br's buffer, assembled
+	line    []byte // the current line without its newline; nil at the end
+	eof     bool
+	newline bool // the current line ended with a newline
+	ind     int  // column of the current line's content
+	pos     int  // index in line where the content starts
+	scratch []byte
+
+	// pool is the last response body read, and poolOff how much of it
+	// the chunks read since have matched: chunk data equal to the next
+	// bytes of the pool is taken as a slice of it.
+	pool    string
+	poolOff int
+}
+
+// fastRead decodes a cassette from r, or gives up with errUnsupported
+// (or fails reading r).
+func fastRead(r io.Reader) (*File, error) {
+	p := &fastReader{br: bufio.NewReaderSize(r, 1<<20)}
+	if err := p.advance(); err != nil {
+		return nil, err
+	}
+	if p.eof {
+		return nil, unsupported("an empty file")
+	}
+	var f File
+	err := p.mapping(0, func(key string, v *value) error {
+		switch key {
+		case "version":
+			n, err := v.int()
+			f.Version = n
+			return err
+		case "interactions":
+			if v.null() {
+				f.Interactions = nil
+				return nil
+			}
+			f.Interactions = []*Interaction{}
+			return v.seq(func(item *value) error {
+				if item.null() {
+					f.Interactions = append(f.Interactions, nil)
+					return nil
+				}
+				it := &Interaction{}
+				f.Interactions = append(f.Interactions, it)
+				return p.interaction(it, item)
+			})
+		case "openmax":
+			return v.session(&f)
+		}
+		return unsupported("top-level member " + key)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if !p.eof {
+		return nil, unsupported("text after the document")
+	}
+	return &f, nil
+}
+
+func (p *fastReader) interaction(it *Interaction, v *value) error {
+	return v.mapping(func(key string, v *value) error {
+		switch key {
+		case "request":
+			return v.mapping(func(key string, v *value) error {
+				var err error
+				switch key {
+				case "body":
+					it.Request.Body, err = v.str(false)
+				case "form":
+					var h map[string][]string
+					h, err = v.multimap()
+					it.Request.Form = url.Values(h)
+				case "headers":
+					var h map[string][]string
+					h, err = v.multimap()
+					it.Request.Headers = http.Header(h)
+				case "url":
+					it.Request.URL, err = v.str(false)
+				case "method":
+					it.Request.Method, err = v.str(false)
+				default:
+					err = unsupported("request member " + key)
+				}
+				return err
+			})
+		case "response":
+			return v.mapping(func(key string, v *value) error {
+				var err error
+				switch key {
+				case "body":
+					it.Response.Body, err = v.str(false)
+					p.pool, p.poolOff = it.Response.Body, 0
+				case "headers":
+					var h map[string][]string
+					h, err = v.multimap()
+					it.Response.Headers = http.Header(h)
+				case "status":
+					it.Response.Status, err = v.str(false)
+				case "code":
+					it.Response.Code, err = v.int()
+				case "duration":
+					it.Response.Duration, err = v.duration()
+				default:
+					err = unsupported("response member " + key)
+				}
+				return err
+			})
+		case "openmax":
+			if v.null() {
+				it.Stream = nil
+				return nil
+			}
+			s := &Stream{}
+			it.Stream = s
+			return v.mapping(func(key string, v *value) error {
+				var err error
+				switch key {
+				case "start":
+					s.Start, err = v.duration()
+				case "chunks":
+					if v.null() {
+						s.Chunks = nil
+						return nil
+					}
+					s.Chunks = []Chunk{}
+					err = v.seq(func(item *value) error {
+						var c Chunk
+						if item.null() {
+							s.Chunks = append(s.Chunks, c)
+							return nil
+						}
+						err := item.mapping(func(key string, v *value) error {
+							var err error
+							switch key {
+							case "at":
+								c.At, err = v.duration()
+							case "data":
+								c.Data, err = v.str(true)
+							default:
+								err = unsupported("chunk member " + key)
+							}
+							return err
+						})
+						s.Chunks = append(s.Chunks, c)
+						return err
+					})
+				case "error":
+					if v.null() {
+						s.Error = nil
+						return nil
+					}
+					e := &Error{}
+					s.Error = e
+					err = v.mapping(func(key string, v *value) error {
+						var err error
+						switch key {
+						case "kind":
+							e.Kind, err = v.str(false)
+						case "message":
+							e.Message, err = v.str(false)
+						case "at":
+							e.At, err = v.duration()
+						default:
+							err = unsupported("error member " + key)
+						}
+						return err
+					})
+				default:
+					err = unsupported("openmax member " + key)
+				}
+				return err
+			})
+		}
+		return unsupported("interaction member " + key)
+	})
+}
+
+// advance moves to the next line.
+func (p *fastReader) advance() error {
+	if p.eof {
+		return nil
+	}
+	line, err := p.br.ReadSlice('\n')
+	if errors.Is(err, bufio.ErrBufferFull) {
+		p.long = append(p.long[:0], line...)
+		for errors.Is(err, bufio.ErrBufferFull) {
+			line, err = p.br.ReadSlice('\n')
+			p.long = append(p.long, line...)
+		}
+		line = p.long
+	}
+	if err != nil && err != io.EOF {
+		return err
+	}
+	if err == io.EOF && len(line) == 0 {
+		p.eof, p.line = true, nil
+		return nil
+	}
+	p.newline = len(line) > 0 && line[len(line)-1] == '\n'
+	if p.newline {
+		line = line[:len(line)-1]
+	}
+	if len(line) > 0 && line[len(line)-1] == '\r' {
+		return unsupported("a carriage return")
+	}
+	if !readable(line) {
+		return unsupported("a character yaml.v3 refuses, or a byte order mark")
+	}
+	p.line = line
+	n := 0
+	for n < len(line) && line[n] == ' ' {
+		n++
+	}
+	p.ind, p.pos = n, n
+	return nil
+}
+
+// readable reports whether yaml.v3's reader takes every character of the
+// line as part of that one line: tab, the printable ASCII range, and valid
+// UTF-8 for the code points it allows (0xA0-0xD7FF, 0xE000-0xFFFD, and
+// 0x10000 up), except those it reads as line breaks (0x85, 0x2028,
+// 0x2029) and the byte order mark, which the fast reader leaves to yaml.v3.
+func readable(line []byte) bool {
+	for i := 0; i < len(line); {
+		c := line[i]
+		if c >= 0x20 && c <= 0x7e || c == '\t' {
+			i++
+			continue
+		}
+		if c < 0x80 {
+			return false
+		}
+		r, n := utf8.DecodeRune(line[i:])
+		switch {
+		case r == utf8.RuneError && n <= 1:
+			return false
+		case r == 0x2028 || r == 0x2029:
+			return false // line breaks to YAML, as 0x85 is
+		case r >= 0xa0 && r <= 0xd7ff, r >= 0xe000 && r <= 0xfffd && r != 0xfeff, r >= 0x10000:
+		default:
+			return false
+		}
+		i += n
+	}
+	return true
+}
+
+// content is the current line from its content on.
+func (p *fastReader) content() []byte { return p.line[p.pos:] }
+
+// skipBlank moves past blank lines between nodes.
+func (p *fastReader) skipBlank() error {
+	for !p.eof {
+		c := p.content()
+		if len(c) > 0 {
+			switch {
+			case c[0] == '#' || c[0] == '\t':
+				return unsupported("a comment or a tab")
+			case p.ind == 0 && (bytes.HasPrefix(c, []byte("---")) || bytes.HasPrefix(c, []byte("...")) || c[0] == '%'):
+				return unsupported("a document marker or directive")
+			}
+			return nil
+		}
+		if err := p.advance(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// isSeqEntry reports whether c starts a block sequence entry.
+func isSeqEntry(c []byte) bool { return len(c) > 0 && c[0] == '-' && (len(c) == 1 || c[1] == ' ') }
+
+// mapping reads a block mapping whose keys are at column indent, calling
+// field for each member.
+func (p *fastReader) mapping(indent int, field func(key string, v *value) error) error {
+	var seen []string
+	for {
+		if err := p.skipBlank(); err != nil {
+			return err
+		}
+		if p.eof || p.ind < indent {
+			return nil
+		}
+		c := p.content()
+		if p.ind > indent || isSeqEntry(c) {
+			return unsupported("indentation")
+		}
+		key, rest, ok := splitKey(c)
+		if !ok {
+			return unsupported("a mapping line without a key")
+		}
+		for _, s := range seen {
+			if s == key {
+				return unsupported("a duplicate key")
+			}
+		}
+		seen = append(seen, key)
+		v, err := p.valueAfter(rest, indent, true)
+		if err != nil {
+			return err
+		}
+		if err := field(key, v); err != nil {
+			return err
+		}
+		if !v.done {
+			return unsupported(key + " was not read") // a bug: yaml.v3 reads it
+		}
+	}
+}
+
+// splitKey splits a mapping line into its key and what follows the colon
+// (spaces trimmed).
+func splitKey(c []byte) (string, []byte, bool) {
+	var key string
+	var after []byte
+	switch c[0] {
+	case '\'', '"':
+		s, n, ok := quoted(c)
+		if !ok || n >= len(c) || c[n] != ':' {
+			return "", nil, false
+		}
+		key, after = s, c[n+1:]
+	default:
+		i := bytes.Index(c, []byte(": "))
+		if i < 0 {
+			if c[len(c)-1] != ':' {
+				return "", nil, false
+			}
+			i = len(c) - 1
+		}
+		k := c[:i]
+		if !plainOK(k) || isNull(string(k)) || string(k) == "<<" {
+			return "", nil, false
+		}
+		key, after = string(k), c[i+1:]
+	}
+	if len(after) > 0 && after[0] != ' ' {
+		return "", nil, false
+	}
+	return key, bytes.TrimLeft(after, " "), true
+}
+
+// plainOK reports whether s is a one-line plain scalar the fast reader
+// takes as written: it starts with no indicator and holds no comment, no
+// ": " and no trailing colon or space.
+func plainOK(s []byte) bool {
+	if len(s) == 0 || s[len(s)-1] == ' ' || s[len(s)-1] == ':' || s[len(s)-1] == '\t' {
+		return false
+	}
+	switch s[0] {
+	case '-', '?', ':':
+		if len(s) == 1 || s[1] == ' ' || s[1] == '\t' {
+			return false
+		}
+	case ',', '[', ']', '{', '}', '#', '&', '*', '!', '|', '>', '\'', '"', '%', '@', '`', ' ', '\t':
+		return false
+	}
+	return !bytes.Contains(s, []byte(": ")) && !bytes.Contains(s, []byte(" #")) && !bytes.Contains(s, []byte("\t")) && utf8.Valid(s)
+}
+
+// isNull reports whether a plain scalar is YAML's null.
+func isNull(s string) bool {
+	switch s {
+	case "", "~", "null", "Null", "NULL":
+		return true
+	}
+	return false
+}
+
+// value is a node about to be read: inline (the text after "key: " or
+// "- "), a literal block scalar, or a block collection on the following
+// lines.
+type value struct {
+	p      *fastReader
+	indent int // the column of the key or entry it belongs to
+	kind   int
+	text   []byte // kindInline: the text (valid until the reader moves on)
+	child  int    // kindBlock: the column of the collection
+	header []byte // kindLiteral: the header after '|'
+	done   bool
+}
+
+const (
+	kindNull = iota
+	kindInline
+	kindLiteral
+	kindBlock
+)
+
+// valueAfter classifies the node after a key or entry marker, rest being
+// the rest of its line. For an inline scalar the line is not consumed yet
+// (the scalar's text lives in it); value's readers move on.
+//
+// A mapping's value may be a sequence at the key's own column ("key:\n-
+// a"); an entry's may not (a "-" there is the next entry).
+func (p *fastReader) valueAfter(rest []byte, indent int, inMapping bool) (*value, error) {
+	v := &value{p: p, indent: indent}
+	switch {
+	case len(rest) == 0:
+		if err := p.advance(); err != nil {
+			return nil, err
+		}
+		if err := p.skipBlank(); err != nil {
+			return nil, err
+		}
+		if !p.eof && (p.ind > indent || inMapping && p.ind == indent && isSeqEntry(p.content())) {
+			v.kind, v.child = kindBlock, p.ind
+		}
+	case rest[0] == '|':
+		v.kind, v.header = kindLiteral, rest[1:]
+	default:
+		v.kind, v.text = kindInline, rest
+	}
+	return v, nil
+}
+
+// finish marks an inline value read and moves past its line.
+func (v *value) finish() error {
+	v.done = true
+	if v.kind == kindInline {
+		return v.p.advance()
+	}
+	return nil
+}
+
+// null reports (and consumes) a null node: nothing, or a plain null.
+func (v *value) null() bool {
+	if v.kind == kindNull || v.kind == kindInline && isNull(string(v.text)) {
+		if v.finish() != nil {
+			return false
+		}
+		return true
+	}
+	return false
+}
+
+// scalar reads the node as a scalar: its value, and whether it was plain
+// (untyped: yaml.v3 resolves its type from the text).
+func (v *value) scalar(dedupe bool) (string, bool, error) {
+	p := v.p
+	switch v.kind {
+	case kindNull:
+		v.done = true
+		return "", true, nil
+	case kindLiteral:
+		s, err := p.literal(v.header, v.indent, dedupe)
+		v.done = true
+		return s, false, err
+	case kindInline:
+		t := v.text
+		var s string
+		plain := false
+		switch t[0] {
+		case '\'', '"':
+			q, n, ok := quoted(t)
+			if !ok || len(bytes.TrimRight(t[n:], " ")) > 0 {
+				return "", false, unsupported("a quoted scalar over several lines, or text after one")
+			}
+			s = p.intern(q, dedupe)
+		default:
+			if string(t) == "{}" || string(t) == "[]" || !plainOK(t) {
+				return "", false, unsupported("a flow collection or an indicator")
+			}
+			s, plain = p.intern(string(t), dedupe), true
+		}
+		return s, plain, v.finish()
+	}
+	return "", false, unsupported("a collection where a scalar belongs")
+}
+
+// intern returns s, as a slice of the pool when dedupe is set and s is
+// what comes next in it.
+func (p *fastReader) intern(s string, dedupe bool) string {
+	if !dedupe || s == "" {
+		return s
+	}
+	if end := p.poolOff + len(s); end <= len(p.pool) && p.pool[p.poolOff:end] == s {
+		s = p.pool[p.poolOff:end]
+		p.poolOff = end
+	}
+	return s
+}
+
+// str reads a string field as yaml.v3 does: a plain null is "", any other
+// scalar its text.
+func (v *value) str(dedupe bool) (string, error) {
+	s, plain, err := v.scalar(dedupe)
+	if err != nil {
+		return "", err
+	}
+	if plain && isNull(s) {
+		return "", nil
+	}
+	return s, nil
+}
+
+// int reads an int field: a plain decimal integer (or null, 0).
+func (v *value) int() (int, error) {
+	s, plain, err := v.scalar(false)
+	if err != nil {
+		return 0, err
+	}
+	if plain && isNull(s) {
+		return 0, nil
+	}
+	if !plain || !decimal(s) {
+		return 0, unsupported("an integer field that is not a plain decimal")
+	}
+	n, err := strconv.ParseInt(s, 10, strconv.IntSize)
+	if err != nil {
+		return 0, unsupported("an integer out of range")
+	}
+	return int(n), nil
+}
+
+// decimal reports whether s is 0 or a decimal integer without leading
+// zeros (which yaml.v3 would read in other bases).
+func decimal(s string) bool {
+	t := strings.TrimPrefix(s, "-")
+	if t == "" || len(t) > 1 && t[0] == '0' {
+		return false
+	}
+	for _, c := range t {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// duration reads a time.Duration field: a string time.ParseDuration takes
+// (or null, 0).
+func (v *value) duration() (time.Duration, error) {
+	s, plain, err := v.scalar(false)
+	if err != nil {
+		return 0, err
+	}
+	if plain && isNull(s) {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || plain && !plainString(s) {
+		return 0, unsupported("a duration yaml.v3 would not read as a string")
+	}
+	return d, nil
+}
+
+// plainString reports whether yaml.v3 resolves the plain scalar s as a
+// string: a duration always has a unit letter, so only the words it reads
+// as booleans, infinities or NaN need ruling out.
+func plainString(s string) bool {
+	if _, err := strconv.ParseFloat(s, 64); err == nil {
+		return false
+	}
+	switch strings.ToLower(s) {
+	case "true", "false", "yes", "no", "on", "off", "y", "n", ".inf", "-.inf", "+.inf", ".nan":
+		return false
+	}
+	return true
+}
+
+// mapping reads a block mapping node.
+func (v *value) mapping(field func(key string, v *value) error) error {
+	switch {
+	case v.kind == kindNull:
+		v.done = true
+		return nil
+	case v.kind == kindInline && string(v.text) == "{}":
+		return v.finish()
+	case v.kind != kindBlock || isSeqEntry(v.p.content()):
+		return unsupported("a mapping that is not in block style")
+	}
+	v.done = true
+	return v.p.mapping(v.child, field)
+}
+
+// seq reads a block sequence node, calling item for each entry.
+func (v *value) seq(item func(v *value) error) error {
+	p := v.p
+	switch {
+	case v.kind == kindInline && string(v.text) == "[]":
+		return v.finish()
+	case v.kind != kindBlock || !isSeqEntry(p.content()):
+		return unsupported("a sequence that is not in block style")
+	}
+	v.done = true
+	indent := v.child
+	for {
+		if err := p.skipBlank(); err != nil {
+			return err
+		}
+		if p.eof || p.ind < indent {
+			return nil
+		}
+		c := p.content()
+		if p.ind > indent || !isSeqEntry(c) {
+			return unsupported("sequence indentation")
+		}
+		spaces := 1
+		for spaces < len(c) && c[spaces] == ' ' {
+			spaces++
+		}
+		var ev *value
+		rest := c[spaces:]
+		if len(c) == 1 || len(rest) == 0 {
+			var err error
+			if ev, err = p.valueAfter(nil, indent, false); err != nil {
+				return err
+			}
+		} else if _, _, ok := splitKey(rest); ok && rest[0] != '|' {
+			// "- key: value": a mapping whose keys are at the column of
+			// this key.
+			p.ind, p.pos = indent+spaces, p.pos+spaces
+			ev = &value{p: p, indent: indent, kind: kindBlock, child: p.ind}
+		} else {
+			var err error
+			if ev, err = p.valueAfter(rest, indent, false); err != nil {
+				return err
+			}
+		}
+		if err := item(ev); err != nil {
+			return err
+		}
+		if !ev.done {
+			return unsupported("a sequence entry was not read") // a bug: yaml.v3 reads it
+		}
+	}
+}
+
+// multimap reads a map of string lists (http.Header, url.Values).
+func (v *value) multimap() (map[string][]string, error) {
+	if v.null() {
+		return nil, nil
+	}
+	m := map[string][]string{}
+	err := v.mapping(func(key string, v *value) error {
+		if v.null() {
+			m[key] = nil
+			return nil
+		}
+		var list []string
+		if v.kind == kindInline && string(v.text) == "[]" {
+			list = []string{}
+		}
+		err := v.seq(func(item *value) error {
+			s, err := item.str(false)
+			list = append(list, s)
+			return err
+		})
+		m[key] = list
+		return err
+	})
+	return m, err
+}
+
+// session reads the file's openmax member with yaml.v3: it is small, and
+// holds the harness configuration with its own YAML rules.
+func (v *value) session(f *File) error {
+	p := v.p
+	var doc []byte
+	switch v.kind {
+	case kindInline:
+		doc = append([]byte("openmax: "), v.text...)
+		doc = append(doc, '\n')
+		if err := v.finish(); err != nil {
+			return err
+		}
+	case kindLiteral:
+		return unsupported("a scalar session")
+	default:
+		doc = []byte("openmax:\n")
+		for !p.eof {
+			if len(p.content()) > 0 && p.ind == 0 {
+				break
+			}
+			doc = append(doc, p.line...)
+			doc = append(doc, '\n')
+			if err := p.advance(); err != nil {
+				return err
+			}
+		}
+		v.done = true
+	}
+	var root yaml.Node
+	if err := yaml.Unmarshal(doc, &root); err != nil {
+		return unsupported("a session yaml.v3 does not read on its own")
+	}
+	if err := NoAliases(&root); err != nil {
+		return unsupported("an alias")
+	}
+	var s struct {
+		Session *Session `yaml:"openmax"`
+	}
+	if err := root.Decode(&s); err != nil {
+		return unsupported("a session yaml.v3 does not decode on its own")
+	}
+	f.Session = s.Session
+	return nil
+}
+
+// literal reads a literal block scalar whose header (after '|') is given,
+// belonging to a node at column indent; the reader is on its first line.
+func (p *fastReader) literal(header []byte, indent int, dedupe bool) (string, error) {
+	chomp := byte(0)
+	for _, c := range header {
+		switch {
+		case (c == '+' || c == '-') && chomp == 0:
+			chomp = c
+		default:
+			// An indentation indicator, a comment: rare, left to yaml.v3.
+			return "", unsupported("a block scalar header " + string(header))
+		}
+	}
+	if err := p.advance(); err != nil {
+		return "", err
+	}
+	buf := p.scratch[:0]
+	n := -1      // the content's indentation, once known
+	breaks := 0  // line breaks owed since the last content line
+	leading := 0 // the longest blank line before the first content line
+	content := false
+	for !p.eof {
+		if n < 0 {
+			if p.ind == len(p.line) { // blank
+				leading = max(leading, len(p.line))
+				breaks++
+				if err := p.advance(); err != nil {
+					return "", err
+				}
+				continue
+			}
+			if p.ind <= indent {
+				break
+			}
+			if p.line[p.ind] == '\t' {
+				return "", unsupported("a tab after a block scalar's indentation")
+			}
+			if leading > p.ind {
+				return "", unsupported("a block scalar's leading blank line longer than its indentation")
+			}
+			n = p.ind
+		}
+		if p.ind < n && p.ind < len(p.line) {
+			break // a less indented line ends the scalar
+		}
+		if len(p.line) <= n {
+			breaks++ // an empty line
+		} else {
+			for range breaks {
+				buf = append(buf, '\n')
+			}
+			if !content {
+				// Blank lines before the first content line are content.
+				buf = buf[:0]
+				for range breaks {
+					buf = append(buf, '\n')
+				}
+			}
+			buf = append(buf, p.line[n:]...)
+			breaks, content = 1, true
+		}
+		if !p.newline {
+			return "", unsupported("a block scalar at the end of a file without a final newline")
+		}
+		if err := p.advance(); err != nil {
+			return "", err
+		}
+	}
+	if !content {
+		return "", unsupported("an empty block scalar")
+	}
+	switch chomp {
+	case 0:
+		buf = append(buf, '\n')
+	case '+':
+		for range breaks {
+			buf = append(buf, '\n')
+		}
+	}
+	var s string
+	if dedupe {
+		if end := p.poolOff + len(buf); end <= len(p.pool) && p.pool[p.poolOff:end] == string(buf) {
+			s, p.poolOff = p.pool[p.poolOff:end], end
+		}
+	}
+	if s == "" {
+		s = string(buf)
+	}
+	if cap(buf) > 1<<20 {
+		buf = nil // keep no large buffer past a large body
+	}
+	p.scratch = buf
+	return s, nil
+}
+
+// quoted reads a single- or double-quoted scalar at the start of c,
+// returning its value and the length it took; ok is false when it does
+// not end on this line or holds an escape the fast reader leaves to
+// yaml.v3.
+func quoted(c []byte) (string, int, bool) {
+	q := c[0]
+	var b []byte
+	for i := 1; i < len(c); i++ {
+		ch := c[i]
+		switch {
+		case q == '\'' && ch == '\'':
+			if i+1 < len(c) && c[i+1] == '\'' {
+				b = append(b, '\'')
+				i++
+				continue
+			}
+			return string(b), i + 1, utf8.Valid(b)
+		case q == '"' && ch == '"':
+			return string(b), i + 1, utf8.Valid(b)
+		case q == '"' && ch == '\\':
+			if i+1 >= len(c) {
+				return "", 0, false
+			}
+			i++
+			switch e := c[i]; e {
+			case '0':
+				b = append(b, 0)
+			case 'a':
+				b = append(b, '\a')
+			case 'b':
+				b = append(b, '\b')
+			case 't', '\t':
+				b = append(b, '\t')
+			case 'n':
+				b = append(b, '\n')
+			case 'v':
+				b = append(b, '\v')
+			case 'f':
+				b = append(b, '\f')
+			case 'r':
+				b = append(b, '\r')
+			case 'e':
+				b = append(b, 0x1b)
+			case ' ', '"', '\'', '\\':
+				b = append(b, e)
+			case 'N':
+				b = utf8.AppendRune(b, 0x85)
+			case '_':
+				b = utf8.AppendRune(b, 0xA0)
+			case 'L':
+				b = utf8.AppendRune(b, 0x2028)
+			case 'P':
+				b = utf8.AppendRune(b, 0x2029)
+			case 'x', 'u', 'U':
+				w := map[byte]int{'x': 2, 'u': 4, 'U': 8}[e]
+				if i+w >= len(c) {
+					return "", 0, false
+				}
+				r, err := strconv.ParseUint(string(c[i+1:i+1+w]), 16, 32)
+				if err != nil || r > utf8.MaxRune || r >= 0xD800 && r <= 0xDFFF {
+					return "", 0, false
+				}
+				b = utf8.AppendRune(b, rune(r))
+				i += w
+			default:
+				return "", 0, false
+			}
+		default:
+			if ch < 0x20 && ch != '\t' || ch == 0x7f {
+				return "", 0, false
+			}
+			b = append(b, ch)
+		}
+	}
+	return "", 0, false
+}
