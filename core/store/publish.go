@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/crc32"
+	"hash/fnv"
 	"os"
 	"path/filepath"
 
@@ -20,7 +20,7 @@ import (
 //
 // Before its publication a started session is found through
 // index.next.json, which is written without any sync (it costs no disk
-// flush on the way to hello). Latest trusts it only when its checksum holds
+// flush on the way to hello). Latest trusts it only when its check holds
 // and the transcript it names exists, so whatever a power cut leaves of it
 // (nothing, zeros, a torn record) either names a session that is really
 // there or is ignored, and index.json, always whole, decides. The
@@ -30,15 +30,18 @@ import (
 
 func (s *Store) nextPath() string { return filepath.Join(s.dir, nextName) }
 
-// nextIndex is index.next.json. CRC is the CRC-32C of Latest, in hex: it
-// tells a whole file from what a power cut left of an unsynced one.
+// nextIndex is index.next.json. Check is the FNV-1a hash of Latest, in
+// hex: it tells a whole file from what a power cut left of an unsynced one
+// (FNV needs no table, so the way to hello builds none).
 type nextIndex struct {
 	Latest string `json:"latest"`
-	CRC    string `json:"crc"`
+	Check  string `json:"check"`
 }
 
-func idCRC(id string) string {
-	return fmt.Sprintf("%08x", crc32.Checksum([]byte(id), castagnoli))
+func idCheck(id string) string {
+	h := fnv.New64a()
+	h.Write([]byte(id))
+	return fmt.Sprintf("%016x", h.Sum64())
 }
 
 // nextSize is the size of index.next.json: every version is padded to it
@@ -47,7 +50,7 @@ const nextSize = 256
 
 // nextRecord is the content of index.next.json naming id.
 func nextRecord(id string) []byte {
-	data, _ := json.Marshal(nextIndex{Latest: id, CRC: idCRC(id)}) // cannot fail: two strings
+	data, _ := json.Marshal(nextIndex{Latest: id, Check: idCheck(id)}) // cannot fail: two strings
 	rec := bytes.Repeat([]byte{' '}, nextSize)
 	copy(rec, data)
 	rec[nextSize-1] = '\n'
@@ -59,7 +62,7 @@ func nextRecord(id string) []byte {
 // rename, so the least journal work on the way to hello. A process dying
 // cannot cut a write(2) short, concurrent writers replace the record whole
 // (the kernel serialises writes to a file), and whatever a power cut leaves
-// fails the checksum and is ignored (nextLatest).
+// fails the check and is ignored (nextLatest).
 func (s *Store) writeNext(id string) error {
 	f, err := os.OpenFile(s.nextPath(), os.O_WRONLY|os.O_CREATE, filePerm)
 	if err != nil {
@@ -83,7 +86,7 @@ func (s *Store) nextLatest() (id string, ok bool) {
 		return "", false
 	}
 	var nx nextIndex
-	if err := json.Unmarshal(data, &nx); err != nil || checkID(nx.Latest) != nil || nx.CRC != idCRC(nx.Latest) {
+	if err := json.Unmarshal(data, &nx); err != nil || checkID(nx.Latest) != nil || nx.Check != idCheck(nx.Latest) {
 		return "", false
 	}
 	if fi, err := os.Lstat(s.transcriptPath(nx.Latest)); err != nil || !fi.Mode().IsRegular() {

@@ -245,8 +245,9 @@ func TestNextIndexAfterPowerCut(t *testing.T) {
 		{"cut short", ptr(whole[:20]), true, "old"},
 		{"cut short, padding lost", ptr(strings.TrimRight(whole, " \n")), true, "new"},
 		{"zeroed", ptr(strings.Repeat("\x00", len(whole))), true, "old"},
-		{"bad checksum", ptr(`{"latest":"new","crc":"00000000"}` + "\n"), true, "old"},
-		{"a bad id with its checksum", ptr(string(nextRecord("../x"))), true, "old"},
+		{"bad check", ptr(`{"latest":"new","check":"0000000000000000"}` + "\n"), true, "old"},
+		{"no check", ptr(`{"latest":"new"}` + "\n"), true, "old"},
+		{"a bad id with its check", ptr(string(nextRecord("../x"))), true, "old"},
 		{"whole, transcript lost", ptr(whole), false, "old"},
 		{"whole, transcript there", ptr(whole), true, "new"},
 	} {
