@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
 	"gopkg.in/yaml.v3"
 )
@@ -45,10 +46,10 @@ type fastReader struct {
 	long    []byte // a line longer than br's buffer, assembled
 	line    []byte // the current line without its newline; nil at the end
 	eof     bool
-	newline bool // the current line ended with a newline
-	ind     int  // column of the current line's content
-	pos     int  // index in line where the content starts
-	scratch []byte
+	newline bool    // the current line ended with a newline
+	ind     int     // column of the current line's content
+	pos     int     // index in line where the content starts
+	text    textBuf // the block scalar being read
 
 	// pool is the last response body read, and poolOff how much of it
 	// the chunks read since have matched: chunk data equal to the next
@@ -761,7 +762,8 @@ func (p *fastReader) literal(header []byte, indent int, dedupe bool) (string, er
 	if err := p.advance(); err != nil {
 		return "", err
 	}
-	buf := p.scratch[:0]
+	buf := &p.text
+	buf.reset()
 	n := -1      // the content's indentation, once known
 	breaks := 0  // line breaks owed since the last content line
 	leading := 0 // the longest blank line before the first content line
@@ -793,17 +795,9 @@ func (p *fastReader) literal(header []byte, indent int, dedupe bool) (string, er
 		if len(p.line) <= n {
 			breaks++ // an empty line
 		} else {
-			for range breaks {
-				buf = append(buf, '\n')
-			}
-			if !content {
-				// Blank lines before the first content line are content.
-				buf = buf[:0]
-				for range breaks {
-					buf = append(buf, '\n')
-				}
-			}
-			buf = append(buf, p.line[n:]...)
+			// Blank lines before the first content line are content too.
+			buf.newlines(breaks)
+			buf.write(p.line[n:])
 			breaks, content = 1, true
 		}
 		if !p.newline {
@@ -818,26 +812,89 @@ func (p *fastReader) literal(header []byte, indent int, dedupe bool) (string, er
 	}
 	switch chomp {
 	case 0:
-		buf = append(buf, '\n')
+		buf.newlines(1)
 	case '+':
-		for range breaks {
-			buf = append(buf, '\n')
-		}
+		buf.newlines(breaks)
 	}
-	var s string
 	if dedupe {
-		if end := p.poolOff + len(buf); end <= len(p.pool) && p.pool[p.poolOff:end] == string(buf) {
-			s, p.poolOff = p.pool[p.poolOff:end], end
+		if end := p.poolOff + buf.n; end <= len(p.pool) && buf.equals(p.pool[p.poolOff:end]) {
+			s := p.pool[p.poolOff:end]
+			p.poolOff = end
+			return s, nil
 		}
 	}
-	if s == "" {
-		s = string(buf)
+	return buf.text(), nil
+}
+
+// textBuf gathers a block scalar's bytes: in one slice while small, in
+// blocks of blockSize once large, so that a large body is not copied
+// again and again while it grows, nor left behind in a spare buffer; text
+// copies it once into the string.
+type textBuf struct {
+	cur    []byte
+	blocks [][]byte
+	n      int
+}
+
+const blockSize = 1 << 20
+
+func (b *textBuf) reset() {
+	b.cur, b.blocks, b.n = b.cur[:0], nil, 0
+	if cap(b.cur) > blockSize {
+		b.cur = nil
 	}
-	if cap(buf) > 1<<20 {
-		buf = nil // keep no large buffer past a large body
+}
+
+func (b *textBuf) write(p []byte) {
+	b.n += len(p)
+	for len(p) > 0 {
+		if cap(b.cur) >= blockSize && len(b.cur) == cap(b.cur) {
+			b.blocks = append(b.blocks, b.cur)
+			b.cur = make([]byte, 0, blockSize)
+		}
+		k := len(p)
+		if cap(b.cur) >= blockSize {
+			k = min(k, cap(b.cur)-len(b.cur))
+		}
+		b.cur = append(b.cur, p[:k]...)
+		p = p[k:]
 	}
-	p.scratch = buf
-	return s, nil
+}
+
+var newlineRun = []byte("\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n")
+
+func (b *textBuf) newlines(n int) {
+	for n > 0 {
+		k := min(n, len(newlineRun))
+		b.write(newlineRun[:k])
+		n -= k
+	}
+}
+
+// equals reports whether the bytes gathered are s (of length b.n).
+func (b *textBuf) equals(s string) bool {
+	off := 0
+	for _, part := range append(b.blocks, b.cur) {
+		if s[off:off+len(part)] != string(part) {
+			return false
+		}
+		off += len(part)
+	}
+	return true
+}
+
+// text is the bytes gathered as a string.
+func (b *textBuf) text() string {
+	if len(b.blocks) == 0 {
+		return string(b.cur)
+	}
+	out := make([]byte, 0, b.n)
+	for _, part := range b.blocks {
+		out = append(out, part...)
+	}
+	out = append(out, b.cur...)
+	b.blocks = nil
+	return unsafe.String(unsafe.SliceData(out), len(out)) // out is not kept
 }
 
 // quoted reads a single- or double-quoted scalar at the start of c,

@@ -218,14 +218,20 @@ func TestLoadReadsRecordedCassettesFast(t *testing.T) {
 }
 
 // TestFastReadSharesChunkData: chunk data equal to the next bytes of the
-// body is a slice of the body, not a copy.
+// body is a slice of the body, not a copy; a body larger than the reader's
+// blocks and lines longer than its buffer read whole.
 func TestFastReadSharesChunkData(t *testing.T) {
 	f := New()
-	body := strings.Repeat("data: {\"x\":1}\n\n", 4)
+	line := "data: {\"x\":\"" + strings.Repeat("y", 3<<20) + "\"}\n\n"
+	body := strings.Repeat("data: {\"x\":1}\n\n", 4) + line + strings.Repeat("data: {\"x\":2}\n\n", 100000)
+	var chunks []Chunk
+	for off := 0; off < len(body); off += 5000 {
+		chunks = append(chunks, Chunk{Data: body[off:min(off+5000, len(body))]})
+	}
 	f.Interactions = []*Interaction{{
-		Request:  vcr.Request{Method: http.MethodPost, URL: "http://h/"},
+		Request:  vcr.Request{Method: http.MethodPost, URL: "http://h/", Body: strings.Repeat("z", 2<<20)},
 		Response: vcr.Response{Code: 200, Body: body},
-		Stream:   &Stream{Chunks: []Chunk{{Data: body[:16]}, {Data: body[16:]}}},
+		Stream:   &Stream{Chunks: chunks},
 	}}
 	data, err := f.Marshal()
 	if err != nil {
@@ -234,6 +240,13 @@ func TestFastReadSharesChunkData(t *testing.T) {
 	got, err := fastRead(bytes.NewReader(data))
 	if err != nil {
 		t.Fatal(err)
+	}
+	want, err := parseYAML(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("the fast reader and yaml.v3 differ at %s", firstDiff(reflect.ValueOf(got), reflect.ValueOf(want), "File"))
 	}
 	it := got.Interactions[0]
 	b := it.Response.Body
