@@ -35,8 +35,9 @@ func (p benchDeltaProvider) Stream(ctx context.Context, _ provider.Request) iter
 	}
 }
 
-// benchTokenCounter is the stdout of the served session: wire.Writer hands it one
-// whole line per Write, so counting token lines is a prefix check.
+// benchTokenCounter is the stdout of the served session: StreamConn
+// hands it whole lines, one or many per Write, so counting token lines is
+// a prefix check on each.
 type benchTokenCounter struct {
 	tokens, bytes int
 	done          bool
@@ -45,7 +46,11 @@ type benchTokenCounter struct {
 var benchTokenPrefix = []byte(`{"session_id":"s-bench","type":"token"`)
 
 func (c *benchTokenCounter) Write(p []byte) (int, error) {
-	c.line(bytes.TrimSuffix(p, []byte("\n")))
+	for rest := p; len(rest) > 0; {
+		i := bytes.IndexByte(rest, '\n')
+		c.line(rest[:i])
+		rest = rest[i+1:]
+	}
 	return len(p), nil
 }
 

@@ -136,7 +136,8 @@ func TestStreamConnReadError(t *testing.T) {
 }
 
 // writeRecorder records every Write it gets, and fails from the failAt-th
-// one on (never when failAt is 0).
+// one on (never when failAt is 0). Read it only after the conn's Flush or
+// Close has returned.
 type writeRecorder struct {
 	writes []string
 	failAt int
@@ -150,21 +151,191 @@ func (w *writeRecorder) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func TestStreamConnWritesOneWritePerLine(t *testing.T) {
-	w := &writeRecorder{failAt: 3}
+// gateWriter hands every Write to the test: the bytes on wrote, then it
+// waits for the test's answer on release (nil lets the Write succeed).
+type gateWriter struct {
+	wrote   chan string
+	release chan error
+}
+
+func newGateWriter() *gateWriter {
+	return &gateWriter{wrote: make(chan string, 1), release: make(chan error)}
+}
+
+func (g *gateWriter) Write(p []byte) (int, error) {
+	g.wrote <- string(p)
+	if err := <-g.release; err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// wholeLines splits the bytes of Writes into lines, failing unless every
+// Write holds whole newline-terminated lines.
+func wholeLines(t *testing.T, writes []string) []string {
+	t.Helper()
+	var lines []string
+	for _, wr := range writes {
+		body, ok := strings.CutSuffix(wr, "\n")
+		if !ok {
+			t.Fatalf("a Write that does not end a line: %.80q", wr)
+		}
+		lines = append(lines, strings.Split(body, "\n")...)
+	}
+	return lines
+}
+
+// TestStreamConnWritesWholeLinesInOrder: whatever the batching, the bytes
+// written are the lines in order, each with its newline, and no Write
+// splits a line (a huge one included).
+func TestStreamConnWritesWholeLinesInOrder(t *testing.T) {
+	w := &writeRecorder{}
 	conn := stdio.NewStreamConn(strings.NewReader(""), w)
 	big := strings.Repeat("y", 2<<20) // over the size whose buffer is not kept
-	for _, l := range []string{`{"type":"hello"}`, big} {
+	var want []string
+	for i := range 1000 {
+		l := fmt.Sprintf(`{"n":%d}`, i)
+		if i == 500 {
+			l = big
+		}
+		want = append(want, l)
 		if err := conn.WriteLine([]byte(l)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := conn.WriteLine([]byte("x")); !errors.Is(err, syscall.EPIPE) {
-		t.Fatalf("WriteLine on a failing writer: %v, want the writer's EPIPE", err)
+	if err := conn.Flush(); err != nil {
+		t.Fatal(err)
 	}
-	want := []string{`{"type":"hello"}` + "\n", big + "\n", "x\n"}
-	if !slices.Equal(w.writes, want) {
-		t.Errorf("writes %q, want one per line with its newline", w.writes)
+	if got := wholeLines(t, w.writes); !slices.Equal(got, want) {
+		t.Errorf("wrote %d lines, want the %d given, in order", len(got), len(want))
+	}
+}
+
+// TestStreamConnFlushesALoneLine: a line written while nothing else is
+// being written goes out at once, alone, without waiting for more lines
+// or for Flush: the flush happens because the writer is idle.
+func TestStreamConnFlushesALoneLine(t *testing.T) {
+	g := newGateWriter()
+	conn := stdio.NewStreamConn(strings.NewReader(""), g)
+	for _, l := range []string{"first", "second"} {
+		if err := conn.WriteLine([]byte(l)); err != nil {
+			t.Fatal(err)
+		}
+		if got := receive(t, g.wrote); got != l+"\n" {
+			t.Fatalf("Write %q, want the lone line %q", got, l+"\n")
+		}
+		g.release <- nil
+	}
+}
+
+// TestStreamConnBatchesLinesQueuedDuringAWrite: the lines given while a
+// Write is under way go out together in the next Write, right after it.
+func TestStreamConnBatchesLinesQueuedDuringAWrite(t *testing.T) {
+	g := newGateWriter()
+	conn := stdio.NewStreamConn(strings.NewReader(""), g)
+	conn.WriteLine([]byte("a"))
+	if got := receive(t, g.wrote); got != "a\n" {
+		t.Fatalf("first Write %q, want a alone", got)
+	}
+	for _, l := range []string{"b", "c", "d"} {
+		if err := conn.WriteLine([]byte(l)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g.release <- nil
+	if got := receive(t, g.wrote); got != "b\nc\nd\n" {
+		t.Fatalf("second Write %q, want b, c and d in one Write", got)
+	}
+	g.release <- nil
+	if err := conn.Flush(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestStreamConnBoundsWhatWaits: while a Write is under way at most
+// MaxQueued bytes (or one longer line) wait behind it; WriteLine waits for
+// room beyond that, so every later Write is bounded too.
+func TestStreamConnBoundsWhatWaits(t *testing.T) {
+	g := newGateWriter()
+	conn := stdio.NewStreamConn(strings.NewReader(""), g)
+	line := strings.Repeat("z", 999)
+	const n = 10 * stdio.MaxQueued / 1000
+	done := make(chan error, 1)
+	go func() {
+		for range n {
+			if err := conn.WriteLine([]byte(line)); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- conn.Close()
+	}()
+	var lines []string
+	for len(lines) < n {
+		wr := receive(t, g.wrote)
+		if len(wr) > stdio.MaxQueued+len(line)+1 {
+			t.Fatalf("a Write of %d bytes: more than %d waited behind a Write", len(wr), stdio.MaxQueued)
+		}
+		lines = append(lines, wholeLines(t, []string{wr})...)
+		g.release <- nil
+	}
+	if err := receive(t, done); err != nil {
+		t.Fatal(err)
+	}
+	if len(lines) != n {
+		t.Errorf("wrote %d lines, want %d", len(lines), n)
+	}
+}
+
+// TestStreamConnWriteFailure: a failed Write closes Failed at once, is
+// reported by the next WriteLine, by Flush and by Close, and nothing more
+// is written.
+func TestStreamConnWriteFailure(t *testing.T) {
+	g := newGateWriter()
+	conn := stdio.NewStreamConn(strings.NewReader(""), g)
+	conn.WriteLine([]byte("a"))
+	receive(t, g.wrote)
+	if err := conn.WriteLine([]byte("queued behind the failing Write")); err != nil {
+		t.Fatal(err)
+	}
+	g.release <- syscall.EPIPE
+	receive(t, conn.Failed())
+	if err := conn.WriteLine([]byte("x")); !errors.Is(err, syscall.EPIPE) {
+		t.Errorf("WriteLine after a failed Write: %v, want the writer's EPIPE", err)
+	}
+	if err := conn.Flush(); !errors.Is(err, syscall.EPIPE) {
+		t.Errorf("Flush after a failed Write: %v, want EPIPE", err)
+	}
+	if err := conn.Close(); !errors.Is(err, syscall.EPIPE) {
+		t.Errorf("Close after a failed Write: %v, want EPIPE", err)
+	}
+	select {
+	case wr := <-g.wrote:
+		t.Errorf("wrote %q after the failure", wr)
+	default:
+	}
+}
+
+// TestStreamConnCloseWritesWhatWasQueued: lines given before Close reach w
+// before Close returns; lines given after it are refused.
+func TestStreamConnCloseWritesWhatWasQueued(t *testing.T) {
+	g := newGateWriter()
+	conn := stdio.NewStreamConn(strings.NewReader(""), g)
+	conn.WriteLine([]byte("a"))
+	receive(t, g.wrote)
+	conn.WriteLine([]byte("b"))
+	closed := make(chan error, 1)
+	go func() { closed <- conn.Close() }()
+	g.release <- nil
+	if got := receive(t, g.wrote); got != "b\n" {
+		t.Fatalf("Write %q, want the queued b", got)
+	}
+	g.release <- nil
+	if err := receive(t, closed); err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.WriteLine([]byte("c")); !errors.Is(err, stdio.ErrClosed) {
+		t.Errorf("WriteLine after Close: %v, want ErrClosed", err)
 	}
 }
 

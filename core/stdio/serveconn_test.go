@@ -52,15 +52,7 @@ var connTransports = []struct {
 	{"stream", func(t *testing.T, stdin string, opts stdio.Options) served {
 		w := &writeRecorder{}
 		code, err := stdio.Serve(context.Background(), strings.NewReader(stdin), w, opts)
-		var lines []string
-		for _, wr := range w.writes { // one Write per line, each with its newline
-			l, ok := strings.CutSuffix(wr, "\n")
-			if !ok || strings.Contains(l, "\n") {
-				t.Fatalf("a Write that is not one whole line: %q", wr)
-			}
-			lines = append(lines, l)
-		}
-		return served{lines, code, err}
+		return served{wholeLines(t, w.writes), code, err} // each Write whole lines
 	}},
 	{"pipe", func(t *testing.T, stdin string, opts stdio.Options) served {
 		server, client := stdio.NewPipe()
@@ -243,4 +235,96 @@ func (b *lockedBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.b.String()
+}
+
+// chanWriter is a stdout that hands every Write to the test, and fails
+// the Writes holding failOn (when set) with EPIPE.
+type chanWriter struct {
+	wrote  chan string
+	failOn string
+}
+
+func (w *chanWriter) Write(p []byte) (int, error) {
+	w.wrote <- string(p)
+	if w.failOn != "" && strings.Contains(string(p), w.failOn) {
+		return 0, syscall.EPIPE
+	}
+	return len(p), nil
+}
+
+// TestServeStreamsALoneTokenAtOnce: a token whose stream then pauses (the
+// model has not sent the next part) reaches stdout during the pause: the
+// batching stdout never holds a line while nothing else is coming.
+func TestServeStreamsALoneTokenAtOnce(t *testing.T) {
+	pause := make(chan struct{})
+	eng := connEngine(t, func(ctx context.Context, yield func(provider.Part) bool) {
+		if !yield(provider.TextDelta{Text: "lone"}) {
+			return
+		}
+		<-pause // the model is thinking; nothing more is written meanwhile
+		yield(provider.Finish{Reason: "stop"})
+	})
+	w := &chanWriter{wrote: make(chan string, 16)}
+	stdinR, stdinW := io.Pipe()
+	result := make(chan served, 1)
+	go func() {
+		code, err := stdio.Serve(context.Background(), stdinR, w, stdio.Options{Engine: eng, SessionID: "s-lone"})
+		result <- served{code: code, err: err}
+	}()
+	go io.WriteString(stdinW, `{"cmd":"user","text":"go"}`+"\n")
+	var got []string
+	for !slices.ContainsFunc(got, func(l string) bool { return strings.Contains(l, `"type":"token"`) }) {
+		got = append(got, wholeLines(t, []string{receive(t, w.wrote)})...)
+	}
+	if last := got[len(got)-1]; last != `{"session_id":"s-lone","type":"token","text":"lone"}` {
+		t.Errorf("last line before the pause %s, want the token", last)
+	}
+	close(pause)
+	stdinW.Close()
+	for {
+		select {
+		case res := <-result:
+			if res.err != nil || res.code != 0 {
+				t.Fatalf("Serve: %d, %v", res.code, res.err)
+			}
+			return
+		case <-w.wrote:
+		}
+	}
+}
+
+// TestServeStdoutGoneWhileTheTurnIsQuiet: the Write carrying a token fails
+// after the turn has gone quiet (it waits on the model and will write
+// nothing more): the session still learns stdout is gone, cancels the turn
+// and returns the write error, as when a WriteLine itself fails.
+func TestServeStdoutGoneWhileTheTurnIsQuiet(t *testing.T) {
+	cancelled := make(chan error, 1)
+	eng := connEngine(t, func(ctx context.Context, yield func(provider.Part) bool) {
+		if !yield(provider.TextDelta{Text: "last words"}) {
+			return
+		}
+		<-ctx.Done() // only the server's cancel ends this turn
+		cancelled <- ctx.Err()
+	})
+	w := &chanWriter{wrote: make(chan string, 64), failOn: `"type":"token"`}
+	var log lockedBuffer
+	stdinR, stdinW := io.Pipe()
+	t.Cleanup(func() { stdinW.Close() })
+	result := make(chan served, 1)
+	go func() {
+		code, err := stdio.Serve(context.Background(), stdinR, w, stdio.Options{Engine: eng, SessionID: "s-quiet", Log: &log})
+		result <- served{code: code, err: err}
+	}()
+	go io.WriteString(stdinW, `{"cmd":"user","text":"go"}`+"\n")
+	if err := receive(t, cancelled); !errors.Is(err, context.Canceled) {
+		t.Errorf("the turn ended with %v, want it cancelled", err)
+	}
+	stdinW.Close()
+	res := receive(t, result)
+	if !errors.Is(res.err, syscall.EPIPE) || !strings.HasPrefix(res.err.Error(), "wire: write: ") {
+		t.Errorf("Serve returned %v, want the write error (EPIPE)", res.err)
+	}
+	if !strings.Contains(log.String(), "; shutting down") {
+		t.Errorf("log %q does not say the server shut down", log.String())
+	}
 }

@@ -223,6 +223,11 @@ func ServeConn(ctx context.Context, conn Conn, opts Options) (int, error) {
 		s.opts.Log = io.Discard
 	}
 	code, err := s.serve(ctx, conn)
+	if err == nil {
+		// Everything written reaches the client before ServeConn returns
+		// (the process may exit next); a failure now is a write failure.
+		err = s.w.Flush()
+	}
 	if cerr := conn.Close(); cerr != nil && err == nil {
 		err = fmt.Errorf("closing the connection: %w", cerr)
 	}
@@ -273,6 +278,10 @@ func (s *server) serve(ctx context.Context, conn Conn) (int, error) {
 	go readLines(conn, lines, stop)
 
 	shutdown, failed := ctx.Done(), s.w.Failed()
+	var batchFailed <-chan struct{} // a queued line failed to go out
+	if b, ok := conn.(Batching); ok {
+		batchFailed = b.Failed()
+	}
 	for {
 		if s.quitting {
 			s.approvals.declineAll()
@@ -287,6 +296,10 @@ func (s *server) serve(ctx context.Context, conn Conn) (int, error) {
 			fmt.Fprintf(s.opts.Log, "openmax: %v; shutting down\n", s.w.Err())
 			s.quitting = true
 			s.cancelTurn()
+		case <-batchFailed:
+			// The writer learns of it by flushing; failed fires next.
+			batchFailed = nil
+			_ = s.w.Flush()
 		case reason := <-s.ended:
 			s.finishTurn(reason)
 			s.handled()
