@@ -2,6 +2,7 @@ package wire
 
 import (
 	"reflect"
+	"slices"
 	"strconv"
 	"sync"
 	"unicode/utf8"
@@ -114,6 +115,7 @@ func (p *plan) appendFields(dst []byte, v any) []byte {
 			if f.omit && s == "" {
 				continue
 			}
+			dst = slices.Grow(dst, 1+len(f.key)+len(s)+2) // one copy of a long text, not a doubling series
 			dst = append(dst, ',')
 			dst = append(dst, f.key...)
 			dst = appendQuoted(dst, s, false)
@@ -151,9 +153,48 @@ func (p *plan) appendFields(dst []byte, v any) []byte {
 	return append(dst, '}', '\n')
 }
 
+// textPlans are the plans of the events that carry one text and nothing
+// else, the bulk of a stream: they skip the plan lookup and reflection.
+var textPlans = sync.OnceValue(func() (ps struct{ token, thinking, messageDone *plan }) {
+	single := func(e Event) *plan {
+		p := planFor(reflect.TypeOf(e))
+		if p == nil || len(p.fields) != 1 || p.fields[0].kind != planString || p.fields[0].omit {
+			return nil // the type changed shape: the generic path takes it
+		}
+		return p
+	}
+	ps.token, ps.thinking, ps.messageDone = single(Token{}), single(Thinking{}), single(MessageDone{})
+	return ps
+})
+
+// appendText appends what follows session_id on the line of a text event
+// whose plan is p: its type member, its one field holding text, the end.
+func appendText(dst []byte, p *plan, text string) []byte {
+	f := &p.fields[0]
+	dst = slices.Grow(dst, len(p.member)+1+len(f.key)+len(text)+4)
+	dst = append(dst, p.member...)
+	dst = append(dst, ',')
+	dst = append(dst, f.key...)
+	dst = appendQuoted(dst, text, false)
+	return append(dst, '}', '\n')
+}
+
 // appendEventAfterID appends what follows an event line's session_id
 // value: its type member and its fields, as AppendEvent does.
 func appendEventAfterID(dst []byte, e Event) ([]byte, error) {
+	var text *plan
+	var s string
+	switch e := e.(type) {
+	case Token:
+		text, s = textPlans().token, e.Text
+	case Thinking:
+		text, s = textPlans().thinking, e.Text
+	case MessageDone:
+		text, s = textPlans().messageDone, e.Text
+	}
+	if text != nil {
+		return appendText(dst, text, s), nil
+	}
 	if p := planFor(reflect.TypeOf(e)); p != nil {
 		return p.appendFields(append(dst, p.member...), e), nil
 	}

@@ -104,6 +104,9 @@ func TestFastPathCoversEveryScalarDef(t *testing.T) {
 			t.Errorf("%s has no plan: every token would go through encoding/json", e.EventType())
 		}
 	}
+	if ps := textPlans(); ps.token == nil || ps.thinking == nil || ps.messageDone == nil {
+		t.Errorf("text events without their direct path: %+v", ps)
+	}
 }
 
 // TestFastPathMatchesEncodingJSON: for random values of every event and
