@@ -85,8 +85,10 @@ type request struct {
 	value  any    // the parsed body with ignored paths dropped, when json
 	body   string // canonical: compact JSON with sorted keys, or the raw bytes
 	// src, when set, is the request this was normalised from, its value
-	// left out (see full).
-	src *rawRequest
+	// left out (see full); lazy says it was not normalised yet (only
+	// method is set, see resolve).
+	src  *rawRequest
+	lazy bool
 }
 
 // full is q with its parsed body, for explaining a miss.
@@ -136,13 +138,27 @@ type matcher struct {
 	norm      *normaliser // nil: strings compare as they are
 	onRequest func(Event)
 
-	recs []*request // by interaction index; value is dropped (see nearest)
-	// known maps each recorded request, as recorded, to its normalised
-	// form: a live request that arrives byte for byte as recorded (the
-	// usual case) is not parsed again. Read-only after newMatcher.
-	known   map[rawRequest]*request
-	byKey   map[requestKey]*group
-	byRoute map[routeKey]*group // InOrder only
+	// raws are the recorded requests as recorded, by interaction index,
+	// and byRaw groups them: read-only after newMatcher.
+	raws  []rawRequest
+	byRaw map[rawRequest]*group
+
+	// What follows is guarded by mu.
+	//
+	// Recorded requests are normalised when first needed (see take):
+	// recs holds those done, by interaction index (value dropped, see
+	// nearest), and known the same by raw request.
+	recs  []*request
+	known map[rawRequest]*request
+	// byKey groups the normalised recorded requests: those swept (below
+	// swept, unserved when swept) or, once indexed, all of them. waiting
+	// lists the swept indices in order, waitHead skipping served ones.
+	byKey    map[requestKey]*group
+	byRoute  map[routeKey]*group // InOrder only, once indexed
+	indexed  bool
+	swept    int
+	waiting  []int
+	waitHead int
 
 	mu       sync.Mutex
 	used     []bool
@@ -172,23 +188,17 @@ func newMatcher(f *cassette.File, opts Options) *matcher {
 			m.ignore = append(m.ignore, segs)
 		}
 	}
-	m.recs = make([]*request, len(f.Interactions))
-	m.known = make(map[rawRequest]*request, len(f.Interactions))
+	n := len(f.Interactions)
+	m.recs, m.raws, m.used = make([]*request, n), make([]rawRequest, n), make([]bool, n)
+	m.byRaw, m.known, m.byKey = map[rawRequest]*group{}, map[rawRequest]*request{}, map[requestKey]*group{}
 	for i, it := range f.Interactions {
 		if it == nil {
 			continue
 		}
 		raw := rawRequest{it.Request.Method, it.Request.URL, it.Request.Body}
-		r, ok := m.known[raw]
-		if !ok {
-			r = m.normalise(raw.method, raw.url, []byte(raw.body))
-			r.value = nil // only a miss needs it, and nearest parses it again
-			m.known[raw] = r
-		}
-		m.recs[i] = r
+		m.raws[i] = raw
+		m.byRaw[raw] = m.byRaw[raw].add(i)
 	}
-	m.used = make([]bool, len(f.Interactions))
-	m.index()
 	return m
 }
 
@@ -231,28 +241,89 @@ func (g *group) next(used []bool) (int, bool) {
 	return g.idx[g.head], true
 }
 
-// index groups the recorded requests for take.
+// add appends index i to g (made if nil).
+func (g *group) add(i int) *group {
+	if g == nil {
+		g = &group{}
+	}
+	g.idx = append(g.idx, i)
+	return g
+}
+
+// normOf is the normalised form of a raw request (value dropped), made
+// once. The caller holds m.mu.
+func (m *matcher) normOf(raw rawRequest) *request {
+	r, ok := m.known[raw]
+	if !ok {
+		r = m.normalise(raw.method, raw.url, []byte(raw.body))
+		r.value = nil // only a miss needs it, and nearest parses it again
+		m.known[raw] = r
+	}
+	return r
+}
+
+// rec is recorded request i, normalised. The caller holds m.mu.
+func (m *matcher) rec(i int) *request {
+	if m.recs[i] == nil && m.f.Interactions[i] != nil {
+		m.recs[i] = m.normOf(m.raws[i])
+	}
+	return m.recs[i]
+}
+
+// resolve is q normalised, for a request live left as it arrived.
+func (m *matcher) resolve(q *request) *request {
+	if !q.lazy {
+		return q
+	}
+	c := *m.normOf(*q.src)
+	c.src = q.src
+	return &c
+}
+
+// sweep indexes the unserved recorded requests below i.
+func (m *matcher) sweep(i int) {
+	for ; m.swept < i; m.swept++ {
+		j := m.swept
+		if m.f.Interactions[j] == nil || m.used[j] {
+			continue
+		}
+		k := m.rec(j).key()
+		m.byKey[k] = m.byKey[k].add(j)
+		m.waiting = append(m.waiting, j)
+	}
+}
+
+// firstWaiting is the first swept index not served yet.
+func (m *matcher) firstWaiting() (int, bool) {
+	for m.waitHead < len(m.waiting) && m.used[m.waiting[m.waitHead]] {
+		m.waitHead++
+	}
+	if m.waitHead == len(m.waiting) {
+		return -1, false
+	}
+	return m.waiting[m.waitHead], true
+}
+
+// index normalises every recorded request and groups them all.
 func (m *matcher) index() {
+	if m.indexed {
+		return
+	}
+	m.indexed = true
 	m.byKey = map[requestKey]*group{}
 	if m.inOrder {
 		m.byRoute = map[routeKey]*group{}
 	}
-	add := func(g *group, i int) *group {
-		if g == nil {
-			g = &group{}
-		}
-		g.idx = append(g.idx, i)
-		return g
-	}
-	for i, r := range m.recs {
+	for i := range m.recs {
+		r := m.rec(i)
 		if r == nil {
 			continue
 		}
 		k := r.key()
-		m.byKey[k] = add(m.byKey[k], i)
+		m.byKey[k] = m.byKey[k].add(i)
 		if m.inOrder {
 			rk := routeKey{r.method, r.path}
-			m.byRoute[rk] = add(m.byRoute[rk], i)
+			m.byRoute[rk] = m.byRoute[rk].add(i)
 		}
 	}
 }
@@ -308,13 +379,10 @@ func (m *matcher) live(method, rawURL string, header http.Header, body io.ReadCl
 	if m.scrub != nil {
 		rawURL, _, data = m.scrub(method, rawURL, header.Clone(), data)
 	}
-	if r, ok := m.known[rawRequest{method, rawURL, string(data)}]; ok {
-		// Normalising is a function of these three: the recorded form is
-		// this request's form. Its parsed body is dropped; a miss parses
-		// it again (see full).
-		q := *r
-		q.src = &rawRequest{method, rawURL, string(data)}
-		return &q, rawURL, nil
+	if raw := (rawRequest{method, rawURL, string(data)}); m.byRaw[raw] != nil {
+		// Arrived as recorded: its normal form is the recorded one, made
+		// only if take needs it (see resolve).
+		return &request{method: strings.ToUpper(method), src: &raw, lazy: true}, rawURL, nil
 	}
 	return m.normalise(method, rawURL, data), rawURL, nil
 }
@@ -359,12 +427,31 @@ func (m *matcher) unreadable(method, rawURL string, err error) int {
 // take claims the first unserved interaction that matches q, or explains
 // the miss with a *MissError. The caller holds m.mu.
 //
-// Matching is a map lookup: the recorded requests are grouped by their
-// normalised form (by method and path alone for InOrder), each group in
-// recorded order with a cursor past its served members, so a hit costs
-// the hash of the live request, not a scan of the cassette. Only a miss
-// scans (for the nearest interaction).
+// Matching is a map lookup, not a scan of the cassette. A request that
+// arrives byte for byte as one recorded (the usual case, after Scrub)
+// is answered by the first unserved recording of those bytes, unless an
+// earlier unserved recording normalises to the same form: only the
+// recordings passed over unserved are normalised to find out (sweep),
+// so a replay that runs as recorded parses no request body at all. Any
+// other request, and every request after a miss, is normalised and looked
+// up among all the recordings grouped by normal form (by method and path
+// alone for InOrder), each group in recorded order with a cursor past its
+// served members. Only a miss scans (for the nearest interaction).
 func (m *matcher) take(q *request, rawURL string) (int, error) {
+	if q.lazy && !m.indexed && !m.inOrder {
+		if i, ok := m.byRaw[*q.src].next(m.used); ok {
+			m.sweep(i)
+			if w, ok := m.firstWaiting(); ok && w < i {
+				if j, ok := m.byKey[m.rec(i).key()].next(m.used); ok && j < i {
+					i = j
+				}
+			}
+			m.used[i] = true
+			return i, nil
+		}
+	}
+	m.index()
+	q = m.resolve(q)
 	if m.inOrder {
 		if i, ok := m.byRoute[routeKey{q.method, q.path}].next(m.used); ok {
 			m.used[i] = true
