@@ -65,9 +65,11 @@ func (c *Checker) Line(line []byte) error {
 	if err == nil && c.input != nil {
 		c.observeInput(typ, m.str("message"), m.str("stop_reason"))
 	}
-	// Keep the members' slice for the next line, but not the line it
-	// points into.
-	clear(c.members[:cap(c.members)])
+	// Keep the members' slice for the next line, but not a long line it
+	// points into (short ones are in the reader's buffer anyway).
+	if len(line) > streamReadBuffer {
+		clear(c.members[:cap(c.members)])
+	}
 	c.members = c.members[:0]
 	return err
 }
@@ -90,7 +92,7 @@ func (c *Checker) line(line []byte) (string, object, error) {
 		return "", nil, fmt.Errorf("not a JSON object: %s", describeJSONError(line, err))
 	}
 	c.members = m
-	rawType, ok := m.get("type")
+	rawType, typePlain, ok := m.getv("type")
 	if !ok {
 		return "", nil, fmt.Errorf(`missing "type"`)
 	}
@@ -104,7 +106,7 @@ func (c *Checker) line(line []byte) (string, object, error) {
 			d, ok = LineDef(unquote(rawType))
 		}
 	} else {
-		d, ok = lineDef(rawType)
+		d, ok = lineDef(rawType, typePlain)
 	}
 	if !ok {
 		typ := unquote(rawType)
@@ -122,8 +124,8 @@ func (c *Checker) line(line []byte) (string, object, error) {
 
 // lineDef finds the definition named by a line's raw "type" string, events
 // first, without allocating when the name has no escapes.
-func lineDef(rawType []byte) (*Def, bool) {
-	if s, plain := plainString(rawType); plain {
+func lineDef(rawType []byte, known bool) (*Def, bool) {
+	if s, plain := plainString(rawType, known); plain {
 		if d, ok := eventByName[string(s)]; ok {
 			return d, true
 		}
@@ -143,11 +145,11 @@ func (c *Checker) shape(d *Def, m object) error {
 	var names [2]string
 	extra := append(names[:0], "type")
 	if d.SessionID && d.Role == RoleEvent {
-		raw, ok := m.get("session_id")
+		raw, known, ok := m.getv("session_id")
 		if !ok {
 			return fmt.Errorf(`missing "session_id"`)
 		}
-		if c.twoPass || !plainValue(&sessionIDField, raw) {
+		if c.twoPass || !plainValue(&sessionIDField, raw, known) {
 			f := sessionIDField
 			if err := checkValue(&f, raw); err != nil {
 				return err
@@ -194,7 +196,7 @@ func (c *Checker) sequence(d *Def, m object) error {
 		return fmt.Errorf("hello only as the first line")
 	}
 	if d.SessionID {
-		if raw, _ := m.get("session_id"); !c.strEq(raw, c.sessionID) {
+		if raw, known, _ := m.getv("session_id"); !c.strEq(raw, known, c.sessionID) {
 			sid := m.str("session_id")
 			return fmt.Errorf("session_id %s differs from hello's %s", quoteShort(sid), quoteShort(c.sessionID))
 		}
@@ -259,10 +261,10 @@ func (c *Checker) sequence(d *Def, m object) error {
 			c.run, c.runFrom = true, c.n
 			c.runText.Reset()
 		}
-		raw, _ := m.get("text")
-		c.appendValue(&c.runText, raw)
+		raw, known, _ := m.getv("text")
+		c.appendValue(&c.runText, raw, known)
 	case "message_done":
-		if raw, _ := m.get("text"); c.run && !c.strEq(raw, c.runText.String()) {
+		if raw, known, _ := m.getv("text"); c.run && !c.strEq(raw, known, c.runText.String()) {
 			return fmt.Errorf("text differs from the run of tokens it closes (line %d on)", c.runFrom)
 		}
 		c.run, c.closed = false, true
@@ -391,11 +393,11 @@ func CheckStream(r io.Reader, report func(Verdict)) (int, error) {
 }
 
 // Stream validates every line of r with c, like CheckStream. Each line is
-// read once and parsed once; memory stays near MaxLine whatever the input
-// (a longer line is spooled to a temporary file until its end shows whether
-// it is within MaxCheckedLine).
+// read once and parsed once. Memory stays near heldLine whatever the input:
+// a longer line is spooled to a temporary file until its end shows whether
+// it is within MaxCheckedLine, and only then read back whole.
 func (c *Checker) Stream(r io.Reader, report func(Verdict)) (int, error) {
-	lr := newLineSplitter(r, MaxCheckedLine, MaxLine, streamReadBuffer)
+	lr := newLineSplitter(r, MaxCheckedLine, heldLine, streamReadBuffer)
 	defer lr.close()
 	bad := 0
 	for {
@@ -428,6 +430,12 @@ func (c *Checker) Stream(r io.Reader, report func(Verdict)) (int, error) {
 // streamReadBuffer is Stream's read buffer: lines up to this size are
 // checked in place, without a copy.
 const streamReadBuffer = 256 << 10
+
+// heldLine is how much of a longer line Stream gathers in memory before it
+// spools the line to a temporary file. Lines past it are rare (openmax caps
+// tool output and transcripts far below), and spooling them keeps a 1 GiB
+// line from costing more than this.
+const heldLine = 1 << 20
 
 // AppendLine appends the line `openmax --check` prints for v, without its
 // newline: "N: ok", "N: <violation>", or "end: <violation>" for the end of

@@ -15,8 +15,12 @@ import (
 // first.
 
 // plainString returns the contents of raw when it is a JSON string without
-// escapes: then its bytes are its value.
-func plainString(raw []byte) ([]byte, bool) {
+// escapes: then its bytes are its value. known says the split already found
+// it so.
+func plainString(raw []byte, known bool) ([]byte, bool) {
+	if known {
+		return raw[1 : len(raw)-1], true
+	}
 	if len(raw) < 2 || raw[0] != '"' || bytes.IndexByte(raw, '\\') >= 0 {
 		return nil, false
 	}
@@ -26,14 +30,14 @@ func plainString(raw []byte) ([]byte, bool) {
 // strEq reports whether raw, a string member of a checked line or nothing,
 // decodes to s; a missing member (nil raw) or a non-string is "", as
 // object.str has it.
-func (c *Checker) strEq(raw []byte, s string) bool {
+func (c *Checker) strEq(raw []byte, known bool, s string) bool {
 	if c.twoPass {
 		return object{{key: []byte("v"), raw: raw}}.str("v") == s
 	}
 	if len(raw) == 0 || raw[0] != '"' {
 		return s == ""
 	}
-	if p, ok := plainString(raw); ok {
+	if p, ok := plainString(raw, known); ok {
 		return string(p) == s
 	}
 	c.scratch = appendUnquoted(c.scratch[:0], raw)
@@ -42,16 +46,16 @@ func (c *Checker) strEq(raw []byte, s string) bool {
 
 // appendValue appends the value of raw, a string member of a checked line,
 // to b; scratch is reused for decoding escapes and returned.
-func (c *Checker) appendValue(b *strings.Builder, raw []byte) {
+func (c *Checker) appendValue(b *strings.Builder, raw []byte, known bool) {
 	if c.twoPass {
 		b.WriteString(object{{key: []byte("v"), raw: raw}}.str("v"))
 		return
 	}
-	c.scratch = appendValue(b, raw, c.scratch)
+	c.scratch = appendValue(b, raw, known, c.scratch)
 }
 
-func appendValue(b *strings.Builder, raw, scratch []byte) []byte {
-	if p, ok := plainString(raw); ok {
+func appendValue(b *strings.Builder, raw []byte, known bool, scratch []byte) []byte {
+	if p, ok := plainString(raw, known); ok {
 		b.Write(p)
 		return scratch
 	}
@@ -64,13 +68,13 @@ func appendValue(b *strings.Builder, raw, scratch []byte) []byte {
 // cases that need no decoding: an unescaped string (non-empty or in the enum
 // when f says so), a plain non-negative integer, a boolean, a null where f
 // allows one. false means "ask checkValue", not "illegal".
-func plainValue(f *Field, raw []byte) bool {
+func plainValue(f *Field, raw []byte, known bool) bool {
 	if f.Const != "" || len(raw) == 0 {
 		return false
 	}
 	switch f.Kind {
 	case KindString:
-		s, ok := plainString(raw)
+		s, ok := plainString(raw, known)
 		if !ok || (f.NonEmpty && len(s) == 0) {
 			return false
 		}
@@ -108,14 +112,14 @@ func plainValue(f *Field, raw []byte) bool {
 func checkLineFields(fields []Field, o object, extra []string) error {
 	for i := range fields {
 		f := &fields[i]
-		raw, ok := o.get(f.Name)
+		raw, known, ok := o.getv(f.Name)
 		if !ok {
 			if f.Optional {
 				continue
 			}
 			return fmt.Errorf("missing %q", f.Name)
 		}
-		if plainValue(f, raw) {
+		if plainValue(f, raw, known) {
 			continue
 		}
 		if err := checkValue(f, raw); err != nil {

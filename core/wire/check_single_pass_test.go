@@ -231,7 +231,12 @@ func TestParseObjectEqualsTwoPass(t *testing.T) {
 			t.Fatalf("%q: single pass error %v, two passes %v", line, gotErr, wantErr)
 		}
 		if gotErr == nil && !sameMembers(got, want) {
-			t.Fatalf("%q: single pass %q, two passes %q", line, got, want)
+			t.Fatalf("%q: single pass %s, two passes %s", line, got, want)
+		}
+		for _, m := range got {
+			if p, ok := plainString(m.raw, false); m.plain && (!ok || string(p) != unquote(m.raw)) {
+				t.Fatalf("%q: member %q marked plain", line, m.raw)
+			}
 		}
 		// And the single pass really is the path for well-formed objects.
 		if _, ok := splitObject(nil, line); wantErr == nil && !ok {
@@ -294,7 +299,7 @@ func TestPlainValueOnlyAcceptsLegal(t *testing.T) {
 	for i := range fields {
 		for _, v := range values {
 			f := fields[i]
-			if plainValue(&f, []byte(v)) {
+			if plainValue(&f, []byte(v), false) {
 				if err := checkValue(&f, []byte(v)); err != nil {
 					t.Errorf("%s = %s: fast path accepts, checkValue says %v", f.Name, v, err)
 				}
@@ -318,7 +323,38 @@ func TestSplitObjectTakesWellFormedLines(t *testing.T) {
 		}
 		got, ok := splitObject(nil, []byte(line))
 		if !ok || !sameMembers(got, want) {
-			t.Errorf("%q: single pass %v %q, two passes %q", line, ok, got, want)
+			t.Errorf("%q: single pass %v %s, two passes %s", line, ok, got, want)
 		}
 	}
+}
+
+// TestSpecial8: the eight-bytes-at-a-time test flags a word exactly when
+// one of its bytes ends a plain run of string bytes.
+func TestSpecial8(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		b := rapid.SliceOfN(rapid.OneOf(rapid.Byte(), rapid.SampledFrom([]byte{0, 0x1f, 0x20, '"', '\\', 0x7f, 0x80, 0xff, 0x5b, 0x21, 0x23})), 8, 8).Draw(t, "word")
+		want := false
+		for _, c := range b {
+			want = want || !strPlain[c]
+		}
+		w := uint64(0)
+		for k := 7; k >= 0; k-- {
+			w = w<<8 | uint64(b[k])
+		}
+		if got := special8(w); got != want {
+			t.Fatalf("%q: special8 %v, want %v", b, got, want)
+		}
+	})
+}
+
+// String shows the members for test failures.
+func (o object) String() string {
+	var b strings.Builder
+	for i, m := range o {
+		if i > 0 {
+			b.WriteString(" ")
+		}
+		fmt.Fprintf(&b, "%q=%s", m.key, m.raw)
+	}
+	return b.String()
 }

@@ -65,7 +65,7 @@ func TestLineSplitterEqualsLineReader(t *testing.T) {
 }
 
 // TestCheckStreamMemoryOnAHugeLine: a 256 MiB line (past the 64 MiB the
-// checker reads) costs about the 8 MiB held in memory, not the 64 MiB cap;
+// checker reads) costs about the 1 MiB held in memory, not the 64 MiB cap;
 // it is one violation, the lines after it are still checked, and the spill
 // file is gone afterwards.
 func TestCheckStreamMemoryOnAHugeLine(t *testing.T) {
@@ -89,7 +89,7 @@ func TestCheckStreamMemoryOnAHugeLine(t *testing.T) {
 		t.Errorf("verdicts %q", verdicts)
 	}
 	alloc := after.TotalAlloc - before.TotalAlloc
-	if alloc > 2*MaxLine+(1<<20) {
+	if alloc > 4*heldLine {
 		t.Errorf("allocated %d MiB to check past a %d MiB line", alloc>>20, size>>20)
 	}
 	t.Logf("allocated %.1f MiB to check past a %d MiB line", float64(alloc)/(1<<20), size>>20)
@@ -98,7 +98,7 @@ func TestCheckStreamMemoryOnAHugeLine(t *testing.T) {
 	}
 }
 
-// TestCheckStreamChecksLongLinesWhole: lines longer than the 8 MiB held in
+// TestCheckStreamChecksLongLinesWhole: lines longer than the 1 MiB held in
 // memory but within the 64 MiB cap are still checked whole, with the
 // verdict the two-pass checker gives the same bytes.
 func TestCheckStreamChecksLongLinesWhole(t *testing.T) {
@@ -133,7 +133,7 @@ func TestCheckStreamChecksLongLinesWhole(t *testing.T) {
 // are held in memory and checked as before.
 func TestCheckStreamWithoutTempDir(t *testing.T) {
 	t.Setenv("TMPDIR", "/nonexistent/openmax-check")
-	long := ev("tool_end", `"call_id":"c","ok":true,"output":"`+strings.Repeat("x", MaxLine+10)+`"`)
+	long := ev("tool_end", `"call_id":"c","ok":true,"output":"`+strings.Repeat("x", 3*heldLine)+`"`)
 	in := strings.Join([]string{hello, budget, tStart("c"), long, done("stop")}, "\n")
 	var got []string
 	bad, err := CheckStream(strings.NewReader(in), func(v Verdict) { got = append(got, string(v.AppendLine(nil))) })

@@ -14,6 +14,9 @@ import (
 type member struct {
 	key []byte // unescaped
 	raw json.RawMessage
+	// plain is true when raw is known to be a string with no escapes (the
+	// single-pass split records it); false means "not known".
+	plain bool
 }
 
 // object is a JSON object split into its members, in document order. It
@@ -174,6 +177,17 @@ func unquote(raw []byte) string {
 func parseInt(raw []byte) (int64, bool) {
 	n, err := strconv.ParseInt(string(raw), 10, 64)
 	return n, err == nil
+}
+
+// getv is get that also says whether the value is known to be a string
+// without escapes.
+func (o object) getv(k string) (raw json.RawMessage, plain, ok bool) {
+	for i := range o {
+		if string(o[i].key) == k {
+			return o[i].raw, o[i].plain, true
+		}
+	}
+	return nil, false, false
 }
 
 func (o object) get(k string) (json.RawMessage, bool) {

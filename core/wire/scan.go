@@ -1,6 +1,9 @@
 package wire
 
-import "unicode/utf8"
+import (
+	"encoding/binary"
+	"unicode/utf8"
+)
 
 // This file is the single-pass reader behind parseObject: it checks JSON
 // syntax and splits a line's top-level members in the same walk over the
@@ -67,11 +70,17 @@ func splitObject(dst object, data []byte) (o object, ok bool) {
 			return o, false
 		}
 		i = skipSpace(data, i+1)
-		end, ok = scanValueValid(data, i, 1)
+		plain := false
+		if i < len(data) && data[i] == '"' {
+			end, esc, ok = scanStringValid(data, i)
+			plain = !esc
+		} else {
+			end, ok = scanValueValid(data, i, 1)
+		}
 		if !ok {
 			return o, false
 		}
-		o = append(o, member{key: key, raw: data[i:end]})
+		o = append(o, member{key: key, raw: data[i:end], plain: plain})
 		i = skipSpace(data, end)
 		if i >= len(data) {
 			return o, false
@@ -229,6 +238,11 @@ func scanNumberValid(data []byte, i int) (int, bool) {
 func scanStringValid(data []byte, i int) (end int, esc, ok bool) {
 	j := i + 1
 	for {
+		// Eight bytes at a time while none is a quote, a backslash or a
+		// control byte, then byte by byte up to the one that is.
+		for j+8 <= len(data) && !special8(binary.LittleEndian.Uint64(data[j:])) {
+			j += 8
+		}
 		for j < len(data) && strPlain[data[j]] {
 			j++
 		}
@@ -259,4 +273,20 @@ func scanStringValid(data []byte, i int) (end int, esc, ok bool) {
 			return j, esc, false
 		}
 	}
+}
+
+const (
+	ones  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
+
+// special8 reports whether any of the eight bytes in w is a quote, a
+// backslash or below 0x20. A byte b is below n (n <= 0x80) exactly when
+// b-n borrows into its high bit while b's own high bit is clear; a byte is
+// zero exactly when it is below 1, so x^(ones*c) finds the bytes equal to c.
+// A borrow can only flag bytes above a flagged one, so the answer "any" is
+// exact.
+func special8(w uint64) bool {
+	below := func(x, n uint64) uint64 { return (x - ones*n) &^ x & highs }
+	return below(w, 0x20)|below(w^(ones*'"'), 1)|below(w^(ones*'\\'), 1) != 0
 }
