@@ -7,10 +7,15 @@
 // not cleanly (a reset, an early EOF, a cancel...), which stock go-vcr
 // drops.
 //
-// The cassette file is rewritten atomically each time an interaction
-// completes, so a crash leaves every interaction that had completed.
+// Each interaction is appended to the cassette file as it completes (see
+// cassette.Appender), synced before the client sees the end of its body, so
+// the cost of a save does not grow with the interactions before it and a
+// crash (the process killed at any moment, or the OS) leaves a file that
+// Load and stock go-vcr read with every interaction that had completed.
 // Interactions are written in the order their requests started, whatever
-// order they complete in. Secrets are scrubbed before anything is written
+// order they complete in (one that completes before an earlier-started one
+// costs a rewrite of the file). Close leaves the file in the plain layout
+// Marshal gives. Secrets are scrubbed before anything is written
 // (see ScrubRequest), in a way a replayer can reproduce on live requests.
 //
 // The cassette holds the bytes the client actually read. When the
@@ -49,6 +54,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -62,10 +68,9 @@ import (
 // Options configure a Recorder.
 type Options struct {
 	// Path is the cassette file. It is written when the recorder is made
-	// (an empty cassette, so a bad path fails at once) and again,
-	// atomically, after every completed interaction, so a crash leaves
-	// what had completed. Every write goes to a temporary file that is
-	// renamed over Path.
+	// (an empty cassette, so a bad path fails at once), appended to after
+	// every completed interaction, so a crash leaves what had completed,
+	// and rewritten atomically, plain, by Close.
 	Path string
 	// Overwrite allows replacing a cassette that already exists at Path.
 	// Without it New refuses with ErrExists and claims Path with an
@@ -101,10 +106,16 @@ type Recorder struct {
 	t0       time.Time
 
 	saveMu sync.Mutex // serialises snapshot+write, so writes land in order
+	// Under saveMu:
+	app       *cassette.Appender // nil until the file is first written (Overwrite) or after a failed save
+	last      int                // index in entries of the last interaction written, -1 for none
+	savedVer  int                // the session version in the file
+	everSaved bool
 
 	mu      sync.Mutex
 	entries []*entry // one slot per request, in start order
 	session *cassette.Session
+	sessVer int // counts SetSession/StageSession
 	closed  bool
 }
 
@@ -129,6 +140,9 @@ type entry struct {
 
 	done bool
 	it   *cassette.Interaction
+
+	enc     []byte // it as a list item (under saveMu)
+	written bool   // enc is in the file (under saveMu)
 }
 
 // New makes a recorder and writes an empty cassette at opts.Path.
@@ -146,6 +160,7 @@ func New(opts Options) (*Recorder, error) {
 		rt:       opts.Transport,
 		clk:      opts.Clock,
 		patterns: append([]*regexp.Regexp(nil), opts.Scrub...),
+		last:     -1,
 	}
 	if r.rt == nil {
 		r.rt = http.DefaultTransport
@@ -168,22 +183,14 @@ func New(opts Options) (*Recorder, error) {
 
 // claim creates Path exclusively, holding an empty cassette.
 func (r *Recorder) claim() error {
-	data, err := cassette.New().Marshal()
-	if err != nil {
-		return fmt.Errorf("recorder: %w", err)
-	}
-	f, err := os.OpenFile(r.path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	app, err := cassette.CreateAppender(r.path, true)
 	if errors.Is(err, fs.ErrExist) {
 		return fmt.Errorf("%w: %s (record to a new file, or pass --overwrite to replace it)", ErrExists, r.path)
 	}
 	if err != nil {
 		return fmt.Errorf("recorder: %w", err)
 	}
-	_, werr := f.Write(data)
-	if err := errors.Join(werr, f.Sync(), f.Close()); err != nil {
-		os.Remove(r.path)
-		return fmt.Errorf("recorder: %w", err)
-	}
+	r.app = app
 	return nil
 }
 
@@ -297,7 +304,7 @@ func (r *Recorder) finish(e *entry, err error, at time.Duration, end *cassette.E
 	}
 	r.completeLocked(e, end, at)
 	r.mu.Unlock()
-	r.save() //nolint:errcheck // reported by Close and SetSession
+	r.save(true) //nolint:errcheck // reported by Close and SetSession
 }
 
 // completeLocked builds e's interaction, scrubbed.
@@ -361,14 +368,73 @@ func (r *Recorder) completeLocked(e *entry, end *cassette.Error, at time.Duratio
 	e.it = it
 }
 
-// save writes every completed interaction, in start order, atomically.
-func (r *Recorder) save() error {
+// save writes the interactions completed since the last save (in start
+// order) and the session, if either is new. With durable the save is on
+// disk when save returns; without, it is in the file (a killed process
+// loses nothing) and reaches the disk with the next durable save or Close.
+func (r *Recorder) save(durable bool) error {
 	r.saveMu.Lock()
 	defer r.saveMu.Unlock()
 	r.mu.Lock()
-	f := r.snapshotLocked(false)
+	var done, fresh []*entry
+	reorder := false
+	for i, e := range r.entries {
+		if !e.done {
+			continue
+		}
+		done = append(done, e)
+		if !e.written {
+			fresh = append(fresh, e)
+			reorder = reorder || i < r.last
+		}
+	}
+	last := r.last
+	if n := len(done); n > 0 {
+		last = slices.Index(r.entries, done[n-1])
+	}
+	sess, ver := r.session, r.sessVer
 	r.mu.Unlock()
-	return f.Save(r.path)
+	if len(fresh) == 0 && ver == r.savedVer && r.app != nil && r.everSaved {
+		return nil
+	}
+	for _, e := range fresh {
+		enc, err := cassette.EncodeInteraction(e.it)
+		if err != nil {
+			return fmt.Errorf("recorder: %w", err)
+		}
+		e.enc = enc
+	}
+	var err error
+	if r.app == nil || reorder {
+		if r.app == nil {
+			r.app = cassette.NewAppender(r.path)
+		}
+		err = r.app.Rewrite(encodings(done), sess)
+	} else {
+		err = r.app.Append(encodings(fresh), sess, durable)
+	}
+	if err != nil {
+		// The file holds the last save that worked; the next save
+		// rewrites it whole.
+		if r.app != nil {
+			r.app.Abandon()
+		}
+		r.app = nil
+		return fmt.Errorf("recorder: %w", err)
+	}
+	for _, e := range fresh {
+		e.written = true
+	}
+	r.last, r.savedVer, r.everSaved = last, ver, true
+	return nil
+}
+
+func encodings(es []*entry) [][]byte {
+	out := make([][]byte, len(es))
+	for i, e := range es {
+		out[i] = e.enc
+	}
+	return out
 }
 
 // snapshotLocked is the cassette as it stands; deep copies it when asked.
@@ -395,16 +461,42 @@ func (r *Recorder) snapshotLocked(deep bool) *cassette.File {
 	return f
 }
 
-// SetSession stores the recorded session in the cassette and saves it.
+// SetSession stores the recorded session in the cassette and saves it,
+// durably.
 func (r *Recorder) SetSession(s *cassette.Session) error {
+	r.StageSession(s)
+	return r.save(true)
+}
+
+// StageSession stores the recorded session for the next save without
+// saving: FlushSession (or any save) writes it. A caller that stages a
+// change flushes it before it reports the change to anyone.
+func (r *Recorder) StageSession(s *cassette.Session) {
 	r.mu.Lock()
 	if s == nil {
 		r.session = nil
 	} else {
 		r.session = s.Clone()
 	}
+	r.sessVer++
 	r.mu.Unlock()
-	return r.save()
+}
+
+// FlushSession writes a staged session if it is not in the file yet. When
+// it returns the session is in the file, so a process killed at any moment
+// after it leaves it in the cassette; it reaches the disk (survives an OS
+// crash) with the next interaction's save or Close, which are synced. It
+// costs nothing when nothing is staged.
+func (r *Recorder) FlushSession() error {
+	r.saveMu.Lock()
+	r.mu.Lock()
+	clean := r.sessVer == r.savedVer && r.everSaved
+	r.mu.Unlock()
+	r.saveMu.Unlock()
+	if clean {
+		return nil
+	}
+	return r.save(false)
 }
 
 // Cassette returns a copy of the cassette as it stands: the completed
@@ -439,7 +531,33 @@ func (r *Recorder) Close() error {
 		r.completeLocked(e, &cassette.Error{Kind: cassette.KindCancel, Message: msg, At: at}, at)
 	}
 	r.mu.Unlock()
-	return r.save()
+	return r.finishFile()
+}
+
+// finishFile writes every completed interaction and the session, and then
+// the whole cassette again, atomically, in the plain layout (Marshal's).
+func (r *Recorder) finishFile() error {
+	serr := r.save(true)
+	r.saveMu.Lock()
+	defer r.saveMu.Unlock()
+	r.mu.Lock()
+	var done []*entry
+	for _, e := range r.entries {
+		if e.done && e.enc != nil {
+			done = append(done, e)
+		}
+	}
+	sess := r.session
+	r.mu.Unlock()
+	app := r.app
+	if app == nil {
+		app = cassette.NewAppender(r.path)
+	}
+	r.app = nil
+	if err := app.Close(encodings(done), sess); err != nil {
+		return errors.Join(serr, fmt.Errorf("recorder: %w", err))
+	}
+	return serr
 }
 
 // recBody passes a response body through, noting each read.

@@ -32,9 +32,16 @@ type RecordOptions struct {
 // Record runs the live harness on in and out exactly as harness.Serve
 // does, recording every provider exchange, the client's commands with the
 // protocol point each arrived at, the tools offered and what their calls
-// returned, and the harness's configuration into the cassette, which is
-// saved after each of them: a crash leaves a cassette that replays up to
-// that point. The session is not saved to the state directory.
+// returned, and the harness's configuration into the cassette. Each
+// provider exchange is saved (and synced) as it completes; a change to the
+// recorded session (a command read, a command acted on, a tool's result) is
+// staged and written to the cassette before the next line goes to the
+// client. That is what the contract needs: whatever the client has seen
+// reported is in the cassette, so a crash leaves a cassette that replays
+// up to what the client saw, and the harness never waits on the cassette
+// between reading a command and acting on it (a command and its
+// re-anchoring are one write). The session is not saved to the state
+// directory.
 //
 // The harness is assembled, and the key checked, before the cassette path
 // is touched: a mistake in the configuration (*harness.ConfigError) never
@@ -89,7 +96,7 @@ func randomSeed() uint64 {
 }
 
 // capture records the client's commands with the protocol point each
-// arrived at, saving the cassette after each one.
+// arrived at, staging the session after each change (see Record).
 type capture struct {
 	rec  *recorder.Recorder
 	mu   sync.Mutex
@@ -125,14 +132,19 @@ func (r *recordingConn) ReadLine() ([]byte, error) {
 	return line, err
 }
 
+// WriteLine writes the staged session to the cassette before the line goes
+// out: the line may report a command, a tool's result or a refusal, and
+// the client must never see one the cassette does not hold.
 func (r *recordingConn) WriteLine(line []byte) error {
 	c := r.c
 	c.mu.Lock()
 	c.pos.Observe(line)
-	if n, ok := wire.AnswersLine(line); ok && n <= len(c.sess.Commands) {
+	if n, ok := wire.AnswersLine(line); ok && n <= len(c.sess.Commands) && !c.sess.Commands[n-1].Refused {
 		c.sess.Commands[n-1].Refused = true
+		c.stageLocked()
 	}
 	c.mu.Unlock()
+	_ = c.rec.FlushSession() // a failed save is reported by Record's last one
 	return r.Conn.WriteLine(line)
 }
 
@@ -146,8 +158,8 @@ func (c *capture) recordTools(reg *tool.Registry) (*tool.Registry, error) {
 			res := t.Run(ctx, args)
 			c.mu.Lock()
 			c.sess.ToolResults = append(c.sess.ToolResults, cassette.ToolResult{Name: spec.Name, Args: string(args), OK: res.OK, Output: res.Output})
+			c.stageLocked()
 			c.mu.Unlock()
-			_ = c.rec.SetSession(c.snapshot())
 			return res
 		}})
 	}
@@ -162,9 +174,9 @@ func (c *capture) acting(n int) {
 	c.mu.Lock()
 	if n >= 1 && n <= len(c.sess.Commands) {
 		c.sess.Commands[n-1].Anchor = c.pos.Here()
+		c.stageLocked()
 	}
 	c.mu.Unlock()
-	_ = c.rec.SetSession(c.snapshot())
 }
 
 // note records a command at the current protocol point.
@@ -172,6 +184,10 @@ func (c *capture) note(cmd cassette.Command) {
 	c.mu.Lock()
 	cmd.Anchor = c.pos.Here()
 	c.sess.Commands = append(c.sess.Commands, cmd)
+	c.stageLocked()
 	c.mu.Unlock()
-	_ = c.rec.SetSession(c.snapshot())
 }
+
+// stageLocked hands the session as it stands to the recorder, to be written
+// before the next line goes to the client.
+func (c *capture) stageLocked() { c.rec.StageSession(c.sess) }

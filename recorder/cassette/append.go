@@ -1,0 +1,427 @@
+package cassette
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/openmax/openmax/internal/atomicfile"
+	"gopkg.in/yaml.v3"
+)
+
+// This file is the incremental writing side of a cassette: a recording
+// appends each interaction to the file instead of rewriting it, so the cost
+// of a save does not grow with the interactions before it, while the file
+// stays a cassette that Load and stock go-vcr read, whole, at every instant
+// (a process killed at any moment leaves every save that had returned).
+//
+// The working layout. The document ends at a line "..." (YAML's document
+// end: both readers stop there and ignore what follows, so bytes being
+// written after it are invisible). A save writes its new text after that
+// line, where a torn write does no harm, and then makes it part of the
+// document by turning the "..." into a comment ("#.."): one byte. The new
+// text is the new interactions (YAML list items, which continue the list
+// above), the session again (it must follow them: the list is not closed
+// until the next top-level key) and a new "..." line.
+//
+// The session from the save before stays in the file but hidden: its key
+// line ("openmax:" padded to a fixed width) is overwritten, in place and at
+// the same width, with an unknown key whose value is a literal block
+// scalar ("x0000002a: |"), so its lines become the text of a field that
+// both readers ignore (of the last interaction, or of the top-level map
+// before the first one). Its lines are written indented by six for that.
+// When the old key line and the "..." line are on one page, the two flips
+// are one write, which a kill cannot split; otherwise the key is hidden
+// first and the "..." flipped next, so a kill between them (microseconds)
+// leaves a cassette with every interaction and no top-level session (the
+// session's text still in the file) rather than an unreadable one.
+//
+// Text is placed so that no kernel page boundary splits a key line, nor
+// (when some shift of up to 63 blank lines allows it) a UTF-8 character:
+// both readers refuse a file with a broken character anywhere, even after
+// the end of the document, and a write killed midway stops at a page.
+//
+// Close rewrites the file atomically in the plain layout Marshal gives, so
+// a finished recording is byte-for-byte what it always was.
+
+const (
+	headerText = "version: 1\n"
+	listKey    = "interactions:\n"
+	endLine    = "...\n"
+	keyWidth   = 24 // the live session's key line, newline included
+	pageSize   = 4096
+	filePerm   = 0o600
+	// shiftTries is how many placements (leading blank lines) a save tries
+	// for text that has characters of several bytes.
+	shiftTries = 64
+	// reserveAhead and padChunk size the blank lines kept past the end.
+	reserveAhead = 256 << 10
+	padChunk     = 1 << 20
+)
+
+// liveKey is the key line of the session the document holds.
+var liveKey = padLine("openmax:")
+
+func padLine(s string) []byte {
+	b := bytes.Repeat([]byte{' '}, keyWidth)
+	copy(b, s)
+	b[keyWidth-1] = '\n'
+	return b
+}
+
+// Appender writes a cassette incrementally (see the layout above). It is
+// not safe for concurrent use; the recorder serialises its saves.
+type Appender struct {
+	f      *os.File
+	path   string
+	end    int64  // offset of the "..." line ending the document
+	key    int64  // offset of the live session's key line, -1 when none
+	tail   []byte // the file from key to the end of the "..." line
+	items  int    // interactions in the document
+	hidden int    // hidden sessions so far, for unique names
+	alloc  int64  // the file's size: synced blank lines past the end
+	cache  sessionCache
+	// writeAt writes to the file; a test sees every write through it.
+	writeAt func(f *os.File, p []byte, off int64) (int, error)
+}
+
+func (a *Appender) write(p []byte, off int64) error {
+	w := a.writeAt
+	if w == nil {
+		w = (*os.File).WriteAt
+	}
+	_, err := w(a.f, p, off)
+	return err
+}
+
+// CreateAppender starts a cassette at path holding no interactions. With
+// exclusive it creates the file and fails (fs.ErrExist) if one is there;
+// otherwise it replaces whatever is at path atomically.
+func CreateAppender(path string, exclusive bool) (*Appender, error) {
+	a := &Appender{path: path, key: -1}
+	data := []byte(headerText + endLine)
+	if exclusive {
+		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, filePerm)
+		if err != nil {
+			return nil, err
+		}
+		_, werr := f.Write(data)
+		if err := errors.Join(werr, f.Sync()); err != nil {
+			f.Close()
+			os.Remove(path)
+			return nil, err
+		}
+		a.f = f
+	} else if err := a.replace(data); err != nil {
+		return nil, err
+	}
+	a.end = int64(len(headerText))
+	a.alloc = int64(len(data))
+	a.reserve(reserveAhead) //nolint:errcheck // only a speed-up
+	return a, nil
+}
+
+// reserve makes sure at least want bytes of synced blank lines follow the
+// document's end, so the saves that follow overwrite blocks the file
+// already has and a sync need not commit a new size (a quarter of the
+// time). The blank lines are after "...", outside the document; Close
+// drops them.
+func (a *Appender) reserve(want int64) error {
+	from := a.end + int64(len(endLine))
+	if a.alloc-from >= want {
+		return nil
+	}
+	n := max(padChunk, 2*want)
+	from = max(from, a.alloc)
+	if err := a.write(bytes.Repeat([]byte{'\n'}, int(n)), from); err != nil {
+		return err
+	}
+	if err := fdatasync(a.f); err != nil {
+		return err
+	}
+	a.alloc = from + n
+	return nil
+}
+
+// replace writes data atomically over path and reopens it.
+func (a *Appender) replace(data []byte) error {
+	if err := atomicfile.Write(a.path, data, filePerm); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(a.path, os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	if a.f != nil {
+		a.f.Close()
+	}
+	a.f = f
+	return nil
+}
+
+// EncodeInteraction is the text of one interaction as an item of the
+// cassette's interaction list, exactly as Marshal writes it there.
+func EncodeInteraction(it *Interaction) ([]byte, error) {
+	b, err := encodeYAML(struct {
+		I []*Interaction `yaml:"interactions"`
+	}{[]*Interaction{it}})
+	if err != nil {
+		return nil, err
+	}
+	return bytes.TrimPrefix(b, []byte(listKey)), nil
+}
+
+func encodeYAML(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := yaml.NewEncoder(&buf)
+	enc.SetIndent(2)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	if err := enc.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// sessionText is the session as Marshal writes it, "openmax:" line first.
+func sessionText(s *Session) ([]byte, error) {
+	return encodeYAML(struct {
+		S *Session `yaml:"openmax"`
+	}{s})
+}
+
+// PlainText is the cassette in the plain layout Marshal gives, from
+// interactions already encoded by EncodeInteraction.
+func PlainText(items [][]byte, s *Session) ([]byte, error) {
+	var buf bytes.Buffer
+	buf.WriteString(headerText)
+	if len(items) == 0 {
+		buf.WriteString("interactions: []\n")
+	} else {
+		buf.WriteString(listKey)
+		for _, it := range items {
+			buf.Write(it)
+		}
+	}
+	if s != nil {
+		text, err := sessionText(s)
+		if err != nil {
+			return nil, err
+		}
+		buf.Write(text)
+	}
+	return buf.Bytes(), nil
+}
+
+// Append adds interactions (encoded by EncodeInteraction, in order) and
+// stores s as the cassette's session (nil: none). The new text is synced
+// before it becomes part of the document, so an OS crash cannot expose a
+// torn save either; with durable the save itself is synced before Append
+// returns (else it reaches the disk with the next save or Close, and a
+// killed process loses nothing either way).
+func (a *Appender) Append(items [][]byte, s *Session, durable bool) error {
+	if a.f == nil {
+		return errors.New("cassette: nothing written yet to append to (Rewrite first)")
+	}
+	var sess []byte
+	if s != nil {
+		var err error
+		if sess, err = a.cache.liveSession(s); err != nil {
+			return fmt.Errorf("cassette: %w", err)
+		}
+	}
+	start := a.end + int64(len(endLine))
+	text, key := a.place(start, items, sess)
+	if err := a.write(text, start); err != nil {
+		return fmt.Errorf("cassette: %w", err)
+	}
+	if err := fdatasync(a.f); err != nil {
+		return fmt.Errorf("cassette: %w", err)
+	}
+	if err := a.flip(); err != nil {
+		return fmt.Errorf("cassette: %w", err)
+	}
+	if durable {
+		if err := fdatasync(a.f); err != nil {
+			return fmt.Errorf("cassette: %w", err)
+		}
+	}
+	a.items += len(items)
+	a.end = start + int64(len(text)-len(endLine))
+	a.alloc = max(a.alloc, start+int64(len(text)))
+	a.key = -1
+	a.tail = nil
+	if key >= 0 {
+		a.key = start + int64(key)
+		a.tail = text[key:]
+	}
+	if durable {
+		a.reserve(reserveAhead) //nolint:errcheck // only a speed-up
+	}
+	return nil
+}
+
+// place lays out the text of a save that starts at file offset start: the
+// items, the session and the "..." line, after as few blank lines as keep
+// a page boundary from splitting a character. It returns the text and the
+// session key line's offset in it (-1 with no session).
+func (a *Appender) place(start int64, items [][]byte, sess []byte) ([]byte, int) {
+	build := func(shift int) ([]byte, int) {
+		var b []byte
+		for range shift {
+			b = append(b, '\n')
+		}
+		if a.items == 0 && len(items) > 0 {
+			b = append(b, listKey...)
+		}
+		for _, it := range items {
+			b = append(b, it...)
+		}
+		key := -1
+		if sess != nil {
+			b = alignKey(b, start)
+			key = len(b)
+			b = append(b, sess...)
+		}
+		return append(b, endLine...), key
+	}
+	first, firstKey := build(0)
+	if splitsNoRune(first, start) {
+		return first, firstKey
+	}
+	for shift := 1; shift < shiftTries; shift++ {
+		if b, key := build(shift); splitsNoRune(b, start) {
+			return b, key
+		}
+	}
+	return first, firstKey
+}
+
+// alignKey pads b (to be written at file offset start) so that a key line
+// written next does not cross a page boundary: it is rewritten in place,
+// and a write within a page is one step a kill cannot split. The padding
+// is a comment line and then blank lines: the comment ends a block scalar
+// that keeps its trailing newlines ("|+") before the blank lines could
+// become part of it.
+func alignKey(b []byte, start int64) []byte {
+	crosses := func() bool {
+		off := start + int64(len(b))
+		return off/pageSize != (off+keyWidth-1)/pageSize
+	}
+	if !crosses() {
+		return b
+	}
+	b = append(b, "#\n"...)
+	for crosses() {
+		b = append(b, '\n')
+	}
+	return b
+}
+
+// splitsNoRune reports whether text, written at file offset start, has a
+// character start at every page boundary inside it.
+func splitsNoRune(text []byte, start int64) bool {
+	for p := (start/pageSize + 1) * pageSize; p < start+int64(len(text)); p += pageSize {
+		if text[p-start]&0xC0 == 0x80 {
+			return false
+		}
+	}
+	return true
+}
+
+// flip hides the live session (if any) and turns the "..." line into a
+// comment, which makes the text after it part of the document.
+func (a *Appender) flip() error {
+	if a.key < 0 {
+		return a.write([]byte{'#'}, a.end)
+	}
+	a.hidden++
+	indent := ""
+	if a.items > 0 {
+		indent = "    " // a field of the last interaction
+	}
+	hide := padLine(fmt.Sprintf("%sx%08x: |", indent, a.hidden))
+	if a.key/pageSize == a.end/pageSize {
+		// One page: one write, which a kill cannot split.
+		b := bytes.Clone(a.tail)
+		copy(b, hide)
+		b[len(b)-len(endLine)] = '#'
+		return a.write(b[:len(b)-len(endLine)+1], a.key)
+	}
+	if err := a.write(hide, a.key); err != nil {
+		return err
+	}
+	return a.write([]byte{'#'}, a.end)
+}
+
+// Rewrite replaces the file atomically with the given interactions and
+// session in the working layout, and goes on appending after them: the way
+// to put interactions in an order appending cannot give, or to recover
+// after a failed save.
+func (a *Appender) Rewrite(items [][]byte, s *Session) error {
+	var buf bytes.Buffer
+	buf.WriteString(headerText)
+	if len(items) > 0 {
+		buf.WriteString(listKey)
+	}
+	for _, it := range items {
+		buf.Write(it)
+	}
+	key := -1
+	if s != nil {
+		sess, err := a.cache.liveSession(s)
+		if err != nil {
+			return fmt.Errorf("cassette: %w", err)
+		}
+		b := alignKey(buf.Bytes(), 0)
+		buf.Reset()
+		buf.Write(b)
+		key = buf.Len()
+		buf.Write(sess)
+	}
+	buf.WriteString(endLine)
+	data := buf.Bytes()
+	if err := a.replace(data); err != nil {
+		return fmt.Errorf("cassette: %w", err)
+	}
+	a.items = len(items)
+	a.end = int64(len(data) - len(endLine))
+	a.alloc = int64(len(data))
+	a.key, a.tail = -1, nil
+	if key >= 0 {
+		a.key, a.tail = int64(key), data[key:]
+	}
+	a.reserve(reserveAhead) //nolint:errcheck // only a speed-up
+	return nil
+}
+
+// NewAppender is an appender for path that has written nothing: its first
+// save must be Rewrite (or Close), which replaces whatever is at path.
+func NewAppender(path string) *Appender { return &Appender{path: path, key: -1} }
+
+// Close writes the finished cassette atomically in the plain layout
+// (exactly what Marshal gives for these interactions and session) and
+// closes the file. The appender cannot be used after.
+func (a *Appender) Close(items [][]byte, s *Session) error {
+	data, err := PlainText(items, s)
+	if err == nil {
+		err = atomicfile.Write(a.path, data, filePerm)
+	}
+	err = errors.Join(err, a.Abandon())
+	if err != nil {
+		return fmt.Errorf("cassette: %w", err)
+	}
+	return nil
+}
+
+// Abandon closes the file as it stands (every completed save is in it).
+func (a *Appender) Abandon() error {
+	if a.f == nil {
+		return nil
+	}
+	err := a.f.Close()
+	a.f = nil
+	return err
+}
