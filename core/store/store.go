@@ -292,7 +292,13 @@ func (s *Store) Start(sessionID string) (*Writer, error) {
 	if err != nil {
 		return nil, err
 	}
-	w.publishLater(func() error { return s.publish(sessionID) })
+	w.publishLater(func() error {
+		if err := s.publish(sessionID); err != nil {
+			return err
+		}
+		s.makeSpares() // for the next Start
+		return nil
+	})
 	return w, nil
 }
 
@@ -302,13 +308,29 @@ func (s *Store) create(sessionID string) (*Writer, error) {
 	if err := checkID(sessionID); err != nil {
 		return nil, fmt.Errorf("create session: %w", err)
 	}
+	s.takeSpare(spareLock, s.lockPath(sessionID)) // else lock makes it
 	lock, err := s.lock(sessionID)
 	if err != nil {
 		return nil, err
 	}
 	path := s.transcriptPath(sessionID)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE|os.O_EXCL, filePerm)
+	var f *os.File
+	if s.takeSpare(spareTranscript, path) {
+		f, err = os.OpenFile(path, os.O_RDWR|os.O_APPEND, 0)
+		if err == nil {
+			// Spares are made empty; should one not be, it is ours to empty.
+			if fi, serr := f.Stat(); serr != nil || fi.Size() != 0 {
+				err = f.Truncate(0)
+			}
+		}
+	} else {
+		f, err = os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE|os.O_EXCL, filePerm)
+	}
 	if err != nil {
+		if f != nil {
+			f.Close()
+			os.Remove(path)
+		}
 		unlock(lock)
 		return nil, fmt.Errorf("create session %s: %w", sessionID, err)
 	}
