@@ -9,6 +9,8 @@
 //	                                     written before it is durable (see Start)
 //	projects/<hash>/sessions/<id>.jsonl  the transcript, one record a line, append-only
 //	projects/<hash>/sessions/<id>.lock   flock(2)ed by the session's one writable owner
+//	projects/<hash>/sessions/.spare-lock, .spare-transcript
+//	                                     empty files the next Start moves into place (spare.go)
 //
 // <hash> is the first 128 bits of the SHA-256 of the absolute project path,
 // in hex.
