@@ -14,7 +14,7 @@
 // OpenAI-shaped transport while a scripted client sends one user command
 // after each done, and the exchanges are written as a cassette (Save).
 //
-// Usage: go run ./bench/replayscale [-runs 5] [-turns 10,100,300] [-mb 10,25,50]
+// Usage: go run ./bench/replayscale [-runs 5] [-turns 10,100,300] [-mb 25,40,55]
 // (-cpuprofile FILE profiles openmax's replays of the longest session).
 package main
 
@@ -53,13 +53,13 @@ const base = "http://127.0.0.1:9/v1" // never dialled: every request is served f
 func main() {
 	runs := flag.Int("runs", 5, "interleaved runs per size (the median is printed)")
 	turns := flag.String("turns", "10,100,300", "session lengths")
-	mbs := flag.String("mb", "10,25,50", "streamed body sizes of the load cassettes, MB")
+	mbs := flag.String("mb", "25,40,55", "streamed body sizes of the load cassettes, MiB (files about 2.1x that: the body is kept whole and as chunks)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of openmax's replays of the longest session")
 	load := flag.String("load", "", "(child) load this cassette with -with and print the time")
 	with := flag.String("with", "openmax", "(child) openmax or go-vcr")
 	flag.Parse()
 	var err error
-	if *load != "" {
+	if *load != "" || *with == "none" {
 		err = child(*load, *with)
 	} else {
 		err = run(*runs, ints(*turns), ints(*mbs), *cpuprofile)
@@ -132,7 +132,11 @@ func run(runs int, turns, mbs []int, cpuprofile string) error {
 			ms(o), ms(o)/float64(t), ms(s), ms(s)/float64(t), float64(o)/float64(s))
 	}
 
-	fmt.Printf("\nloading a cassette (a child process per load; median of %d interleaved runs)\n", runs)
+	_, base, err := measureLoad("", "none")
+	if err != nil {
+		return err
+	}
+	fmt.Printf("\nloading a cassette (a child process per load; median of %d interleaved runs; a child that loads nothing peaks at %.0f MiB)\n", runs, float64(base)/(1<<20))
 	fmt.Printf("  %9s | %10s %10s %6s | %10s %10s %6s | %s\n", "file", "openmax", "peak RSS", "xfile", "go-vcr", "peak RSS", "xfile", "load speed-up")
 	for _, mb := range mbs {
 		path := filepath.Join(dir, fmt.Sprintf("big%d.yaml", mb))
@@ -213,6 +217,8 @@ func child(path, with string) error {
 			return err
 		}
 		n = len(f.Interactions)
+	case "none":
+		n = 1
 	case "go-vcr":
 		c, err := vcrcassette.Load(strings.TrimSuffix(path, ".yaml"))
 		if err != nil {

@@ -61,7 +61,7 @@ type fastReader struct {
 // fastRead decodes a cassette from r, or gives up with errUnsupported
 // (or fails reading r).
 func fastRead(r io.Reader) (*File, error) {
-	p := &fastReader{br: bufio.NewReaderSize(r, 1<<20)}
+	p := &fastReader{br: bufio.NewReaderSize(r, 64<<10)}
 	if err := p.advance(); err != nil {
 		return nil, err
 	}
