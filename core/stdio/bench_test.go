@@ -1,13 +1,17 @@
 package stdio_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"iter"
+	"os"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/openmax/openmax/core"
 	"github.com/openmax/openmax/core/stdio"
@@ -166,4 +170,115 @@ func (r *benchRepeatReader) Read(p []byte) (int, error) {
 	copy(p, benchA[:n])
 	r.left -= n
 	return n, nil
+}
+
+// BenchmarkPausedTokenLatency measures how long a token takes from the
+// model's part to its line being read from an OS pipe, when the stream
+// pauses after every token (the model sends the next part only once the
+// client has read the line): the case a batching stdout must not delay.
+// Each iteration is one such token; it reports the median, p99 and
+// worst latency, and beside them the peer: the same lines, each written
+// with its own write(2) on the same kind of pipe straight from the
+// producing goroutine (the unbuffered stdout this replaced), read the
+// same way.
+func BenchmarkPausedTokenLatency(b *testing.B) {
+	b.Run("openmax", func(b *testing.B) {
+		r, w, err := os.Pipe()
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer r.Close()
+		n := b.N
+		yielded := make([]time.Time, n)
+		seen := make(chan struct{})
+		tools, err := tool.NewRegistry()
+		if err != nil {
+			b.Fatal(err)
+		}
+		eng := &core.Engine{Tools: tools, Provider: provider.Func(func(ctx context.Context, _ provider.Request) iter.Seq[provider.Part] {
+			return func(yield func(provider.Part) bool) {
+				for k := range n {
+					yielded[k] = time.Now()
+					if !yield(provider.TextDelta{Text: "paused "}) {
+						return
+					}
+					select { // the pause: nothing more until the line is read
+					case <-seen:
+					case <-ctx.Done():
+						return
+					}
+				}
+				yield(provider.Finish{Reason: "stop"})
+			}
+		})}
+		lat := make([]time.Duration, 0, n)
+		readDone := make(chan error, 1)
+		go func() {
+			br := bufio.NewReaderSize(r, 1<<20)
+			for {
+				line, err := br.ReadSlice('\n')
+				if err != nil {
+					readDone <- err
+					return
+				}
+				if bytes.HasPrefix(line, benchTokenPrefix) {
+					lat = append(lat, time.Since(yielded[len(lat)]))
+					seen <- struct{}{}
+				}
+			}
+		}()
+		const in = `{"cmd":"user","text":"go"}` + "\n" + `{"cmd":"quit"}` + "\n"
+		b.ResetTimer()
+		code, err := stdio.Serve(context.Background(), strings.NewReader(in), w,
+			stdio.Options{Engine: eng, SessionID: "s-bench", Version: "bench", Project: "/tmp"})
+		b.StopTimer()
+		w.Close()
+		<-readDone
+		if err != nil || code != 0 || len(lat) != n {
+			b.Fatalf("Serve: code %d, err %v, %d of %d tokens", code, err, len(lat), n)
+		}
+		reportLatency(b, lat)
+	})
+	b.Run("peer-write-per-line", func(b *testing.B) {
+		r, w, err := os.Pipe()
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer r.Close()
+		line, _ := wire.AppendEvent(nil, "s-bench", wire.Token{Text: "paused "})
+		seen := make(chan time.Time)
+		go func() {
+			br := bufio.NewReaderSize(r, 1<<20)
+			for {
+				if _, err := br.ReadSlice('\n'); err != nil {
+					close(seen)
+					return
+				}
+				seen <- time.Now()
+			}
+		}()
+		lat := make([]time.Duration, 0, b.N)
+		b.ResetTimer()
+		for range b.N {
+			t0 := time.Now()
+			if _, err := w.Write(line); err != nil {
+				b.Fatal(err)
+			}
+			lat = append(lat, (<-seen).Sub(t0))
+		}
+		b.StopTimer()
+		w.Close()
+		reportLatency(b, lat)
+	})
+}
+
+// reportLatency reports the median, p99 and worst of lat in microseconds.
+func reportLatency(b *testing.B, lat []time.Duration) {
+	slices.Sort(lat)
+	at := func(p float64) float64 {
+		return float64(lat[min(len(lat)-1, int(p*float64(len(lat))))].Nanoseconds()) / 1e3
+	}
+	b.ReportMetric(at(0.5), "p50-µs")
+	b.ReportMetric(at(0.99), "p99-µs")
+	b.ReportMetric(float64(lat[len(lat)-1].Nanoseconds())/1e3, "max-µs")
 }

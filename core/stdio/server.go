@@ -63,7 +63,8 @@ type Options struct {
 	// which is where a replay must deliver it to reproduce what followed.
 	Acting func(n int)
 	// Stepped, when set, is called on the turn's goroutine after each event
-	// the turn emits has been written, with no lock held; the turn goes on
+	// the turn emits has been handed to the Conn (written, or queued by a
+	// batching one), with no lock held; the turn goes on
 	// when it returns. A replay blocks in it until the recorded commands
 	// that event makes due have been acted on (Handled), which keeps the
 	// turn in step with the recorded client: a cancel recorded after the
