@@ -48,16 +48,17 @@ type opened struct {
 // turn_refused: "written to disk before this event goes out"), a setting
 // before its approval_mode acknowledgement, and for --continue a readable
 // index and transcript naming the project's prior session. Nothing asks
-// that a new session with no message yet be durable before hello. So before hello the session is only
-// owned (its lock), created (its transcript, so an id in use still falls
-// back to memory with the warning, as before) and named as the latest in a
-// file written without fsync; syncing the directories and replacing the
-// durable index run while hello goes out, and the session's first Append,
-// which every event about a message follows, waits for them. What a crash
-// right after hello loses: if the process dies, nothing (--continue resumes
-// the new session, still empty); if the machine loses power, at most that
-// empty session (--continue then resumes the one before it), never a
-// message whose event went out.
+// that a new session with no message yet be durable before hello. So
+// before hello the session is only owned (its lock), created (its
+// transcript, so an id in use still falls back to memory with the warning,
+// as before) and named as the latest in a file written without fsync;
+// syncing the directories and replacing the durable index run while hello
+// goes out, and the session's first Append, which every event about a
+// message follows, waits for them. What a crash right after hello loses: if
+// the process dies, nothing (--continue resumes the new session, still
+// empty); if the machine loses power, at most that empty session
+// (--continue then resumes the one before it), never a message whose event
+// went out.
 func (h *Harness) openSession(sid string) (opened, error) {
 	memory := func(why error) (opened, error) {
 		fmt.Fprintf(h.deps.Log, "openmax: this session is not saved: %v\n", why)
