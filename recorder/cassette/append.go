@@ -55,9 +55,9 @@ const (
 	// shiftTries is how many placements (leading blank lines) a save tries
 	// for text that has characters of several bytes.
 	shiftTries = 64
-	// reserveAhead and padChunk size the blank lines kept past the end.
-	reserveAhead = 256 << 10
-	padChunk     = 1 << 20
+	// minAhead and maxAhead bound the blank lines kept past the end.
+	minAhead = 64 << 10
+	maxAhead = 1 << 20
 )
 
 // liveKey is the key line of the session the document holds.
@@ -118,21 +118,23 @@ func CreateAppender(path string, exclusive bool) (*Appender, error) {
 	}
 	a.end = int64(len(headerText))
 	a.alloc = int64(len(data))
-	a.reserve(reserveAhead) //nolint:errcheck // only a speed-up
+	a.reserve() //nolint:errcheck // only a speed-up
 	return a, nil
 }
 
-// reserve makes sure at least want bytes of synced blank lines follow the
-// document's end, so the saves that follow overwrite blocks the file
+// reserve makes sure synced blank lines follow the document's end, so the saves that follow overwrite blocks the file
 // already has and a sync need not commit a new size (a quarter of the
 // time). The blank lines are after "...", outside the document; Close
 // drops them.
-func (a *Appender) reserve(want int64) error {
+func (a *Appender) reserve() error {
+	// Ahead by half the file (64 KiB to 1 MiB): the padding written
+	// stays a fraction of what was saved.
+	want := min(max(a.end/2, minAhead), maxAhead)
 	from := a.end + int64(len(endLine))
 	if a.alloc-from >= want {
 		return nil
 	}
-	n := max(padChunk, 2*want)
+	n := 2 * want
 	from = max(from, a.alloc)
 	if err := a.write(bytes.Repeat([]byte{'\n'}, int(n)), from); err != nil {
 		return err
@@ -216,11 +218,17 @@ func PlainText(items [][]byte, s *Session) ([]byte, error) {
 }
 
 // Append adds interactions (encoded by EncodeInteraction, in order) and
-// stores s as the cassette's session (nil: none). The new text is synced
-// before it becomes part of the document, so an OS crash cannot expose a
-// torn save either; with durable the save itself is synced before Append
-// returns (else it reaches the disk with the next save or Close, and a
-// killed process loses nothing either way).
+// stores s as the cassette's session (nil: none). When Append returns the
+// save is in the file: a process killed at any moment after loses nothing.
+//
+// With durable it is also on the disk: the new text is synced before it
+// becomes part of the document and the save after, so an OS crash or a
+// power cut leaves this save or the one before, whole. Without, nothing
+// waits for the disk (a sync costs from a fifth of a millisecond to
+// several on a busy disk); the next durable save, or Close, syncs it, and
+// until then an OS crash can lose it, and, should the disk get the one
+// byte that joins the new text to the document before the text itself,
+// leave a file whose tail does not load.
 func (a *Appender) Append(items [][]byte, s *Session, durable bool) error {
 	if a.f == nil {
 		return errors.New("cassette: nothing written yet to append to (Rewrite first)")
@@ -237,8 +245,10 @@ func (a *Appender) Append(items [][]byte, s *Session, durable bool) error {
 	if err := a.write(text, start); err != nil {
 		return fmt.Errorf("cassette: %w", err)
 	}
-	if err := fdatasync(a.f); err != nil {
-		return fmt.Errorf("cassette: %w", err)
+	if durable {
+		if err := fdatasync(a.f); err != nil {
+			return fmt.Errorf("cassette: %w", err)
+		}
 	}
 	if err := a.flip(); err != nil {
 		return fmt.Errorf("cassette: %w", err)
@@ -258,7 +268,7 @@ func (a *Appender) Append(items [][]byte, s *Session, durable bool) error {
 		a.tail = text[key:]
 	}
 	if durable {
-		a.reserve(reserveAhead) //nolint:errcheck // only a speed-up
+		a.reserve() //nolint:errcheck // only a speed-up
 	}
 	return nil
 }
@@ -393,7 +403,7 @@ func (a *Appender) Rewrite(items [][]byte, s *Session) error {
 	if key >= 0 {
 		a.key, a.tail = int64(key), data[key:]
 	}
-	a.reserve(reserveAhead) //nolint:errcheck // only a speed-up
+	a.reserve() //nolint:errcheck // only a speed-up
 	return nil
 }
 
