@@ -173,6 +173,7 @@ done
 "$om" --check --stdio <"$tmp/tokens.out" >"$tmp/tokens.verdicts" ||
 	fail "--check rejects the token session's stdout: $(grep -v ': ok$' "$tmp/tokens.verdicts" | head -3)"
 echo "   asserted: $TOKENS token lines counted, done stop, exit 0, stdout passes --check"
+echo "   (bench/tokens.sh measures this beside cat | cat on the same bytes, at three sizes, with the latency check)"
 tok_rate=$(median "${tok_rates[@]}")
 tok_load=$(kv startup_to_hello_ms "$tmp/tokens.kv")
 
