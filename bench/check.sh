@@ -54,7 +54,12 @@ om=$tmp/openmax
 
 cpu=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo 2>/dev/null || true)
 echo "== machine: $(uname -srm), nproc $(nproc), ${cpu:-unknown CPU}, $(go version)"
-echo "   commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet 2>/dev/null || echo ' (dirty tree)')"
+if commit=$(git rev-parse --short HEAD 2>/dev/null); then
+	git diff --quiet HEAD -- cmd core bench 2>/dev/null || commit+=" (with uncommitted changes)"
+else
+	commit="? (not a git checkout)"
+fi
+echo "   commit $commit"
 have_jq=0
 if command -v jq >/dev/null 2>&1; then
 	have_jq=1
@@ -64,8 +69,6 @@ else
 fi
 [[ -z $BASELINE ]] || echo "   baseline: $BASELINE"
 
-# timed NAME CMD...: run CMD with stdin/stdout already redirected by the
-# caller, append the elapsed seconds to the array times_NAME.
 run_check() { # FILE BIN -> seconds; fails unless every line was ok
 	local t0 t1 rc=0
 	t0=$(now)

@@ -69,7 +69,7 @@ func (r *lineSplitter) next() (line []byte, size int64, err error) {
 // beginning.
 func (r *lineSplitter) long(first []byte) ([]byte, int64, error) {
 	r.buf = r.buf[:0]
-	var size, spilled int64
+	var size int64
 	spilling, dropped := false, false
 	var last byte
 	chunk, err := first, bufio.ErrBufferFull
@@ -95,13 +95,11 @@ func (r *lineSplitter) long(first []byte) ([]byte, int64, error) {
 					if _, werr := r.spill.Write(r.buf); werr != nil {
 						return nil, 0, fmt.Errorf("spill a long line: %w", werr)
 					}
-					spilled += int64(len(r.buf))
 					r.buf = r.buf[:0]
 				}
 				if _, werr := r.spill.Write(chunk); werr != nil {
 					return nil, 0, fmt.Errorf("spill a long line: %w", werr)
 				}
-				spilled += int64(len(chunk))
 			default:
 				r.buf = grow(r.buf, len(chunk), int(r.max)+1)
 				r.buf = append(r.buf, chunk...)
