@@ -749,13 +749,18 @@ func (v *value) session(f *File) error {
 // literal reads a literal block scalar whose header (after '|') is given,
 // belonging to a node at column indent; the reader is on its first line.
 func (p *fastReader) literal(header []byte, indent int, dedupe bool) (string, error) {
-	chomp := byte(0)
+	chomp, step := byte(0), 0
 	for _, c := range header {
 		switch {
 		case (c == '+' || c == '-') && chomp == 0:
 			chomp = c
+		case c >= '1' && c <= '9' && step == 0:
+			// An indentation indicator (yaml.v3 writes one for text that
+			// starts with a space or a line break): the content is
+			// indented that much more than the node's parent.
+			step = int(c - '0')
 		default:
-			// An indentation indicator, a comment: rare, left to yaml.v3.
+			// A comment after the header: rare, left to yaml.v3.
 			return "", unsupported("a block scalar header " + string(header))
 		}
 	}
@@ -764,7 +769,10 @@ func (p *fastReader) literal(header []byte, indent int, dedupe bool) (string, er
 	}
 	buf := &p.text
 	buf.reset()
-	n := -1      // the content's indentation, once known
+	n := -1 // the content's indentation, once known
+	if step > 0 {
+		n = indent + step
+	}
 	breaks := 0  // line breaks owed since the last content line
 	leading := 0 // the longest blank line before the first content line
 	content := false

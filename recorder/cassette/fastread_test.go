@@ -146,7 +146,9 @@ func TestFastReadSnippets(t *testing.T) {
 		{"strip chomping", head + "  - response:\n      body: |-\n        a\n        b\n", true},
 		{"clip with a deeper line", head + "  - response:\n      body: |\n        a\n          b\n\n", true},
 		{"leading blank line", head + "  - response:\n      body: |\n\n        a\n", true},
-		{"an indentation indicator", head + "  - response:\n      body: |2\n          a\n", false},
+		{"an indentation indicator", head + "  - response:\n      body: |2\n\n          a\n", true},
+		{"an indentation indicator in an entry", head + "  - response:\n      headers:\n        X:\n          - |2-\n              y\n           \n", true},
+		{"a comment after a header", head + "  - response:\n      body: | # c\n        a\n", false},
 		{"a folded scalar", head + "  - response:\n      body: >\n        a\n        b\n", false},
 		{"a comment", head + "  # note\n  - response:\n      code: 200\n", false},
 		{"a duplicate key", head + "  - response:\n      code: 200\n      code: 201\n", false},
@@ -222,14 +224,18 @@ func TestLoadReadsRecordedCassettesFast(t *testing.T) {
 // blocks and lines longer than its buffer read whole.
 func TestFastReadSharesChunkData(t *testing.T) {
 	f := New()
-	line := "data: {\"x\":\"" + strings.Repeat("y", 3<<20) + "\"}\n\n"
-	body := strings.Repeat("data: {\"x\":1}\n\n", 4) + line + strings.Repeat("data: {\"x\":2}\n\n", 100000)
+	line := "data: {\"x\":\"" + strings.Repeat("y", 1100<<10) + "\"}\n\n"
+	body := strings.Repeat("data: {\"x\":1}\n\n", 4) + line + strings.Repeat("data: {\"x\":2}\n\n", 20000)
+	// One chunk per event: a chunk that starts with a line break does not
+	// come back from Marshal through yaml.v3 (a writing-side bug, reported).
 	var chunks []Chunk
-	for off := 0; off < len(body); off += 5000 {
-		chunks = append(chunks, Chunk{Data: body[off:min(off+5000, len(body))]})
+	for _, ev := range strings.SplitAfter(body, "\n\n") {
+		if ev != "" {
+			chunks = append(chunks, Chunk{Data: ev})
+		}
 	}
 	f.Interactions = []*Interaction{{
-		Request:  vcr.Request{Method: http.MethodPost, URL: "http://h/", Body: strings.Repeat("z", 2<<20)},
+		Request:  vcr.Request{Method: http.MethodPost, URL: "http://h/", Body: strings.Repeat("z", 200<<10)},
 		Response: vcr.Response{Code: 200, Body: body},
 		Stream:   &Stream{Chunks: chunks},
 	}}
@@ -252,7 +258,7 @@ func TestFastReadSharesChunkData(t *testing.T) {
 	b := it.Response.Body
 	for i, c := range it.Stream.Chunks {
 		if len(c.Data) == 0 || !sameMemory(c.Data, b) {
-			t.Fatalf("chunk %d is a copy", i)
+			t.Fatalf("chunk %d of %d is a copy: %q", i, len(it.Stream.Chunks), c.Data[:min(40, len(c.Data))])
 		}
 	}
 }
