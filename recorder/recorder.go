@@ -10,8 +10,10 @@
 // Each interaction is appended to the cassette file as it completes (see
 // cassette.Appender), synced before the client sees the end of its body, so
 // the cost of a save does not grow with the interactions before it and a
-// crash (the process killed at any moment, or the OS) leaves a file that
-// Load and stock go-vcr read with every interaction that had completed.
+// crash leaves a file that Load and stock go-vcr read with every
+// interaction that had completed: the process killed at any moment, or the
+// OS (unless it dies with a session flush, which does not wait for the
+// disk, half written back: see FlushSession).
 // Interactions are written in the order their requests started, whatever
 // order they complete in (one that completes before an earlier-started one
 // costs a rewrite of the file). Close leaves the file in the plain layout

@@ -55,10 +55,12 @@ const (
 	// shiftTries is how many placements (leading blank lines) a save tries
 	// for text that has characters of several bytes.
 	shiftTries = 64
-	// minAhead and maxAhead bound the blank lines kept past the end.
-	minAhead = 64 << 10
-	maxAhead = 1 << 20
+	maxAhead   = 1 << 20
 )
+
+// minAhead and maxAhead bound the blank lines kept past the end (a
+// variable: a test that reads the file at every write keeps it small).
+var minAhead int64 = 64 << 10
 
 // liveKey is the key line of the session the document holds.
 var liveKey = padLine("openmax:")

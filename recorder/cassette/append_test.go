@@ -58,7 +58,7 @@ func testSession(commands int, output string) *Session {
 // saved before the step (and the step's, once its flip is made), and the
 // session before or after it. Closed, the file is what Marshal gives.
 func TestAppendEveryKillLeavesALoadableCassette(t *testing.T) {
-	big := strings.Repeat("data: {\"delta\":\"mañana, 日本語のテキスト\"}\n\n", 300) // ~15 KB, several pages
+	big := strings.Repeat("data: {\"delta\":\"mañana, 日本語のテキスト\"}\n\n", 120) // ~6 KB, over a page
 	steps := []appendStep{
 		{name: "session before any interaction", session: testSession(1, "")},
 		{name: "same session re-anchored", session: func() *Session { s := testSession(1, ""); s.Commands[0].Anchor.Nth = 2; return s }()},
@@ -76,6 +76,8 @@ func TestAppendEveryKillLeavesALoadableCassette(t *testing.T) {
 		steps = append(steps, appendStep{name: fmt.Sprintf("a key line that would cross a page %d", i),
 			add: []*Interaction{nil}, session: testSession(1+i, ""), durable: i%2 == 0, straddle: true})
 	}
+	defer func(n int64) { minAhead = n }(minAhead)
+	minAhead = 2 * pageSize // the test reads the whole file at every write
 	path := filepath.Join(t.TempDir(), "c.yaml")
 	a, err := CreateAppender(path, true)
 	if err != nil {
