@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"reflect"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/openmax/openmax/internal/atomicfile"
 	"gopkg.in/yaml.v3"
@@ -176,7 +179,31 @@ func EncodeInteraction(it *Interaction) ([]byte, error) {
 	return bytes.TrimPrefix(b, []byte(listKey)), nil
 }
 
+// encodeYAML is the one YAML encoding of cassettes: yaml.v3 with two-space
+// indents, except that a string yaml.v3 would write as a literal block it
+// cannot read back exactly is written double-quoted instead. yaml.v3 drops
+// the leading line breaks of a block ("\nabc" reads back as "abc", "\n\n"
+// as "\n": an SSE chunk that begins inside the blank line ending an event
+// does that), and writes a block whose first line starts with a tab that
+// neither it nor stock go-vcr can parse.
 func encodeYAML(v any) ([]byte, error) {
+	rv := reflect.ValueOf(v)
+	if !hasUnsafeBlock(rv) {
+		return emitYAML(v) // the usual case: exactly what yaml.v3 writes
+	}
+	// Encode a copy with each such string replaced by a plain placeholder,
+	// then put the strings back into the node tree, double-quoted.
+	var unsafe []string
+	cp := replaceUnsafeBlocks(rv, &unsafe)
+	var n yaml.Node
+	if err := n.Encode(cp.Interface()); err != nil {
+		return nil, err
+	}
+	restoreUnsafeBlocks(&n, unsafe)
+	return emitYAML(&n)
+}
+
+func emitYAML(v any) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := yaml.NewEncoder(&buf)
 	enc.SetIndent(2)
@@ -187,6 +214,117 @@ func encodeYAML(v any) ([]byte, error) {
 		return nil, err
 	}
 	return buf.Bytes(), nil
+}
+
+// unsafeBlock reports a string yaml.v3 would write as a literal block
+// (it holds a line break) starting with a line break, a space or a tab.
+func unsafeBlock(s string) bool {
+	// yaml.v3 writes a string that is not UTF-8 as !!binary, which is safe.
+	return s != "" && strings.Contains(s, "\n") && strings.ContainsRune("\n \t", rune(s[0])) && utf8.ValidString(s)
+}
+
+// placeholder is the stand-in for unsafe string i while encoding.
+func placeholder(i int) string { return fmt.Sprintf("openmax-unsafe-block-%d-7b3f", i) }
+
+// hasUnsafeBlock reports whether any exported string under v is unsafe.
+func hasUnsafeBlock(v reflect.Value) bool {
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		return !v.IsNil() && hasUnsafeBlock(v.Elem())
+	case reflect.Struct:
+		for i := 0; i < v.NumField(); i++ {
+			if v.Type().Field(i).IsExported() && hasUnsafeBlock(v.Field(i)) {
+				return true
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		for i := 0; i < v.Len(); i++ {
+			if hasUnsafeBlock(v.Index(i)) {
+				return true
+			}
+		}
+	case reflect.Map:
+		for it := v.MapRange(); it.Next(); {
+			if hasUnsafeBlock(it.Key()) || hasUnsafeBlock(it.Value()) {
+				return true
+			}
+		}
+	case reflect.String:
+		return unsafeBlock(v.String())
+	}
+	return false
+}
+
+// replaceUnsafeBlocks returns a copy of v in which every unsafe string is
+// a placeholder, the strings appended to unsafe in placeholder order.
+func replaceUnsafeBlocks(v reflect.Value, unsafe *[]string) reflect.Value {
+	switch v.Kind() {
+	case reflect.Pointer:
+		if v.IsNil() {
+			return v
+		}
+		p := reflect.New(v.Type().Elem())
+		p.Elem().Set(replaceUnsafeBlocks(v.Elem(), unsafe))
+		return p
+	case reflect.Interface:
+		if v.IsNil() {
+			return v
+		}
+		out := reflect.New(v.Type()).Elem()
+		out.Set(replaceUnsafeBlocks(v.Elem(), unsafe))
+		return out
+	case reflect.Struct:
+		out := reflect.New(v.Type()).Elem()
+		out.Set(v)
+		for i := 0; i < v.NumField(); i++ {
+			if v.Type().Field(i).IsExported() {
+				out.Field(i).Set(replaceUnsafeBlocks(v.Field(i), unsafe))
+			}
+		}
+		return out
+	case reflect.Slice:
+		if v.IsNil() {
+			return v
+		}
+		out := reflect.MakeSlice(v.Type(), v.Len(), v.Len())
+		for i := 0; i < v.Len(); i++ {
+			out.Index(i).Set(replaceUnsafeBlocks(v.Index(i), unsafe))
+		}
+		return out
+	case reflect.Map:
+		if v.IsNil() {
+			return v
+		}
+		out := reflect.MakeMapWithSize(v.Type(), v.Len())
+		for it := v.MapRange(); it.Next(); {
+			out.SetMapIndex(replaceUnsafeBlocks(it.Key(), unsafe), replaceUnsafeBlocks(it.Value(), unsafe))
+		}
+		return out
+	case reflect.String:
+		if unsafeBlock(v.String()) {
+			*unsafe = append(*unsafe, v.String())
+			out := reflect.New(v.Type()).Elem()
+			out.SetString(placeholder(len(*unsafe) - 1))
+			return out
+		}
+	}
+	return v
+}
+
+// restoreUnsafeBlocks puts the strings back in place of their
+// placeholders, double-quoted.
+func restoreUnsafeBlocks(n *yaml.Node, unsafe []string) {
+	if n.Kind == yaml.ScalarNode {
+		for i, s := range unsafe {
+			if n.Value == placeholder(i) {
+				n.Value, n.Style, n.Tag = s, yaml.DoubleQuotedStyle, "!!str"
+				break
+			}
+		}
+	}
+	for _, c := range n.Content {
+		restoreUnsafeBlocks(c, unsafe)
+	}
 }
 
 // sessionText is the session as Marshal writes it, "openmax:" line first.

@@ -438,18 +438,7 @@ func (it *Interaction) CheckTiming() error {
 }
 
 // Marshal encodes the cassette.
-func (f *File) Marshal() ([]byte, error) {
-	var buf bytes.Buffer
-	enc := yaml.NewEncoder(&buf)
-	enc.SetIndent(2)
-	if err := enc.Encode(f); err != nil {
-		return nil, err
-	}
-	if err := enc.Close(); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
-}
+func (f *File) Marshal() ([]byte, error) { return encodeYAML(f) }
 
 // Save writes the cassette atomically: a crash leaves either the previous
 // complete file or the new one, never a torn one.
