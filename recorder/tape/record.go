@@ -78,7 +78,7 @@ func Record(ctx context.Context, in io.Reader, out io.Writer, o RecordOptions) (
 	if err := rec.SetSession(c.snapshot()); err != nil {
 		return 0, errors.Join(err, rec.Close())
 	}
-	code, err := h.ServeConn(ctx, &recordingConn{Conn: stdio.NewStreamConn(in, out), c: c},
+	code, err := h.ServeConn(ctx, &recordingConn{StreamConn: stdio.NewStreamConn(in, out), c: c},
 		harness.ServeOptions{NoSave: true, Acting: c.acting})
 	serr := rec.SetSession(c.snapshot())
 	cerr := rec.Close()
@@ -115,13 +115,17 @@ func (c *capture) snapshot() *cassette.Session {
 // anchor is the point the client had seen when it sent it), each protocol
 // line before it is written (once the client can read a line, a command
 // it sends in answer must be recorded as coming after it).
+//
+// It embeds the StreamConn itself, not just its Conn methods, so the
+// server still sees its batching (stdio.Batching: Flush, Failed) and a
+// stdout that is gone ends a recorded session as promptly as a live one.
 type recordingConn struct {
-	stdio.Conn
+	*stdio.StreamConn
 	c *capture
 }
 
 func (r *recordingConn) ReadLine() ([]byte, error) {
-	line, err := r.Conn.ReadLine()
+	line, err := r.StreamConn.ReadLine()
 	var tooLong *wire.LineTooLongError
 	switch {
 	case err == nil:
@@ -145,7 +149,7 @@ func (r *recordingConn) WriteLine(line []byte) error {
 	}
 	c.mu.Unlock()
 	_ = c.rec.FlushSession() // a failed save is reported by Record's last one
-	return r.Conn.WriteLine(line)
+	return r.StreamConn.WriteLine(line)
 }
 
 // recordTools wraps every tool so its results are stored in the cassette.

@@ -3,6 +3,7 @@ package tape_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -107,5 +108,41 @@ func TestRecordHoldsEveryCommandBeforeTheClientSeesALine(t *testing.T) {
 	}
 	if plain, err := f.Marshal(); err != nil || !bytes.Equal(plain, data) {
 		t.Errorf("the finished cassette is not in the plain layout (%v)", err)
+	}
+}
+
+// failingWriter is a stdout that is gone.
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("broken pipe") }
+
+// A recorded session whose stdout is gone shuts down at once, as a live
+// one does, even though its client never closes stdin.
+func TestRecordEndsWhenStdoutIsGone(t *testing.T) {
+	dir := t.TempDir()
+	env := map[string]string{"XDG_CONFIG_HOME": filepath.Join(dir, "config")}
+	getenv := func(k string) string { return env[k] }
+	if _, err := harness.Trust(dir, getenv); err != nil {
+		t.Fatal(err)
+	}
+	cfg := harness.Defaults()
+	cfg.Provider, cfg.Project = "echo", dir
+	in, _ := io.Pipe() // never written, never closed
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := tape.Record(context.Background(), in, failingWriter{}, tape.RecordOptions{
+			Config: cfg, Deps: harness.Deps{Getenv: getenv}, Cassette: recorder.Options{Path: filepath.Join(dir, "c.yaml")},
+		})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "broken pipe") {
+			t.Fatalf("Record: %v, want the write failure", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("Record kept serving a session whose stdout is gone")
 	}
 }
