@@ -7,6 +7,7 @@ import (
 	"os"
 	"reflect"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/openmax/openmax/internal/atomicfile"
@@ -216,11 +217,21 @@ func emitYAML(v any) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// unsafeBlock reports a string yaml.v3 would write as a literal block
-// (it holds a line break) starting with a line break, a space or a tab.
+// unsafeBlock reports a string yaml.v3 may not read back exactly as it
+// writes it: one holding a line break (written as a literal block) that
+// starts with a blank or a line break, or one holding a character YAML 1.1
+// counts as a line break besides LF and CR (NEL, LS, PS) or a byte-order
+// mark, which yaml.v3 writes raw.
 func unsafeBlock(s string) bool {
-	// yaml.v3 writes a string that is not UTF-8 as !!binary, which is safe.
-	return s != "" && strings.Contains(s, "\n") && strings.ContainsRune("\n \t", rune(s[0])) && utf8.ValidString(s)
+	if s == "" || !utf8.ValidString(s) {
+		// yaml.v3 writes a string that is not UTF-8 as !!binary, which is safe.
+		return false
+	}
+	if strings.ContainsAny(s, "\u0085\u2028\u2029\ufeff") {
+		return true
+	}
+	first, _ := utf8.DecodeRuneInString(s)
+	return strings.Contains(s, "\n") && (first == '\n' || first == '\r' || unicode.IsSpace(first))
 }
 
 // placeholder is the stand-in for unsafe string i while encoding.

@@ -37,11 +37,11 @@ func TestStringsRoundTrip(t *testing.T) {
 			t.Fatalf("Parse of %q: %v", s, err)
 		}
 	}
-	for _, s := range []string{"\nabc\n", "\n\n", "\n", "\n\ndata: x\n\n", "\tx\ny\n", " lead\nx\n", "a\n\n", "a\n\tb\n", "x\r\ny\n", "\r\n\r\n"} {
+	for _, s := range []string{"\nabc\n", "\n\n", "\n", "\n\ndata: x\n\n", "\tx\ny\n", " lead\nx\n", "a\n\n", "a\n\tb\n", "x\r\ny\n", "\r\n\r\n", "\u2028data: {}\n\n", "a\u2028b", "\u0085\n", "\ufeffx\ny"} {
 		check(t, s)
 	}
 	rapid.Check(t, func(rt *rapid.T) {
-		parts := rapid.SliceOf(rapid.SampledFrom([]string{"\n", "\r", "\t", " ", "a", ":", "- ", "#", "\"", "'", "é", "data: {}", "|", ">"})).Draw(rt, "parts")
+		parts := rapid.SliceOf(rapid.SampledFrom([]string{"\n", "\r", "\t", " ", "a", ":", "- ", "#", "\"", "'", "é", "data: {}", "|", ">", "\u2028", "\u0085", "\u2029", "\ufeff", "\u00a0", "\r\n"})).Draw(rt, "parts")
 		check(rt, strings.Join(parts, ""))
 	})
 }
