@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/openmax/openmax/internal/rapidchecks"
 	"github.com/openmax/openmax/provider"
 )
 
@@ -560,7 +561,8 @@ func TestCrashRecovery(t *testing.T) {
 	seed := rand.Uint64()
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, seed))
-	const kills = 20
+	// Each round starts a subprocess, several times slower under -race.
+	kills := rapidchecks.Pick(20, 6)
 	loaded, torn, unacked := 0, 0, 0
 	for round := range kills {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestCrashHelper$", "-test.count=1")

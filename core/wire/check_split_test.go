@@ -10,6 +10,7 @@ import (
 	"testing"
 	"testing/iotest"
 
+	"github.com/openmax/openmax/internal/rapidchecks"
 	"pgregory.net/rapid"
 )
 
@@ -64,11 +65,12 @@ func TestLineSplitterEqualsLineReader(t *testing.T) {
 	})
 }
 
-// TestCheckStreamMemoryOnAHugeLine: a 256 MiB line (past the 64 MiB the
+// TestHeavyCheckStreamMemoryOnAHugeLine: a 256 MiB line (past the 64 MiB the
 // checker reads) costs about the 1 MiB held in memory, not the 64 MiB cap;
 // it is one violation, the lines after it are still checked, and the spill
 // file is gone afterwards.
-func TestCheckStreamMemoryOnAHugeLine(t *testing.T) {
+func TestHeavyCheckStreamMemoryOnAHugeLine(t *testing.T) {
+	rapidchecks.HeavyUnderRace(t)
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp)
 	const size = 256 << 20
@@ -98,10 +100,11 @@ func TestCheckStreamMemoryOnAHugeLine(t *testing.T) {
 	}
 }
 
-// TestCheckStreamChecksLongLinesWhole: lines longer than the 1 MiB held in
+// TestHeavyCheckStreamChecksLongLinesWhole: lines longer than the 1 MiB held in
 // memory but within the 64 MiB cap are still checked whole, with the
 // verdict the two-pass checker gives the same bytes.
-func TestCheckStreamChecksLongLinesWhole(t *testing.T) {
+func TestHeavyCheckStreamChecksLongLinesWhole(t *testing.T) {
+	rapidchecks.HeavyUnderRace(t)
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp)
 	big := strings.Repeat(`tab\t quote\" é `, (10<<20)/16)

@@ -6,6 +6,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/openmax/openmax/internal/rapidchecks"
 )
 
 func readAll(t *testing.T, in string, max int) []string {
@@ -96,9 +98,10 @@ func (e *endless) Read(p []byte) (int, error) {
 	return k, nil
 }
 
-// TestLineReaderMemoryIsBoundedByTheCap drops a 256 MiB line while
+// TestHeavyLineReaderMemoryIsBoundedByTheCap drops a 256 MiB line while
 // allocating no more than about the 8 MiB cap's worth, then reads on.
-func TestLineReaderMemoryIsBoundedByTheCap(t *testing.T) {
+func TestHeavyLineReaderMemoryIsBoundedByTheCap(t *testing.T) {
+	rapidchecks.HeavyUnderRace(t)
 	const size = 256 << 20
 	var before, after runtime.MemStats
 	runtime.GC()

@@ -44,3 +44,15 @@ func Pick(plain, race int) int {
 	}
 	return plain
 }
+
+// HeavyUnderRace skips t under the race detector. It is for tests named
+// Heavy...: single-goroutine work (exhaustive enumerations, huge inputs)
+// that the race detector makes many times slower without finding anything
+// more. The test command runs them again without -race in its last step
+// (-run '...|Heavy').
+func HeavyUnderRace(t *testing.T) {
+	t.Helper()
+	if RaceEnabled {
+		t.Skip("costly under the race detector and single-goroutine: the test command's last step runs it without -race")
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	vcr "github.com/dnaeon/go-vcr/v2/cassette"
+	"github.com/openmax/openmax/internal/rapidchecks"
 	"gopkg.in/yaml.v3"
 )
 
@@ -50,14 +51,15 @@ func testSession(commands int, output string) *Session {
 	return s
 }
 
-// TestAppendEveryKillLeavesALoadableCassette saves a cassette step by step
+// TestHeavyAppendEveryKillLeavesALoadableCassette saves a cassette step by step
 // and, at every write the appender makes, checks every state a kill could
 // leave (the write not made, or made up to any page boundary in it, which
 // is where the kernel can stop a write for a fatal signal): the file loads
 // with Parse and with stock go-vcr's reading, and holds every interaction
 // saved before the step (and the step's, once its flip is made), and the
 // session before or after it. Closed, the file is what Marshal gives.
-func TestAppendEveryKillLeavesALoadableCassette(t *testing.T) {
+func TestHeavyAppendEveryKillLeavesALoadableCassette(t *testing.T) {
+	rapidchecks.HeavyUnderRace(t)
 	big := strings.Repeat("data: {\"delta\":\"mañana, 日本語のテキスト\"}\n\n", 120) // ~6 KB, over a page
 	steps := []appendStep{
 		{name: "session before any interaction", session: testSession(1, "")},

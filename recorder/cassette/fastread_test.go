@@ -223,10 +223,11 @@ func TestLoadReadsRecordedCassettesFast(t *testing.T) {
 	}
 }
 
-// TestFastReadSharesChunkData: chunk data equal to the next bytes of the
+// TestHeavyFastReadSharesChunkData: chunk data equal to the next bytes of the
 // body is a slice of the body, not a copy; a body larger than the reader's
 // blocks and lines longer than its buffer read whole.
-func TestFastReadSharesChunkData(t *testing.T) {
+func TestHeavyFastReadSharesChunkData(t *testing.T) {
+	rapidchecks.HeavyUnderRace(t)
 	f := New()
 	line := "data: {\"x\":\"" + strings.Repeat("y", 1100<<10) + "\"}\n\n"
 	body := strings.Repeat("data: {\"x\":1}\n\n", 4) + line + strings.Repeat("data: {\"x\":2}\n\n", 20000)
