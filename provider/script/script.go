@@ -20,6 +20,7 @@ import (
 	"iter"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -263,66 +264,88 @@ type Step struct {
 // whose Err is a *provider.StreamError. HTTP-level fields (status, refuse,
 // reset_after_bytes, headers) are not steps; the player reads them off the
 // reply.
-func (r Reply) Steps(index int) []Step {
-	if len(r.Chunks) == 0 {
-		if r.Status != 0 || r.Refuse {
-			return nil
+func (r Reply) Steps(index int) []Step { return slices.Collect(r.StepSeq(index)) }
+
+// StepSeq yields what Steps returns, one step at a time, building each
+// only when it is asked for: a reply of many chunks starts streaming at
+// once instead of after all its parts are made.
+func (r Reply) StepSeq(index int) iter.Seq[Step] {
+	return func(yield func(Step) bool) {
+		if len(r.Chunks) == 0 {
+			for _, st := range r.wholeSteps(index) {
+				if !yield(st) {
+					return
+				}
+			}
+			return
 		}
-		var out []Step
-		if r.Thinking != "" {
-			out = append(out, Step{Part: provider.ThinkingDelta{Text: r.Thinking}})
-		}
-		if r.Text != "" {
-			out = append(out, Step{Part: provider.TextDelta{Text: r.Text}})
-		}
-		for i, tc := range r.ToolCalls {
-			out = append(out, Step{Part: provider.ToolCallPart{Call: tc.call(index, i)}})
-		}
-		if r.Usage != nil {
-			out = append(out, Step{Part: r.Usage.part()})
-		}
-		finish, implied := r.Finish, false
-		if finish == "" {
-			finish, implied = "stop", true
-			if len(r.ToolCalls) > 0 {
-				finish = "tool_calls"
+		for i, c := range r.Chunks {
+			if !yield(c.step(index, i)) {
+				return
 			}
 		}
-		return append(out, Step{Part: provider.Finish{Reason: finish}, Implied: implied})
 	}
-	out := make([]Step, 0, len(r.Chunks))
-	for i, c := range r.Chunks {
-		var s Step
-		switch {
-		case c.Text != nil:
-			s.Part = provider.TextDelta{Text: *c.Text}
-		case c.Thinking != nil:
-			s.Part = provider.ThinkingDelta{Text: *c.Thinking}
-		case c.Signature != nil:
-			s.Part = provider.ThinkingDelta{Signature: *c.Signature}
-		case c.ToolCall != nil:
-			s.Part = provider.ToolCallPart{Call: c.ToolCall.call(index, i)}
-		case c.Usage != nil:
-			s.Part = c.Usage.part()
-		case c.Finish != nil:
-			s.Part = provider.Finish{Reason: *c.Finish}
-		case c.Error != nil:
-			s.Part = provider.Error{Err: &provider.StreamError{Message: *c.Error}}
-		case c.StreamError != nil:
-			s.Part = provider.Error{Err: &provider.StreamError{Type: c.StreamError.Type, Message: c.StreamError.Message}}
-		case c.Died != nil:
-			s.Part = provider.Error{Err: fmt.Errorf("%w: %s", provider.ErrIncomplete, *c.Died)}
-			s.Died = true
-		case c.Retry != nil:
-			s.Part = provider.Retry{Attempt: c.Retry.Attempt, MaxAttempts: c.Retry.MaxAttempts, Reason: c.Retry.Reason}
-		case c.Delay > 0:
-			s.Wait = c.Delay
-		case c.Stall:
-			s.Stall = true
+}
+
+// wholeSteps are the steps of a reply given whole (no chunks).
+func (r Reply) wholeSteps(index int) []Step {
+	if r.Status != 0 || r.Refuse {
+		return nil
+	}
+	var out []Step
+	if r.Thinking != "" {
+		out = append(out, Step{Part: provider.ThinkingDelta{Text: r.Thinking}})
+	}
+	if r.Text != "" {
+		out = append(out, Step{Part: provider.TextDelta{Text: r.Text}})
+	}
+	for i, tc := range r.ToolCalls {
+		out = append(out, Step{Part: provider.ToolCallPart{Call: tc.call(index, i)}})
+	}
+	if r.Usage != nil {
+		out = append(out, Step{Part: r.Usage.part()})
+	}
+	finish, implied := r.Finish, false
+	if finish == "" {
+		finish, implied = "stop", true
+		if len(r.ToolCalls) > 0 {
+			finish = "tool_calls"
 		}
-		out = append(out, s)
 	}
-	return out
+	return append(out, Step{Part: provider.Finish{Reason: finish}, Implied: implied})
+}
+
+// step is the step of chunk i of reply index.
+func (c Chunk) step(index, i int) Step {
+	var s Step
+	switch {
+	case c.Text != nil:
+		s.Part = provider.TextDelta{Text: *c.Text}
+	case c.Thinking != nil:
+		s.Part = provider.ThinkingDelta{Text: *c.Thinking}
+	case c.Signature != nil:
+		s.Part = provider.ThinkingDelta{Signature: *c.Signature}
+	case c.ToolCall != nil:
+		s.Part = provider.ToolCallPart{Call: c.ToolCall.call(index, i)}
+	case c.Usage != nil:
+		s.Part = c.Usage.part()
+	case c.Finish != nil:
+		s.Part = provider.Finish{Reason: *c.Finish}
+	case c.Error != nil:
+		s.Part = provider.Error{Err: &provider.StreamError{Message: *c.Error}}
+	case c.StreamError != nil:
+		s.Part = provider.Error{Err: &provider.StreamError{Type: c.StreamError.Type, Message: c.StreamError.Message}}
+	case c.Died != nil:
+		s.Part = provider.Error{Err: fmt.Errorf("%w: %s", provider.ErrIncomplete, *c.Died)}
+		s.Died = true
+	case c.Retry != nil:
+		s.Part = provider.Retry{Attempt: c.Retry.Attempt, MaxAttempts: c.Retry.MaxAttempts, Reason: c.Retry.Reason}
+	case c.Delay > 0:
+		s.Wait = c.Delay
+	case c.Stall:
+		s.Stall = true
+	}
+	return s
 }
 
 // HTTPError is the failure an HTTP error reply (Status set) stands for,
@@ -413,7 +436,7 @@ func (p *Provider) Stream(ctx context.Context, req provider.Request) iter.Seq[pr
 			return
 		}
 		reset := r.ResetAfterBytes != nil
-		for _, s := range r.Steps(index) {
+		for s := range r.StepSeq(index) {
 			if ctx.Err() != nil {
 				return
 			}
