@@ -179,10 +179,17 @@ type Command struct {
 // New returns an empty cassette.
 func New() *File { return &File{Version: FormatVersion} }
 
-// MaxFileSize is the largest cassette file Load reads (128 MiB): a
-// recording of a long session is a few MiB, and a YAML document takes
-// several times its size in memory while it is decoded.
-const MaxFileSize = 128 << 20
+// MaxFileSize is the largest cassette file Load reads (1 GiB). Load
+// decodes the layout the recorder writes as it reads it, in about 1.2
+// times the file's size, so a session with huge streamed bodies loads;
+// any other YAML is decoded whole by yaml.v3, which takes several times
+// the file's size, and is refused over MaxYAMLSize.
+const MaxFileSize = 1 << 30
+
+// MaxYAMLSize is the largest recording decoded whole as a YAML document
+// (128 MiB): a cassette not in the recorder's layout, or another tool's
+// recording (ReadFile).
+const MaxYAMLSize = 128 << 20
 
 // MaxOffset bounds every recorded time offset (Stream.Start, Chunk.At,
 // Error.At, Response.Duration): a recording is of one session, and an
@@ -202,7 +209,9 @@ func Load(path string) (*File, error) {
 	f, err := loadFast(path)
 	if errors.Is(err, errUnsupported) {
 		var data []byte
-		if data, err = ReadFile(path); err == nil {
+		if data, err = ReadFile(path); errors.Is(err, ErrTooLarge) {
+			err = fmt.Errorf("%w (it is not in the layout openmax writes, which may be up to %d MiB)", err, MaxFileSize>>20)
+		} else if err == nil {
 			f, err = parseYAML(data)
 		}
 	}
@@ -273,7 +282,7 @@ func (l *limitReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// ReadFile reads a recording file of at most MaxFileSize bytes; a larger
+// ReadFile reads a recording file of at most MaxYAMLSize bytes; a larger
 // one (or one that grows past it while read) is refused with ErrTooLarge
 // before it is read whole.
 func ReadFile(path string) ([]byte, error) {
@@ -282,15 +291,15 @@ func ReadFile(path string) ([]byte, error) {
 		return nil, fmt.Errorf("cassette: %w", err)
 	}
 	defer fh.Close()
-	if fi, err := fh.Stat(); err == nil && fi.Mode().IsRegular() && fi.Size() > MaxFileSize {
-		return nil, fmt.Errorf("%w: %s is %d bytes, the limit is %d (%d MiB)", ErrTooLarge, path, fi.Size(), int64(MaxFileSize), MaxFileSize>>20)
+	if fi, err := fh.Stat(); err == nil && fi.Mode().IsRegular() && fi.Size() > MaxYAMLSize {
+		return nil, fmt.Errorf("%w: %s is %d bytes, the limit is %d (%d MiB)", ErrTooLarge, path, fi.Size(), int64(MaxYAMLSize), MaxYAMLSize>>20)
 	}
-	data, err := io.ReadAll(io.LimitReader(fh, MaxFileSize+1))
+	data, err := io.ReadAll(io.LimitReader(fh, MaxYAMLSize+1))
 	if err != nil {
 		return nil, fmt.Errorf("cassette: %w", err)
 	}
-	if len(data) > MaxFileSize {
-		return nil, fmt.Errorf("%w: %s is over the limit of %d bytes (%d MiB)", ErrTooLarge, path, int64(MaxFileSize), MaxFileSize>>20)
+	if len(data) > MaxYAMLSize {
+		return nil, fmt.Errorf("%w: %s is over the limit of %d bytes (%d MiB)", ErrTooLarge, path, int64(MaxYAMLSize), MaxYAMLSize>>20)
 	}
 	return data, nil
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/openmax/openmax/internal/rapidchecks"
 )
 
 // base is a valid one-interaction cassette; each hostile case edits it.
@@ -72,18 +74,69 @@ func TestParseAliasErrorIsErrAlias(t *testing.T) {
 }
 
 func TestLoadRefusesAnOversizedFile(t *testing.T) {
-	p := filepath.Join(t.TempDir(), "huge.yaml")
-	fh, err := os.Create(p)
+	for _, tt := range []struct {
+		name string
+		head string // the file's first bytes; the rest is sparse zeros
+		size int64
+		want string
+	}{
+		// Over the limit of the recorder's layout: refused before reading.
+		{"over 1 GiB", "version: 1\n", MaxFileSize + 1, "1024 MiB"},
+		// Not the recorder's layout (zeros), too big to decode whole.
+		{"other YAML over 128 MiB", "", MaxYAMLSize + 1, "128 MiB"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "huge.yaml")
+			fh, err := os.Create(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fh.WriteString(tt.head)
+			// Sparse: the size is there, the bytes never are.
+			if err := fh.Truncate(tt.size); err != nil {
+				t.Fatal(err)
+			}
+			fh.Close()
+			_, err = Load(p)
+			if !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err %v, want ErrTooLarge naming the limit %s", err, tt.want)
+			}
+		})
+	}
+}
+
+// A cassette in the recorder's layout over 128 MiB (one large streamed
+// body) loads: its size is bounded by MaxFileSize, not by what yaml.v3
+// could decode whole.
+func TestHeavyLoadReadsALargeRecording(t *testing.T) {
+	rapidchecks.HeavyUnderRace(t)
+	// Written as the recorder writes it (Marshal of a small body, the
+	// body's block grown by hand: encoding 130 MB with yaml.v3 takes
+	// seconds).
+	event := "data: {\"choices\":[{\"delta\":{\"content\":\"x\"}}]}\n\n"
+	n := (MaxYAMLSize + (1 << 20)) / len(event)
+	f := New()
+	it := &Interaction{}
+	it.Request.Method, it.Request.URL, it.Response.Code, it.Response.Body = "POST", "http://h/v1/chat/completions", 200, event
+	f.Interactions = []*Interaction{it}
+	small, err := f.Marshal()
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Sparse: the size is there, the bytes never are.
-	if err := fh.Truncate(MaxFileSize + 1); err != nil {
+	block := "        data: {\"choices\":[{\"delta\":{\"content\":\"x\"}}]}\n\n"
+	if !strings.Contains(string(small), block) {
+		t.Fatalf("unexpected layout:\n%s", small)
+	}
+	p := filepath.Join(t.TempDir(), "big.yaml")
+	if err := os.WriteFile(p, []byte(strings.Replace(string(small), block, strings.Repeat(block, n), 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	fh.Close()
-	_, err = Load(p)
-	if !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "128 MiB") {
-		t.Fatalf("err %v, want ErrTooLarge naming the limit", err)
+	if fi, _ := os.Stat(p); fi.Size() <= MaxYAMLSize {
+		t.Fatalf("the cassette is only %d bytes", fi.Size())
+	}
+	body := strings.Repeat(event, n)
+	got, err := Load(p)
+	if err != nil || len(got.Interactions) != 1 || got.Interactions[0].Response.Body != body {
+		t.Fatalf("Load: %v", err)
 	}
 }
