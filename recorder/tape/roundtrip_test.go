@@ -173,6 +173,13 @@ func live(t fataler, dir string, replies []string, steps []clientStep, quit bool
 		for len(tokens) > 0 {
 			<-tokens
 		}
+		// A reply whose turn was cancelled after its first part may still
+		// be asleep before its second, on the vendor's clock: wake it now
+		// (it then writes to a closed connection and ends, with no pause
+		// left), so the pump below lets only this step's reply move.
+		for vendorClock.Waiters() > 0 {
+			vendorClock.Advance(pause)
+		}
 		var stop func()
 		switch {
 		case s.wait:
