@@ -31,58 +31,24 @@ import (
 	"slices"
 	"syscall"
 	"time"
+
+	"github.com/openmax/openmax/bench/internal/benchcli"
 )
 
 func main() {
-	if len(os.Args) < 2 {
-		usage()
-	}
-	var err error
-	switch mode, args := os.Args[1], os.Args[2:]; mode {
-	case "hello":
-		err = hello(args)
-	case "tokens":
-		err = tokens(args)
-	case "rss":
-		err = rss(args)
-	case "startup":
-		err = startup(args)
-	default:
-		usage()
-	}
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "probe: %v\n", err)
-		os.Exit(1)
-	}
-}
-
-func usage() {
-	fmt.Fprintln(os.Stderr, "usage: probe hello [-n N] -- BIN ARGS... | probe tokens [-o FILE] -- BIN ARGS... | probe startup -dir D [-n N] [-codex C] -- BIN | probe rss -- BIN ARGS...")
-	os.Exit(2)
-}
-
-// command splits the flags of a mode from the command after "--".
-func command(fs *flag.FlagSet, args []string) ([]string, error) {
-	if err := fs.Parse(args); err != nil {
-		return nil, err
-	}
-	rest := fs.Args()
-	if len(rest) == 0 {
-		return nil, errors.New("no command to run (put it after --)")
-	}
-	return rest, nil
+	benchcli.Main("probe", "probe hello [-n N] -- BIN ARGS... | probe tokens [-o FILE] -- BIN ARGS... | probe startup -dir D [-n N] [-codex C] -- BIN | probe rss -- BIN ARGS...", map[string]func([]string) error{"hello": hello, "tokens": tokens, "rss": rss, "startup": startup})
 }
 
 func hello(args []string) error {
 	fs := flag.NewFlagSet("hello", flag.ExitOnError)
 	n := fs.Int("n", 50, "runs to time (after one untimed warm-up run)")
-	argv, err := command(fs, args)
+	argv, err := benchcli.Command(fs, args)
 	if err != nil {
 		return err
 	}
 	var times []time.Duration
 	for i := 0; i <= *n; i++ {
-		d, err := helloOnce(argv)
+		d, err := firstLine(spawn{argv: argv}, isHello)
 		if err != nil {
 			return fmt.Errorf("run %d: %w", i, err)
 		}
@@ -109,41 +75,6 @@ func percentile(sorted []time.Duration, p int) time.Duration {
 	return sorted[rank-1]
 }
 
-// helloOnce execs argv and returns the time until its first stdout line,
-// which must be hello; then it closes stdin (EOF means quit) and reaps it.
-func helloOnce(argv []string) (time.Duration, error) {
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		return 0, err
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return 0, err
-	}
-	br := bufio.NewReader(stdout)
-	start := time.Now()
-	if err := cmd.Start(); err != nil {
-		return 0, err
-	}
-	line, err := br.ReadBytes('\n')
-	d := time.Since(start)
-	stdin.Close()
-	_, _ = io.Copy(io.Discard, br)
-	werr := cmd.Wait()
-	if err != nil {
-		return 0, fmt.Errorf("reading the first line: %w", err)
-	}
-	if !bytes.HasPrefix(line, []byte(`{"type":"hello"`)) {
-		return 0, fmt.Errorf("first line is not hello: %.80q", line)
-	}
-	if werr != nil {
-		return 0, fmt.Errorf("exit: %w", werr)
-	}
-	return d, nil
-}
-
 // lineType returns the type of an openmax stdout line cheaply: events start
 // with session_id and then type, other lines with type, and session ids hold
 // no quotes, so the first "type" key is the line's.
@@ -165,7 +96,7 @@ func tokens(args []string) error {
 	fs := flag.NewFlagSet("tokens", flag.ExitOnError)
 	out := fs.String("o", "", "also write every stdout line of the child to this file")
 	text := fs.String("text", "go", "the user command's text")
-	argv, err := command(fs, args)
+	argv, err := benchcli.Command(fs, args)
 	if err != nil {
 		return err
 	}
@@ -270,7 +201,7 @@ func tokens(args []string) error {
 
 func rss(args []string) error {
 	fs := flag.NewFlagSet("rss", flag.ExitOnError)
-	argv, err := command(fs, args)
+	argv, err := benchcli.Command(fs, args)
 	if err != nil {
 		return err
 	}

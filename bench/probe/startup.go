@@ -13,6 +13,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/openmax/openmax/bench/internal/benchcli"
 )
 
 // startup measures what a user waits for when a client starts openmax:
@@ -42,7 +44,7 @@ func startup(args []string) error {
 	n := fs.Int("n", 50, "rounds to time (after one untimed warm-up round)")
 	scratch := fs.String("dir", "", "scratch directory for the project, config and state directories (required)")
 	codex := fs.String("codex", "", "a codex binary to time beside openmax (optional)")
-	argv, err := command(fs, args)
+	argv, err := benchcli.Command(fs, args)
 	if err != nil {
 		return err
 	}
@@ -62,12 +64,6 @@ func startup(args []string) error {
 	env := func(state string) []string {
 		return append(os.Environ(), "XDG_STATE_HOME="+state, "XDG_CONFIG_HOME="+config)
 	}
-	isHello := func(line []byte) error {
-		if !bytes.HasPrefix(line, []byte(`{"type":"hello"`)) || !bytes.Contains(line, []byte(`"continued":false`)) {
-			return fmt.Errorf("first line is not a new session's hello: %.120q", line)
-		}
-		return nil
-	}
 	type kind struct {
 		name string
 		run  func(round int) (time.Duration, error)
@@ -84,10 +80,10 @@ func startup(args []string) error {
 		{"fresh", func(round int) (time.Duration, error) {
 			state := filepath.Join(*scratch, fmt.Sprintf("state-fresh-%d", round))
 			defer os.RemoveAll(state)
-			return firstLine(spawn{argv: []string{bin, "--stdio", "--provider", "echo"}, dir: project, env: env(state)}, isHello)
+			return firstLine(spawn{argv: []string{bin, "--stdio", "--provider", "echo"}, dir: project, env: env(state)}, isNewHello)
 		}},
 		{"existing", func(int) (time.Duration, error) {
-			return firstLine(spawn{argv: []string{bin, "--stdio", "--provider", "echo"}, dir: project, env: env(existing)}, isHello)
+			return firstLine(spawn{argv: []string{bin, "--stdio", "--provider", "echo"}, dir: project, env: env(existing)}, isNewHello)
 		}},
 		{"unsaved", func(int) (time.Duration, error) {
 			// No state directory (neither XDG_STATE_HOME nor HOME): the session
@@ -98,7 +94,7 @@ func startup(args []string) error {
 					e = append(e, kv)
 				}
 			}
-			return firstLine(spawn{argv: []string{bin, "--stdio", "--provider", "echo"}, dir: project, env: e}, isHello)
+			return firstLine(spawn{argv: []string{bin, "--stdio", "--provider", "echo"}, dir: project, env: e}, isNewHello)
 		}},
 	}
 	if *codex != "" {
@@ -212,4 +208,20 @@ func firstLine(s spawn, check func([]byte) error) (time.Duration, error) {
 		return 0, fmt.Errorf("exit: %w (stderr: %s)", werr, strings.TrimSpace(stderr.String()))
 	}
 	return d, nil
+}
+
+// isHello accepts a hello line.
+func isHello(line []byte) error {
+	if !bytes.HasPrefix(line, []byte(`{"type":"hello"`)) {
+		return fmt.Errorf("first line is not hello: %.80q", line)
+	}
+	return nil
+}
+
+// isNewHello accepts the hello of a new session.
+func isNewHello(line []byte) error {
+	if err := isHello(line); err != nil || !bytes.Contains(line, []byte(`"continued":false`)) {
+		return fmt.Errorf("first line is not a new session's hello: %.120q", line)
+	}
+	return nil
 }

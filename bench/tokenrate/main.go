@@ -37,45 +37,12 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/openmax/openmax/bench/internal/benchcli"
 )
 
 func main() {
-	if len(os.Args) < 2 {
-		usage()
-	}
-	var err error
-	switch mode, args := os.Args[1], os.Args[2:]; mode {
-	case "run":
-		err = run(args)
-	case "cat":
-		err = catPeer(args)
-	case "pause":
-		err = pause(args)
-	case "scenario":
-		err = scenario(args)
-	default:
-		usage()
-	}
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "tokenrate: %v\n", err)
-		os.Exit(1)
-	}
-}
-
-func usage() {
-	fmt.Fprintln(os.Stderr, "usage: tokenrate run [-o FILE] -- BIN ARGS... | tokenrate cat -in FILE | tokenrate pause [-n N] [-delay D] -- BIN ARGS... | tokenrate scenario -chunks N [-pause D]")
-	os.Exit(2)
-}
-
-// command splits the flags of a mode from the command after "--".
-func command(fs *flag.FlagSet, args []string) ([]string, error) {
-	if err := fs.Parse(args); err != nil {
-		return nil, err
-	}
-	if len(fs.Args()) == 0 {
-		return nil, errors.New("no command to run (put it after --)")
-	}
-	return fs.Args(), nil
+	benchcli.Main("tokenrate", "tokenrate run [-o FILE] -- BIN ARGS... | tokenrate cat -in FILE | tokenrate pause [-n N] [-delay D] -- BIN ARGS... | tokenrate scenario -chunks N [-pause D]", map[string]func([]string) error{"run": run, "cat": catPeer, "pause": pause, "scenario": scenario})
 }
 
 // words are the text chunks of a scenario, in turn (bench/gen's words, so
@@ -224,7 +191,7 @@ func ms(d time.Duration) string { return fmt.Sprintf("%.2f", float64(d.Microseco
 func run(args []string) error {
 	fs := flag.NewFlagSet("run", flag.ExitOnError)
 	out := fs.String("o", "", "also write every stdout byte of the child to this file")
-	argv, err := command(fs, args)
+	argv, err := benchcli.Command(fs, args)
 	if err != nil {
 		return err
 	}
@@ -328,7 +295,7 @@ func pause(args []string) error {
 	fs := flag.NewFlagSet("pause", flag.ExitOnError)
 	n := fs.Int("n", 5, "text chunks in the scenario")
 	delay := fs.Duration("delay", 200*time.Millisecond, "the scenario's delay after each chunk")
-	argv, err := command(fs, args)
+	argv, err := benchcli.Command(fs, args)
 	if err != nil {
 		return err
 	}
