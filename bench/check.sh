@@ -25,25 +25,8 @@ LONG_LINE_BYTES=${LONG_LINE_BYTES:-1073741824}
 BASELINE=${BASELINE:-}
 KEEP=${KEEP:-0}
 
-if [[ -n ${CI:-} || -n ${GITHUB_ACTIONS:-} ]] && [[ -z ${OPENMAX_BENCH_FORCE:-} ]]; then
-	echo "bench/check.sh is a manual measurement script; not running under CI (OPENMAX_BENCH_FORCE=1 overrides)" >&2
-	exit 0
-fi
-
-root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-cd "$root"
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/openmax-checkbench.XXXXXX")
-if [[ $KEEP == 1 ]]; then
-	echo "keeping $tmp"
-else
-	trap 'rm -rf "$tmp"' EXIT
-fi
-
-fail() { echo "bench: FAIL: $*" >&2; exit 1; }
-now() { echo "${EPOCHREALTIME:-$(date +%s.%N)}"; }
-secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", b - a }'; }
-calc() { awk "BEGIN { printf $1 }"; }
-median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+bench_setup check.sh
 
 export GOPROXY=off GOTOOLCHAIN=local GOFLAGS=${GOFLAGS:-}
 echo "== building into $tmp"

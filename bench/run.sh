@@ -29,28 +29,8 @@ RUNS=${RUNS:-3}
 GOBENCH=${GOBENCH:-1}
 KEEP=${KEEP:-0}
 
-if [[ -n ${CI:-} || -n ${GITHUB_ACTIONS:-} ]] && [[ -z ${OPENMAX_BENCH_FORCE:-} ]]; then
-	echo "bench/run.sh is a manual measurement script; not running under CI (OPENMAX_BENCH_FORCE=1 overrides)" >&2
-	exit 0
-fi
-
-root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-cd "$root"
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/openmax-bench.XXXXXX")
-if [[ $KEEP == 1 ]]; then
-	echo "keeping $tmp"
-else
-	trap 'rm -rf "$tmp"' EXIT
-fi
-
-fail() { echo "bench: FAIL: $*" >&2; exit 1; }
-now() { echo "${EPOCHREALTIME:-$(date +%s.%N)}"; }
-# secs T0 T1 -> elapsed seconds; calc EXPR -> awk arithmetic
-secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", b - a }'; }
-calc() { awk "BEGIN { printf $1 }"; }
-# median of the numbers given as arguments
-median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
-kv() { grep -m1 "^$1=" "$2" | cut -d= -f2-; }
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+bench_setup run.sh
 
 export GOPROXY=off GOTOOLCHAIN=local GOFLAGS=${GOFLAGS:-}
 echo "== building into $tmp"

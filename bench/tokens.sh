@@ -30,24 +30,8 @@ NOSAVE=${NOSAVE:-0}
 GOBENCH=${GOBENCH:-1}
 KEEP=${KEEP:-0}
 
-if [[ -n ${CI:-} || -n ${GITHUB_ACTIONS:-} ]] && [[ -z ${OPENMAX_BENCH_FORCE:-} ]]; then
-	echo "bench/tokens.sh is a manual measurement script; not running under CI (OPENMAX_BENCH_FORCE=1 overrides)" >&2
-	exit 0
-fi
-
-root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-cd "$root"
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/openmax-tokens.XXXXXX")
-if [[ $KEEP == 1 ]]; then
-	echo "keeping $tmp"
-else
-	trap 'rm -rf "$tmp"' EXIT
-fi
-
-fail() { echo "tokens: FAIL: $*" >&2; exit 1; }
-calc() { awk "BEGIN { printf $1 }"; }
-median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
-kv() { grep -m1 "^$1=" "$2" | cut -d= -f2-; }
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+bench_setup tokens.sh
 
 export GOPROXY=off GOTOOLCHAIN=local GOFLAGS=${GOFLAGS:-}
 echo "== building into $tmp"
