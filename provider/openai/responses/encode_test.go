@@ -152,9 +152,9 @@ func TestEncoderEvents(t *testing.T) {
 			},
 		},
 		{
-			name:  "a signature alone is a reasoning item with an empty summary",
-			parts: []provider.Part{provider.ThinkingDelta{Signature: "s"}, provider.Finish{Reason: "stop"}},
-			types: cat(open, []string{EventItemAdded, EventItemDone, EventCompleted}),
+			name:   "a signature alone is a reasoning item with an empty summary",
+			parts:  []provider.Part{provider.ThinkingDelta{Signature: "s"}, provider.Finish{Reason: "stop"}},
+			types:  cat(open, []string{EventItemAdded, EventItemDone, EventCompleted}),
 			status: "completed", output: "reasoning:rs_fake_1_0",
 			check: func(t *testing.T, fs []frame) {
 				if !strings.Contains(fs[3].raw, `"summary":[]`) || !strings.Contains(fs[3].raw, `"encrypted_content":"s"`) {
