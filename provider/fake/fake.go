@@ -1,10 +1,11 @@
 // Package fake serves a scenario (package provider/script) over real HTTP as
-// a fake model vendor speaking both wires: OpenAI Chat Completions and
-// Anthropic Messages. Each request, on either wire, consumes the next reply
-// of the scenario and gets it rendered the way the real API would send it:
-// an SSE stream when the request asks for one, a complete JSON response
-// otherwise, or the HTTP-level fault the reply scripts (an error status
-// with its headers and body, a refused connection, a reset mid-body).
+// a fake model vendor speaking three wires: OpenAI Chat Completions, the
+// OpenAI Responses API and Anthropic Messages. Each request, on any wire,
+// consumes the next reply of the scenario and gets it rendered the way the
+// real API would send it: an SSE stream when the request asks for one, a
+// complete JSON response otherwise, or the HTTP-level fault the reply
+// scripts (an error status with its headers and body, a refused
+// connection, a reset mid-body).
 //
 // Everything that waits goes through the injected clock, and every id and
 // timestamp in a body is derived from the request number, so a transcript
@@ -43,10 +44,16 @@ type Options struct {
 const (
 	WireOpenAI    = "openai"
 	WireAnthropic = "anthropic"
+	// WireResponses is the OpenAI Responses API (POST /v1/responses): a
+	// scenario finish of length, max_output_tokens or content_filter is
+	// response.incomplete, any other response.completed, and an in-stream
+	// failure response.failed.
+	WireResponses = "responses"
 )
 
-// Created is the "created" timestamp of every OpenAI object the fake
-// renders (2026-01-01T00:00:00Z), fixed so bodies are byte-stable.
+// Created is the "created" (Responses: "created_at") timestamp of every
+// OpenAI object the fake renders (2026-01-01T00:00:00Z), fixed so bodies
+// are byte-stable.
 const Created = 1767225600
 
 // defaultModel names the model in a response when the request named none.
@@ -58,8 +65,8 @@ type Request struct {
 	Path   string
 	Header http.Header
 	Body   []byte
-	// Wire is WireOpenAI or WireAnthropic, or empty for a request no route
-	// matched.
+	// Wire is WireOpenAI, WireResponses or WireAnthropic, or empty for a
+	// request no route matched.
 	Wire string
 }
 
@@ -104,7 +111,8 @@ func (s *Server) Handler() http.Handler { return http.HandlerFunc(s.serve) }
 
 // Start listens on addr (such as "127.0.0.1:0") and serves in the
 // background. It returns the base URL, "http://HOST:PORT" with no path: an
-// OpenAI client takes base+"/v1", an Anthropic client base.
+// OpenAI client (Chat Completions or Responses) takes base+"/v1", an
+// Anthropic client base.
 func (s *Server) Start(addr string) (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -219,7 +227,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Date", s.clock.Now().UTC().Format(http.TimeFormat))
 	if wire == "" {
 		writeJSON(w, http.StatusNotFound, anthropic.HTTPErrorBody(http.StatusNotFound, "not_found_error",
-			fmt.Sprintf("fake provider: no route for %s %s (POST /v1/chat/completions, /chat/completions or /v1/messages)", r.Method, r.URL.Path)))
+			fmt.Sprintf("fake provider: no route for %s %s (POST /v1/chat/completions, /chat/completions, /v1/responses, /responses or /v1/messages)", r.Method, r.URL.Path)))
 		return
 	}
 	var in struct {

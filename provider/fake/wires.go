@@ -6,6 +6,7 @@ import (
 	"github.com/openmax/openmax/provider"
 	"github.com/openmax/openmax/provider/anthropic"
 	"github.com/openmax/openmax/provider/openai"
+	"github.com/openmax/openmax/provider/openai/responses"
 	"github.com/openmax/openmax/provider/script"
 )
 
@@ -59,6 +60,19 @@ var codecs = map[string]codec{
 		errorBody:     anthropic.HTTPErrorBody,
 		impliedFinish: anthropic.StopReason,
 	},
+	WireResponses: {
+		paths: []string{"/v1" + responses.Path, responses.Path},
+		stream: func(n int, model string, _ []script.Step) streamer {
+			return responses.NewEncoder(fmt.Sprintf("resp_fake_%d", n), model, Created)
+		},
+		whole: func(n int, model string, parts []provider.Part) ([]byte, bool) {
+			return responses.Whole(fmt.Sprintf("resp_fake_%d", n), model, Created, parts)
+		},
+		errorBody: responses.HTTPErrorBody,
+		// The wire has no finish reasons: a finish is completed, or
+		// incomplete for length, max_output_tokens and content_filter.
+		impliedFinish: func(r string) string { return r },
+	},
 }
 
 // codecOf is the codec of a wire; a request no route matched gets
@@ -71,7 +85,7 @@ func codecOf(wire string) codec {
 }
 
 // streamer renders the parts of one reply as the SSE events of a wire: an
-// openai.Encoder or an anthropic.Encoder.
+// openai.Encoder, an anthropic.Encoder or a responses.Encoder.
 type streamer interface {
 	// Open is the event(s) that start the stream.
 	Open() []byte
