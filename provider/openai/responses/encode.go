@@ -98,15 +98,15 @@ func (e *Encoder) at(ev Event, prefix string) Event {
 	return ev
 }
 
-func ptr[T any](v T) *T { return &v }
+func newRef[T any](v T) *T { return &v }
 
-var emptyList = json.RawMessage("[]")
+var emptyJSONList = json.RawMessage("[]")
 
-func outputText(s string) Content {
-	return Content{Type: "output_text", Text: &s, Annotations: emptyList}
+func textPart(s string) Content {
+	return Content{Type: "output_text", Text: &s, Annotations: emptyJSONList}
 }
 
-func summaryText(s string) Content { return Content{Type: "summary_text", Text: &s} }
+func summaryPart(s string) Content { return Content{Type: "summary_text", Text: &s} }
 
 // Part is the events of one part; nil for a part the wire does not carry
 // by itself (usage, which waits for the terminal event, and retries). An
@@ -116,7 +116,7 @@ func (e *Encoder) Part(p provider.Part) []byte {
 	case provider.TextDelta:
 		out := e.openMessage()
 		e.text.WriteString(p.Text)
-		ev := e.at(Event{Type: EventTextDelta, ContentIndex: ptr(0), Delta: &p.Text, Logprobs: emptyList}, "msg")
+		ev := e.at(Event{Type: EventTextDelta, ContentIndex: newRef(0), Delta: &p.Text, Logprobs: emptyJSONList}, "msg")
 		return append(out, e.event(ev)...)
 	case provider.ThinkingDelta:
 		var out []byte
@@ -142,7 +142,7 @@ func (e *Encoder) Part(p provider.Part) []byte {
 	case provider.Error:
 		se := provider.StreamErrorOf(p.Err)
 		r := e.response("failed")
-		r.Error = &ResponseError{Code: errorCode(se.Type), Message: se.Message}
+		r.Error = &ResponseError{Code: codeOf(se.Type), Message: se.Message}
 		return e.event(Event{Type: EventFailed, Response: r})
 	}
 	return nil // retry announcements are not on the wire
@@ -163,11 +163,11 @@ func (e *Encoder) terminal() (string, *Response) {
 	if reason, ok := IncompleteReason(*e.finish); ok {
 		r := e.response("incomplete")
 		r.IncompleteDetails = &IncompleteDetails{Reason: reason}
-		r.Usage = usageOf(e.usage)
+		r.Usage = wireUsage(e.usage)
 		return EventIncomplete, r
 	}
 	r := e.response("completed")
-	r.Usage = usageOf(e.usage)
+	r.Usage = wireUsage(e.usage)
 	return EventCompleted, r
 }
 
@@ -184,16 +184,16 @@ func IncompleteReason(finish string) (reason string, ok bool) {
 	return "", false
 }
 
-// errorCode is a failure's type as the error code: a string, or null when
+// codeOf is a failure's type as the error code: a string, or null when
 // it has none.
-func errorCode(typ string) json.RawMessage {
+func codeOf(typ string) json.RawMessage {
 	if typ == "" {
 		return json.RawMessage("null")
 	}
 	return wirejson.String(typ)
 }
 
-func usageOf(u *provider.Usage) *Usage {
+func wireUsage(u *provider.Usage) *Usage {
 	if u == nil {
 		return nil
 	}
@@ -224,16 +224,16 @@ func (e *Encoder) openMessage() []byte {
 	e.text.Reset()
 	item := Item{ID: e.itemID("msg", len(e.items)), Type: "message", Status: "in_progress", Role: "assistant", Content: []Content{}}
 	out = append(out, e.event(e.at(Event{Type: EventItemAdded, Item: &item}, "msg"))...)
-	part := outputText("")
-	return append(out, e.event(e.at(Event{Type: EventContentPartAdded, ContentIndex: ptr(0), Part: &part}, "msg"))...)
+	part := textPart("")
+	return append(out, e.event(e.at(Event{Type: EventContentPartAdded, ContentIndex: newRef(0), Part: &part}, "msg"))...)
 }
 
 func (e *Encoder) closeMessage() []byte {
 	text := e.text.String()
-	out := e.event(e.at(Event{Type: EventTextDone, ContentIndex: ptr(0), Text: &text, Logprobs: emptyList}, "msg"))
-	part := outputText(text)
-	out = append(out, e.event(e.at(Event{Type: EventContentPartDone, ContentIndex: ptr(0), Part: &part}, "msg"))...)
-	item := Item{ID: e.itemID("msg", len(e.items)), Type: "message", Status: "completed", Role: "assistant", Content: []Content{outputText(text)}}
+	out := e.event(e.at(Event{Type: EventTextDone, ContentIndex: newRef(0), Text: &text, Logprobs: emptyJSONList}, "msg"))
+	part := textPart(text)
+	out = append(out, e.event(e.at(Event{Type: EventContentPartDone, ContentIndex: newRef(0), Part: &part}, "msg"))...)
+	item := Item{ID: e.itemID("msg", len(e.items)), Type: "message", Status: "completed", Role: "assistant", Content: []Content{textPart(text)}}
 	out = append(out, e.event(e.at(Event{Type: EventItemDone, Item: &item}, "msg"))...)
 	e.items = append(e.items, item)
 	e.cur = ""
@@ -267,22 +267,22 @@ func (e *Encoder) thinking(text string) []byte {
 		out = append(out, e.openSummaryPart()...)
 	}
 	e.text.WriteString(text)
-	ev := e.at(Event{Type: EventSummaryTextDelta, SummaryIndex: ptr(len(e.summary)), Delta: &text}, "rs")
+	ev := e.at(Event{Type: EventSummaryTextDelta, SummaryIndex: newRef(len(e.summary)), Delta: &text}, "rs")
 	return append(out, e.event(ev)...)
 }
 
 func (e *Encoder) openSummaryPart() []byte {
 	e.inPart = true
 	e.text.Reset()
-	part := summaryText("")
-	return e.event(e.at(Event{Type: EventSummaryPartAdded, SummaryIndex: ptr(len(e.summary)), Part: &part}, "rs"))
+	part := summaryPart("")
+	return e.event(e.at(Event{Type: EventSummaryPartAdded, SummaryIndex: newRef(len(e.summary)), Part: &part}, "rs"))
 }
 
 func (e *Encoder) closeSummaryPart() []byte {
 	text := e.text.String()
 	i := len(e.summary)
 	out := e.event(e.at(Event{Type: EventSummaryTextDone, SummaryIndex: &i, Text: &text}, "rs"))
-	part := summaryText(text)
+	part := summaryPart(text)
 	out = append(out, e.event(e.at(Event{Type: EventSummaryPartDone, SummaryIndex: &i, Part: &part}, "rs"))...)
 	e.summary = append(e.summary, part)
 	e.inPart = false
@@ -297,7 +297,7 @@ func (e *Encoder) closeReasoning(signature *string) []byte {
 		e.split = false
 		nl := "\n\n"
 		e.text.WriteString(nl)
-		out = e.event(e.at(Event{Type: EventSummaryTextDelta, SummaryIndex: ptr(len(e.summary)), Delta: &nl}, "rs"))
+		out = e.event(e.at(Event{Type: EventSummaryTextDelta, SummaryIndex: newRef(len(e.summary)), Delta: &nl}, "rs"))
 	}
 	if e.inPart {
 		out = append(out, e.closeSummaryPart()...)
@@ -312,7 +312,7 @@ func (e *Encoder) closeReasoning(signature *string) []byte {
 func (e *Encoder) call(c provider.ToolCall) []byte {
 	out := e.closeItem()
 	id := e.itemID("fc", len(e.items))
-	item := Item{ID: id, Type: "function_call", Status: "in_progress", CallID: c.ID, Name: c.Name, Arguments: ptr("")}
+	item := Item{ID: id, Type: "function_call", Status: "in_progress", CallID: c.ID, Name: c.Name, Arguments: newRef("")}
 	out = append(out, e.event(e.at(Event{Type: EventItemAdded, Item: &item}, "fc"))...)
 	for _, a := range wirejson.Split(string(c.Args), e.ArgChunk) {
 		out = append(out, e.event(e.at(Event{Type: EventArgumentsDelta, Delta: &a}, "fc"))...)
@@ -344,11 +344,19 @@ func Whole(id, model string, created int64, parts []provider.Part) (body []byte,
 	return wirejson.Marshal(r), true
 }
 
-// Failed is a response.failed event on its own, numbered seq, for a
+// FailedEvent is a response.failed event on its own, numbered seq, for a
 // response id: what fault injection splices into a recorded stream.
-func Failed(id string, seq int64, se *provider.StreamError) []byte {
+func FailedEvent(id string, seq int64, se *provider.StreamError) []byte {
 	e := &Encoder{id: id, seq: seq}
 	return e.Part(provider.Error{Err: se})
+}
+
+// ErrorEvent is an error event (type "error"), the wire's in-stream
+// failure outside a response: the error's type is its code (null when it
+// has none). Its sequence_number is 0; the client does not read it.
+func ErrorEvent(se *provider.StreamError) []byte {
+	msg := se.Message
+	return (&Encoder{}).event(Event{Type: EventError, Code: codeOf(se.Type), Message: &msg, Param: json.RawMessage("null")})
 }
 
 // HTTPErrorBody is the JSON body the Responses API answers an error status

@@ -15,33 +15,33 @@ import (
 	"github.com/openmax/openmax/provider/internal/codectest"
 )
 
-var update = flag.Bool("update", false, "rewrite the encoder's golden streams in testdata/")
+var updateGolden = flag.Bool("update", false, "rewrite the encoder's golden streams in testdata/")
 
-// frame is one SSE frame the encoder wrote: its event: line and its data
+// sseFrame is one SSE sseFrame the encoder wrote: its event: line and its data
 // parsed as the wire's Event.
-type frame struct {
+type sseFrame struct {
 	name string
 	ev   Event
 	raw  string
 }
 
-// frames cuts an encoded stream into its frames, failing on anything that
+// sseFrames cuts an encoded stream into its sseFrames, failing on anything that
 // is not "event: TYPE\ndata: JSON\n\n" with TYPE the data's type.
-func frames(t *testing.T, body []byte) []frame {
+func sseFrames(t *testing.T, body []byte) []sseFrame {
 	t.Helper()
-	var out []frame
+	var out []sseFrame
 	rest := string(body)
 	for rest != "" {
 		end := strings.Index(rest, "\n\n")
 		if end < 0 {
-			t.Fatalf("frame not ended by a blank line: %q", rest)
+			t.Fatalf("sseFrame not ended by a blank line: %q", rest)
 		}
 		lines := strings.Split(rest[:end], "\n")
 		rest = rest[end+2:]
 		if len(lines) != 2 || !strings.HasPrefix(lines[0], "event: ") || !strings.HasPrefix(lines[1], "data: ") {
-			t.Fatalf("frame is not an event line and a data line: %q", lines)
+			t.Fatalf("sseFrame is not an event line and a data line: %q", lines)
 		}
-		f := frame{name: strings.TrimPrefix(lines[0], "event: "), raw: strings.TrimPrefix(lines[1], "data: ")}
+		f := sseFrame{name: strings.TrimPrefix(lines[0], "event: "), raw: strings.TrimPrefix(lines[1], "data: ")}
 		dec := json.NewDecoder(strings.NewReader(f.raw))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&f.ev); err != nil {
@@ -55,13 +55,13 @@ func frames(t *testing.T, body []byte) []frame {
 	return out
 }
 
-func encode(parts []provider.Part, argChunk int) []byte {
+func encodeParts(parts []provider.Part, argChunk int) []byte {
 	e := NewEncoder("resp_fake_1", "m", 1767225600)
 	e.ArgChunk = argChunk
 	return codectest.Encode(e, parts)
 }
 
-func types(fs []frame) []string {
+func frameTypes(fs []sseFrame) []string {
 	var out []string
 	for _, f := range fs {
 		out = append(out, f.name)
@@ -69,7 +69,7 @@ func types(fs []frame) []string {
 	return out
 }
 
-func cached(n int) *int { return &n }
+func intp(n int) *int { return &n }
 
 // TestEncoderEvents: each kind of reply is written as the API writes it:
 // the event types in order, sequence numbers from 0 without a gap, item
@@ -96,14 +96,14 @@ func TestEncoderEvents(t *testing.T) {
 		types    []string
 		status   string // of the terminal response
 		output   string // the terminal response's items, as type:id
-		check    func(t *testing.T, fs []frame)
+		check    func(t *testing.T, fs []sseFrame)
 	}{
 		{
 			name:   "text",
 			parts:  []provider.Part{provider.TextDelta{Text: "Hel"}, provider.TextDelta{Text: "lo"}, provider.Finish{Reason: "stop"}},
 			types:  cat(open, msg, []string{EventTextDelta, EventTextDelta}, msgDone, []string{EventCompleted}),
 			status: "completed", output: "message:msg_fake_1_0",
-			check: func(t *testing.T, fs []frame) {
+			check: func(t *testing.T, fs []sseFrame) {
 				if got := *fs[6].ev.Text; got != "Hello" {
 					t.Errorf("output_text.done text %q", got)
 				}
@@ -125,7 +125,7 @@ func TestEncoderEvents(t *testing.T) {
 				EventSummaryPartAdded, EventSummaryTextDelta, EventSummaryTextDone, EventSummaryPartDone,
 				EventItemDone}, msg, []string{EventTextDelta}, msgDone, []string{EventCompleted}),
 			status: "completed", output: "reasoning:rs_fake_1_0 message:msg_fake_1_1",
-			check: func(t *testing.T, fs []frame) {
+			check: func(t *testing.T, fs []sseFrame) {
 				it := fs[11].ev.Item
 				if it.EncryptedContent == nil || *it.EncryptedContent != "enc==" || len(it.Summary) != 2 ||
 					*it.Summary[0].Text != "a" || *it.Summary[1].Text != "b" {
@@ -145,7 +145,7 @@ func TestEncoderEvents(t *testing.T) {
 			types: cat(open, []string{EventItemAdded, EventSummaryPartAdded, EventSummaryTextDelta, EventSummaryTextDelta,
 				EventSummaryTextDone, EventSummaryPartDone, EventItemDone, EventCompleted}),
 			status: "completed", output: "reasoning:rs_fake_1_0",
-			check: func(t *testing.T, fs []frame) {
+			check: func(t *testing.T, fs []sseFrame) {
 				if got := *fs[6].ev.Text; got != "a\n\n" {
 					t.Errorf("summary text %q", got)
 				}
@@ -156,7 +156,7 @@ func TestEncoderEvents(t *testing.T) {
 			parts:  []provider.Part{provider.ThinkingDelta{Signature: "s"}, provider.Finish{Reason: "stop"}},
 			types:  cat(open, []string{EventItemAdded, EventItemDone, EventCompleted}),
 			status: "completed", output: "reasoning:rs_fake_1_0",
-			check: func(t *testing.T, fs []frame) {
+			check: func(t *testing.T, fs []sseFrame) {
 				if !strings.Contains(fs[3].raw, `"summary":[]`) || !strings.Contains(fs[3].raw, `"encrypted_content":"s"`) {
 					t.Errorf("reasoning item done %s", fs[3].raw)
 				}
@@ -169,7 +169,7 @@ func TestEncoderEvents(t *testing.T) {
 			types: cat(open, []string{EventItemAdded, EventArgumentsDelta, EventArgumentsDelta, EventArgumentsDelta, EventArgumentsDone, EventItemDone},
 				[]string{EventItemAdded, EventArgumentsDelta, EventArgumentsDone, EventItemDone, EventCompleted}),
 			status: "completed", output: "function_call:fc_fake_1_0 function_call:fc_fake_1_1",
-			check: func(t *testing.T, fs []frame) {
+			check: func(t *testing.T, fs []sseFrame) {
 				added := fs[2].ev.Item
 				if added.CallID != "call_1" || added.Name != "run" || *added.Arguments != "" || added.Status != "in_progress" {
 					t.Errorf("function_call added %s", fs[2].raw)
@@ -189,10 +189,10 @@ func TestEncoderEvents(t *testing.T) {
 		{
 			name: "usage, also after the finish, rides on the terminal event",
 			parts: []provider.Part{provider.TextDelta{Text: "x"}, provider.Finish{Reason: "stop"},
-				provider.Usage{PromptTokens: 10, CompletionTokens: 3, CachedTokens: cached(4)}},
+				provider.Usage{PromptTokens: 10, CompletionTokens: 3, CachedTokens: intp(4)}},
 			types:  cat(open, msg, []string{EventTextDelta}, msgDone, []string{EventCompleted}),
 			status: "completed", output: "message:msg_fake_1_0",
-			check: func(t *testing.T, fs []frame) {
+			check: func(t *testing.T, fs []sseFrame) {
 				u := fs[len(fs)-1].ev.Response.Usage
 				want := &Usage{InputTokens: 10, InputTokensDetails: &InputDetails{CachedTokens: 4}, OutputTokens: 3, TotalTokens: 13}
 				if !reflect.DeepEqual(u, want) {
@@ -205,7 +205,7 @@ func TestEncoderEvents(t *testing.T) {
 			parts:  []provider.Part{provider.TextDelta{Text: "x"}, provider.Finish{Reason: "length"}},
 			types:  cat(open, msg, []string{EventTextDelta}, msgDone, []string{EventIncomplete}),
 			status: "incomplete", output: "message:msg_fake_1_0",
-			check: func(t *testing.T, fs []frame) {
+			check: func(t *testing.T, fs []sseFrame) {
 				if d := fs[len(fs)-1].ev.Response.IncompleteDetails; d == nil || d.Reason != "max_output_tokens" {
 					t.Errorf("incomplete %s", fs[len(fs)-1].raw)
 				}
@@ -216,7 +216,7 @@ func TestEncoderEvents(t *testing.T) {
 			parts:  []provider.Part{provider.Finish{Reason: "content_filter"}},
 			types:  cat(open, []string{EventIncomplete}),
 			status: "incomplete", output: "",
-			check: func(t *testing.T, fs []frame) {
+			check: func(t *testing.T, fs []sseFrame) {
 				if d := fs[len(fs)-1].ev.Response.IncompleteDetails; d == nil || d.Reason != "content_filter" {
 					t.Errorf("incomplete %s", fs[len(fs)-1].raw)
 				}
@@ -228,7 +228,7 @@ func TestEncoderEvents(t *testing.T) {
 				provider.Error{Err: &provider.StreamError{Type: "server_error", Message: "boom"}}},
 			types:  cat(open, msg, []string{EventTextDelta, EventFailed}),
 			status: "failed", output: "",
-			check: func(t *testing.T, fs []frame) {
+			check: func(t *testing.T, fs []sseFrame) {
 				r := fs[len(fs)-1].ev.Response
 				if r.Error == nil || string(r.Error.Code) != `"server_error"` || r.Error.Message != "boom" {
 					t.Errorf("failed %s", fs[len(fs)-1].raw)
@@ -240,7 +240,7 @@ func TestEncoderEvents(t *testing.T) {
 			parts:  []provider.Part{provider.Error{Err: errors.New("lost")}},
 			types:  cat(open, []string{EventFailed}),
 			status: "failed", output: "",
-			check: func(t *testing.T, fs []frame) {
+			check: func(t *testing.T, fs []sseFrame) {
 				if !strings.Contains(fs[2].raw, `"error":{"code":null,"message":"lost"}`) {
 					t.Errorf("failed %s", fs[2].raw)
 				}
@@ -254,9 +254,9 @@ func TestEncoderEvents(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			body := encode(tt.parts, tt.argChunk)
-			fs := frames(t, body)
-			if got := types(fs); !reflect.DeepEqual(got, tt.types) {
+			body := encodeParts(tt.parts, tt.argChunk)
+			fs := sseFrames(t, body)
+			if got := frameTypes(fs); !reflect.DeepEqual(got, tt.types) {
 				t.Fatalf("events\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(tt.types, "\n"))
 			}
 			for i, f := range fs {
@@ -293,7 +293,7 @@ func TestEncoderEvents(t *testing.T) {
 			if tt.check != nil {
 				tt.check(t, fs)
 			}
-			if again := encode(tt.parts, tt.argChunk); !bytes.Equal(again, body) {
+			if again := encodeParts(tt.parts, tt.argChunk); !bytes.Equal(again, body) {
 				t.Errorf("a second encoding differs")
 			}
 		})
@@ -310,22 +310,22 @@ func TestEncoderGolden(t *testing.T) {
 		provider.TextDelta{Text: "Running "}, provider.TextDelta{Text: "both."},
 		provider.ToolCallPart{Call: provider.ToolCall{ID: "call_1_1", Name: "read_file", Args: json.RawMessage(`{"path":"a.txt"}`)}},
 		provider.ToolCallPart{Call: provider.ToolCall{ID: "call_1_2", Name: "run_command", Args: json.RawMessage(`{"command":"ls"}`)}},
-		provider.Usage{PromptTokens: 120, CompletionTokens: 45, CachedTokens: cached(100)},
+		provider.Usage{PromptTokens: 120, CompletionTokens: 45, CachedTokens: intp(100)},
 		provider.Finish{Reason: "tool_calls"},
 	}
-	body := encode(parts, 8)
-	if err := golden.File(filepath.Join("testdata", "stream.sse"), "encoded", body, *update); err != nil {
+	body := encodeParts(parts, 8)
+	if err := golden.File(filepath.Join("testdata", "stream.sse"), "encoded", body, *updateGolden); err != nil {
 		t.Fatal(err)
 	}
 	whole, ok := Whole("resp_fake_1", "m", 1767225600, parts)
 	if !ok {
 		t.Fatal("Whole: not ok for a finished reply")
 	}
-	if err := golden.File(filepath.Join("testdata", "whole.json"), "whole", append(whole, '\n'), *update); err != nil {
+	if err := golden.File(filepath.Join("testdata", "whole.json"), "whole", append(whole, '\n'), *updateGolden); err != nil {
 		t.Fatal(err)
 	}
 	// The whole response is the terminal event's response.
-	fs := frames(t, body)
+	fs := sseFrames(t, body)
 	var r Response
 	if err := json.Unmarshal(whole, &r); err != nil {
 		t.Fatal(err)
@@ -347,13 +347,30 @@ func TestWholeNeedsFinish(t *testing.T) {
 	}
 }
 
-// TestFailed: the spliced failure event carries the given sequence number
-// and the error's code and message.
-func TestFailed(t *testing.T) {
-	fs := frames(t, Failed("resp_x", 7, &provider.StreamError{Type: "rate_limit_exceeded", Message: "slow down"}))
-	if len(fs) != 1 || fs[0].ev.SequenceNumber != 7 || fs[0].ev.Response.ID != "resp_x" ||
+// TestFailedEvent: the spliced failure event carries the given sequence
+// number and the error's code and message.
+func TestFailedEvent(t *testing.T) {
+	fs := sseFrames(t, FailedEvent("resp_x", 7, &provider.StreamError{Type: "rate_limit_exceeded", Message: "slow down"}))
+	if len(fs) != 1 || fs[0].ev.SequenceNumber != 7 || fs[0].ev.Response.ID != "resp_x" || fs[0].ev.Response.Status != "failed" ||
 		string(fs[0].ev.Response.Error.Code) != `"rate_limit_exceeded"` || fs[0].ev.Response.Error.Message != "slow down" {
-		t.Errorf("Failed: %+v", fs)
+		t.Errorf("FailedEvent: %+v", fs)
+	}
+}
+
+// TestErrorEvent: the error event carries the type as its code, null
+// when there is none.
+func TestErrorEvent(t *testing.T) {
+	for _, tt := range []struct {
+		se   provider.StreamError
+		want string
+	}{
+		{provider.StreamError{Type: "server_error", Message: "boom"}, `{"type":"error","sequence_number":0,"code":"server_error","message":"boom","param":null}`},
+		{provider.StreamError{Message: "lost"}, `{"type":"error","sequence_number":0,"code":null,"message":"lost","param":null}`},
+	} {
+		fs := sseFrames(t, ErrorEvent(&tt.se))
+		if len(fs) != 1 || fs[0].raw != tt.want {
+			t.Errorf("ErrorEvent(%+v):\n got %s\nwant %s", tt.se, fs[0].raw, tt.want)
+		}
 	}
 }
 
