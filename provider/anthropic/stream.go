@@ -1,7 +1,6 @@
 package anthropic
 
 import (
-	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
@@ -144,9 +143,9 @@ type state struct {
 // once decoded (0: no cap).
 func parse(ctx context.Context, resp *http.Response, maxBytes int64) iter.Seq[provider.Part] {
 	return func(yield func(provider.Part) bool) {
-		body, err := decodedBody(resp, maxBytes)
+		body, err := httpx.DecodeBody(resp, maxBytes)
 		if err != nil {
-			yield(provider.Error{Err: err})
+			yield(provider.Error{Err: fmt.Errorf("anthropic: %w", err)})
 			return
 		}
 		if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt == "application/json" {
@@ -352,40 +351,6 @@ func (st *state) readFailure(err error) error {
 		return fmt.Errorf("%w, %s", err, where)
 	}
 	return fmt.Errorf("%w: reading the response failed %s: %w", provider.ErrIncomplete, where, err)
-}
-
-// decodedBody is the response body with its Content-Encoding undone. Go's
-// transport only decompresses by itself when it asked for gzip on its own;
-// a caller-set Accept-Encoding, DisableCompression, or a recording
-// transport leaves the encoded bytes to us, and then the decoded size is
-// capped at maxBytes (0: no cap) like any body.
-func decodedBody(resp *http.Response, maxBytes int64) (io.Reader, error) {
-	switch enc := strings.ToLower(strings.TrimSpace(resp.Header.Get("Content-Encoding"))); enc {
-	case "", "identity":
-		return resp.Body, nil
-	case "gzip", "x-gzip":
-		return httpx.Cap(&lazyGzip{r: resp.Body}, maxBytes), nil
-	default:
-		return nil, fmt.Errorf("anthropic: the response has an unsupported Content-Encoding %q", enc)
-	}
-}
-
-// lazyGzip reads the gzip header on the first Read, so a read failure
-// surfaces in the stream loop like any other.
-type lazyGzip struct {
-	r io.Reader
-	z *gzip.Reader
-}
-
-func (l *lazyGzip) Read(p []byte) (int, error) {
-	if l.z == nil {
-		z, err := gzip.NewReader(l.r)
-		if err != nil {
-			return 0, err
-		}
-		l.z = z
-	}
-	return l.z.Read(p)
 }
 
 // jsonReply is the failure of a 2xx response that came back as one JSON

@@ -2,7 +2,6 @@ package openai
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
@@ -22,20 +21,10 @@ import (
 // read turns a 2xx response into parts. maxBytes caps the body once
 // decoded (0: no cap).
 func read(ctx context.Context, resp *http.Response, maxBytes int64, yield func(provider.Part) bool) {
-	body := io.Reader(resp.Body)
-	// The transport undoes gzip itself unless the caller asked for an
-	// encoding (or disabled compression); then it is ours to undo, and
-	// the decoded size is capped like any body.
-	if !resp.Uncompressed && strings.EqualFold(strings.TrimSpace(resp.Header.Get("Content-Encoding")), "gzip") {
-		zr, err := gzip.NewReader(resp.Body)
-		if err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			yield(provider.Error{Err: readFailure(err, "reading the gzip header")})
-			return
-		}
-		body = httpx.Cap(zr, maxBytes)
+	body, err := httpx.DecodeBody(resp, maxBytes)
+	if err != nil {
+		yield(provider.Error{Err: fmt.Errorf("openai: %w", err)})
+		return
 	}
 	ct := resp.Header.Get("Content-Type")
 	if mt, _, err := mime.ParseMediaType(ct); err == nil && (mt == "application/json" || strings.HasSuffix(mt, "+json")) {
@@ -192,7 +181,7 @@ func readStream(ctx context.Context, body io.Reader, contentType string, yield f
 				}
 				yield(provider.Error{Err: fmt.Errorf("%w: %s", provider.ErrIncomplete, what)})
 			default:
-				yield(provider.Error{Err: readFailure(err, "stream broke before finish_reason")})
+				yield(provider.Error{Err: httpx.ReadFailure(err, "stream broke before finish_reason")})
 			}
 			return
 		}
@@ -241,7 +230,7 @@ func readWhole(ctx context.Context, body io.Reader, yield func(provider.Part) bo
 	data, err := io.ReadAll(io.LimitReader(body, maxWhole))
 	if err != nil {
 		if ctx.Err() == nil {
-			yield(provider.Error{Err: readFailure(err, "response body broke")})
+			yield(provider.Error{Err: httpx.ReadFailure(err, "response body broke")})
 		}
 		return
 	}
@@ -271,19 +260,6 @@ func readWhole(ctx context.Context, body io.Reader, yield func(provider.Part) bo
 		return
 	}
 	r.complete(yield)
-}
-
-// readFailure classifies a body read that failed before completion as an
-// incomplete stream, keeping the cause. The idle watchdog's error already
-// is one.
-func readFailure(err error, what string) error {
-	if errors.Is(err, provider.ErrIncomplete) {
-		return err
-	}
-	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
-		return fmt.Errorf("%w: %s: connection closed mid-response (%w)", provider.ErrIncomplete, what, err)
-	}
-	return fmt.Errorf("%w: %s: %w", provider.ErrIncomplete, what, err)
 }
 
 // errorFrame reads the top-level "error" of an in-stream error frame: an

@@ -1,0 +1,71 @@
+package httpx
+
+import (
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/openmax/openmax/provider"
+)
+
+// DecodeBody returns the body of a 2xx response with its Content-Encoding
+// undone, for a vendor client to parse. Go's transport only decompresses
+// by itself when it asked for gzip on its own (then resp.Uncompressed is
+// set and the header is gone); a caller-set Accept-Encoding,
+// DisableCompression or a recording transport leaves the encoded bytes to
+// the client. A gzip body is then decoded as it is read, capped at
+// maxBytes once decoded (0: no cap) so a small body cannot expand without
+// bound, and its header is read on the first Read, so a broken one fails
+// in the client's read loop like any other read. An encoding other than
+// gzip or identity is an error naming it.
+func DecodeBody(resp *http.Response, maxBytes int64) (io.Reader, error) {
+	if resp.Uncompressed {
+		return resp.Body, nil
+	}
+	switch enc := strings.ToLower(strings.TrimSpace(resp.Header.Get("Content-Encoding"))); enc {
+	case "", "identity":
+		return resp.Body, nil
+	case "gzip", "x-gzip":
+		return Cap(&lazyGzip{r: resp.Body}, maxBytes), nil
+	default:
+		return nil, fmt.Errorf("the response has an unsupported Content-Encoding %q", enc)
+	}
+}
+
+// lazyGzip reads the gzip header on the first Read.
+type lazyGzip struct {
+	r io.Reader
+	z *gzip.Reader
+}
+
+func (l *lazyGzip) Read(p []byte) (int, error) {
+	if l.z == nil {
+		z, err := gzip.NewReader(l.r)
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				// An empty body: no header at all is no reply at all.
+				return 0, io.EOF
+			}
+			return 0, fmt.Errorf("reading the gzip header: %w", err)
+		}
+		l.z = z
+	}
+	return l.z.Read(p)
+}
+
+// ReadFailure classifies a failed read of a reply body, before the reply
+// completed, as an incomplete stream (retryable before any text), keeping
+// the cause; what says where the read was. A failure that already is
+// incomplete (the idle watchdog, a client limit) is returned as it is.
+func ReadFailure(err error, what string) error {
+	if errors.Is(err, provider.ErrIncomplete) {
+		return err
+	}
+	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+		return fmt.Errorf("%w: %s: connection closed mid-response (%w)", provider.ErrIncomplete, what, err)
+	}
+	return fmt.Errorf("%w: %s: %w", provider.ErrIncomplete, what, err)
+}
