@@ -108,11 +108,13 @@ type ThinkingDelta struct {
 type ToolCallPart struct{ Call ToolCall }
 
 // Usage reports token accounting for the reply. CachedTokens is nil when the
-// vendor did not say.
+// vendor did not say. ReasoningTokens is the part of CompletionTokens the
+// model spent reasoning, nil when the vendor did not say.
 type Usage struct {
 	PromptTokens     int
 	CompletionTokens int
 	CachedTokens     *int
+	ReasoningTokens  *int
 }
 
 // Finish is the completion signal, carrying the vendor's reason verbatim

@@ -1,0 +1,210 @@
+package responses
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"net/http"
+	"strings"
+
+	"github.com/openmax/openmax/provider"
+	"github.com/openmax/openmax/provider/httpx"
+)
+
+// DefaultBaseURL is the OpenAI API root.
+const DefaultBaseURL = "https://api.openai.com/v1"
+
+// IncludeEncryptedReasoning is the include entry that makes the server
+// return a reasoning item's encrypted content, so the item can be sent
+// back on the next request of a conversation that is not stored.
+const IncludeEncryptedReasoning = "reasoning.encrypted_content"
+
+// Config configures a Client.
+type Config struct {
+	// APIKey is sent as a bearer token. Required.
+	APIKey string
+	// BaseURL is the API root; requests go to BaseURL + Path.
+	// Empty means DefaultBaseURL.
+	BaseURL string
+	// Model is the model name sent when the request names none. Required.
+	Model string
+	// HTTP sends the requests; nil means a zero httpx.Client.
+	HTTP *httpx.Client
+}
+
+// String describes the configuration without its key.
+func (c Config) String() string {
+	key := "(none)"
+	if c.APIKey != "" {
+		key = "(set)"
+	}
+	return fmt.Sprintf("responses.Config{BaseURL: %q, Model: %q, APIKey: %s}", c.BaseURL, c.Model, key)
+}
+
+// GoString is String, so %#v does not print the key either.
+func (c Config) GoString() string { return c.String() }
+
+// Client streams Responses API replies. It is safe for concurrent use.
+type Client struct {
+	key   string
+	url   string
+	model string
+	http  *httpx.Client
+}
+
+// String describes the client without its key.
+func (c *Client) String() string {
+	return fmt.Sprintf("responses.Client{URL: %q, Model: %q}", c.url, c.model)
+}
+
+// GoString is String.
+func (c *Client) GoString() string { return c.String() }
+
+// New checks cfg and returns a client. A missing key is an error wrapping
+// provider.ErrMissingKey.
+func New(cfg Config) (*Client, error) {
+	key := strings.TrimSpace(cfg.APIKey)
+	if key == "" {
+		return nil, fmt.Errorf("responses: %w", provider.ErrMissingKey)
+	}
+	model := strings.TrimSpace(cfg.Model)
+	if model == "" {
+		return nil, errors.New("responses: no model given")
+	}
+	base := strings.TrimSpace(cfg.BaseURL)
+	if base == "" {
+		base = DefaultBaseURL
+	}
+	hc := cfg.HTTP
+	if hc == nil {
+		hc = &httpx.Client{}
+	}
+	return &Client{
+		key:   key,
+		url:   strings.TrimRight(base, "/") + Path,
+		model: model,
+		http:  hc,
+	}, nil
+}
+
+// Stream sends req and yields the reply as it arrives: ThinkingDelta and
+// TextDelta as they stream (a reasoning item's encrypted content as a
+// ThinkingDelta signature when the item is done), then, once
+// response.completed arrived, the function calls in output order, Usage
+// and Finish. A failure ends the sequence with one Error part; a cancelled
+// ctx ends it with nothing more.
+func (c *Client) Stream(ctx context.Context, req provider.Request) iter.Seq[provider.Part] {
+	return func(yield func(provider.Part) bool) {
+		fail := func(err error) { yield(provider.Error{Err: c.scrub(err)}) }
+		body, err := c.requestBody(req)
+		if err != nil {
+			fail(err)
+			return
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		header := http.Header{"Authorization": {"Bearer " + c.key}}
+		resp, err := c.http.Post(ctx, c.url, header, body)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			fail(err)
+			return
+		}
+		defer resp.Body.Close()
+		read(ctx, resp, c.http.MaxReplyBytes, func(p provider.Part) bool {
+			if e, ok := p.(provider.Error); ok {
+				p = provider.Error{Err: c.scrub(e.Err)}
+			}
+			return yield(p)
+		})
+	}
+}
+
+// emptySchema stands in for a tool without a schema: the API wants an
+// object schema.
+var emptySchema = json.RawMessage(`{"type":"object","properties":{}}`)
+
+// RequestBody renders req as the streaming request Client.Stream sends,
+// with model standing in when req names none: the conversation is not
+// stored on the server (store false), so every request carries it whole,
+// reasoning items included with their encrypted content.
+func RequestBody(req provider.Request, model string) ([]byte, error) {
+	if m := strings.TrimSpace(req.Model); m != "" {
+		model = m
+	}
+	no := false
+	out := Request{
+		Model:        model,
+		Instructions: req.System,
+		Input:        make([]Item, 0, len(req.Messages)),
+		Stream:       true,
+		Store:        &no,
+		Include:      []string{IncludeEncryptedReasoning},
+	}
+	for i, m := range req.Messages {
+		switch m.Role {
+		case provider.RoleUser:
+			out.Input = append(out.Input, Item{Type: "message", Role: "user",
+				Content: []Content{{Type: "input_text", Text: strRef(m.Text)}}})
+		case provider.RoleAssistant:
+			// Reasoning goes back first, as it came: only a block with
+			// its encrypted content can be sent back.
+			for _, th := range m.Thinking {
+				if th.Signature == "" {
+					continue
+				}
+				summary := []Content{}
+				if th.Text != "" {
+					summary = append(summary, Content{Type: "summary_text", Text: strRef(th.Text)})
+				}
+				out.Input = append(out.Input, Item{Type: "reasoning", Summary: summary, EncryptedContent: strRef(th.Signature)})
+			}
+			if m.Text != "" || len(m.ToolCalls) == 0 {
+				out.Input = append(out.Input, Item{Type: "message", Role: "assistant",
+					Content: []Content{{Type: "output_text", Text: strRef(m.Text)}}})
+			}
+			for _, tc := range m.ToolCalls {
+				args := string(tc.Args)
+				if strings.TrimSpace(args) == "" {
+					args = "{}"
+				}
+				out.Input = append(out.Input, Item{Type: "function_call", CallID: tc.ID, Name: tc.Name, Arguments: strRef(args)})
+			}
+		case provider.RoleTool:
+			out.Input = append(out.Input, Item{Type: "function_call_output", CallID: m.CallID, Output: strRef(m.Text)})
+		default:
+			return nil, fmt.Errorf("responses: message %d has unknown role %q", i, m.Role)
+		}
+	}
+	for _, t := range req.Tools {
+		params := t.Schema
+		if p := bytes.TrimSpace(params); len(p) == 0 || bytes.Equal(p, []byte("null")) {
+			params = emptySchema
+		}
+		out.Tools = append(out.Tools, Tool{Type: "function", Name: t.Name, Description: t.Description, Parameters: params})
+	}
+	if len(out.Tools) > 0 {
+		yes := true
+		out.ToolChoice, out.ParallelToolCalls = "auto", &yes
+	}
+	body, err := json.Marshal(out)
+	if err != nil {
+		return nil, fmt.Errorf("responses: encoding request: %w", err)
+	}
+	return body, nil
+}
+
+// requestBody renders req with the client's model.
+func (c *Client) requestBody(req provider.Request) ([]byte, error) { return RequestBody(req, c.model) }
+
+// scrub removes the API key from an error's text (a compatible server may
+// echo it in an error body).
+func (c *Client) scrub(err error) error { return provider.Redact(err, c.key) }
+
+func strRef(s string) *string { return &s }
