@@ -503,8 +503,8 @@ func TestDelayWaitsOnTheClock(t *testing.T) {
 }
 
 func TestStallEndsWhenTheClientGoesAway(t *testing.T) {
-	h := start(t, "replies:\n  - chunks: [{text: a}, {stall: true}, {text: never}]\n  - chunks: [{stall: true}]\n")
-	for _, path := range []string{"/v1/chat/completions", "/v1/messages"} {
+	h := start(t, "replies:\n  - chunks: [{text: a}, {stall: true}, {text: never}]\n  - chunks: [{stall: true}]\n  - chunks: [{stall: true}]\n")
+	for _, path := range []string{"/v1/chat/completions", "/v1/messages", "/v1/responses"} {
 		ctx, cancel := context.WithCancel(context.Background())
 		resp, err := h.post(ctx, path, stream)
 		if err != nil {
@@ -514,8 +514,13 @@ func TestStallEndsWhenTheClientGoesAway(t *testing.T) {
 		if _, err := r.Next(); err != nil { // the opening event
 			t.Fatal(err)
 		}
-		if path == "/v1/chat/completions" {
+		switch path {
+		case "/v1/chat/completions":
 			if ev, err := r.Next(); err != nil || !strings.Contains(ev.Data, `"content":"a"`) {
+				t.Fatalf("%v %v", ev, err)
+			}
+		case "/v1/responses": // the opening is two events
+			if ev, err := r.Next(); err != nil || ev.Type != "response.in_progress" {
 				t.Fatalf("%v %v", ev, err)
 			}
 		}
@@ -529,9 +534,9 @@ func TestStallEndsWhenTheClientGoesAway(t *testing.T) {
 }
 
 func TestCloseEndsStalls(t *testing.T) {
-	h := start(t, "replies:\n  - chunks: [{stall: true}]\n  - chunks: [{delay: 1h}]\n")
+	h := start(t, "replies:\n  - chunks: [{stall: true}]\n  - chunks: [{delay: 1h}]\n  - chunks: [{text: a}, {stall: true}]\n")
 	var bodies []io.ReadCloser
-	for _, path := range []string{"/v1/chat/completions", "/v1/messages"} {
+	for _, path := range []string{"/v1/chat/completions", "/v1/messages", "/v1/responses"} {
 		resp, err := h.post(context.Background(), path, stream)
 		if err != nil {
 			t.Fatal(err)
