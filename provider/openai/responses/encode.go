@@ -193,6 +193,8 @@ func codeOf(typ string) json.RawMessage {
 	return wirejson.String(typ)
 }
 
+// wireUsage is usage as the terminal event carries it; the details the
+// usage does not say (nil cached or reasoning tokens) are left out.
 func wireUsage(u *provider.Usage) *Usage {
 	if u == nil {
 		return nil
@@ -200,6 +202,9 @@ func wireUsage(u *provider.Usage) *Usage {
 	w := &Usage{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens, TotalTokens: u.PromptTokens + u.CompletionTokens}
 	if u.CachedTokens != nil {
 		w.InputTokensDetails = &InputDetails{CachedTokens: *u.CachedTokens}
+	}
+	if u.ReasoningTokens != nil {
+		w.OutputTokensDetails = &OutputDetails{ReasoningTokens: *u.ReasoningTokens}
 	}
 	return w
 }

@@ -189,12 +189,13 @@ func TestEncoderEvents(t *testing.T) {
 		{
 			name: "usage, also after the finish, rides on the terminal event",
 			parts: []provider.Part{provider.TextDelta{Text: "x"}, provider.Finish{Reason: "stop"},
-				provider.Usage{PromptTokens: 10, CompletionTokens: 3, CachedTokens: intp(4)}},
+				provider.Usage{PromptTokens: 10, CompletionTokens: 3, CachedTokens: intp(4), ReasoningTokens: intp(2)}},
 			types:  cat(open, msg, []string{EventTextDelta}, msgDone, []string{EventCompleted}),
 			status: "completed", output: "message:msg_fake_1_0",
 			check: func(t *testing.T, fs []sseFrame) {
 				u := fs[len(fs)-1].ev.Response.Usage
-				want := &Usage{InputTokens: 10, InputTokensDetails: &InputDetails{CachedTokens: 4}, OutputTokens: 3, TotalTokens: 13}
+				want := &Usage{InputTokens: 10, InputTokensDetails: &InputDetails{CachedTokens: 4}, OutputTokens: 3,
+					OutputTokensDetails: &OutputDetails{ReasoningTokens: 2}, TotalTokens: 13}
 				if !reflect.DeepEqual(u, want) {
 					t.Errorf("usage %s", fs[len(fs)-1].raw)
 				}
@@ -310,7 +311,7 @@ func TestEncoderGolden(t *testing.T) {
 		provider.TextDelta{Text: "Running "}, provider.TextDelta{Text: "both."},
 		provider.ToolCallPart{Call: provider.ToolCall{ID: "call_1_1", Name: "read_file", Args: json.RawMessage(`{"path":"a.txt"}`)}},
 		provider.ToolCallPart{Call: provider.ToolCall{ID: "call_1_2", Name: "run_command", Args: json.RawMessage(`{"command":"ls"}`)}},
-		provider.Usage{PromptTokens: 120, CompletionTokens: 45, CachedTokens: intp(100)},
+		provider.Usage{PromptTokens: 120, CompletionTokens: 45, CachedTokens: intp(100), ReasoningTokens: intp(30)},
 		provider.Finish{Reason: "tool_calls"},
 	}
 	body := encodeParts(parts, 8)
