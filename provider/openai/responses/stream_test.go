@@ -490,4 +490,3 @@ func TestUnsupportedEncoding(t *testing.T) {
 		t.Fatalf("parts %s", show(got))
 	}
 }
-
