@@ -62,7 +62,7 @@ func runCassette(args []string, stdout, stderr io.Writer) int {
 	from := "auto"
 	switch args[0] {
 	case "inject":
-		fs.Var(&ops, "op", "a fault: 429@N[:retry-after=S], 5xx codes like 503@N, truncate@N:chunk=K[,recover=true], reset@N:byte=B[,recover=true], stream-error@N:chunk=K[,recover=true]; repeatable")
+		fs.Var(&ops, "op", "a fault: 429@N[:retry-after=S], 5xx codes like 503@N, truncate@N:chunk=K[,recover=true], reset@N:byte=B[,recover=true], stream-error@N:chunk=K[,code=C][,recover=true] (on a Responses stream, a response.failed event); repeatable")
 	case "import":
 		fs.StringVar(&from, "from", "auto", "the recording's format: auto, "+strings.Join(importer.Formats(), ", "))
 	}

@@ -21,7 +21,7 @@
 //     JSON error body: Anthropic's {"type":"error","error":{"type",
 //     "message"}} when the request went to a path ending in /messages (or
 //     carried an Anthropic-Version header), OpenAI's {"error":{"message",
-//     "type","param","code"}} otherwise. Its headers are Content-Type
+//     "type","param","code"}} otherwise (the Responses API's too). Its headers are Content-Type
 //     application/json, Content-Length, the Date of the original response
 //     when it had one, and Retry-After / Retry-After-Ms when the op gives
 //     them (verbatim). It starts when the original did, as one chunk at
@@ -40,7 +40,10 @@
 //     the interaction's wire, arriving when that chunk did, and drops the
 //     rest: OpenAI's data: {"error":{...,"type":"server_error"}} or
 //     Anthropic's event: error {"type":"error","error":{"type":
-//     "overloaded_error","message":"Overloaded"}}. When the kept chunks end
+//     "overloaded_error","message":"Overloaded"}}; on an OpenAI Responses
+//     stream, a response.failed event naming the stream's response, numbered
+//     after the events kept, whose error has code server_error. Code names
+//     another code (rate_limit_exceeded, ...). When the kept chunks end
 //     in the middle of an event, the rest of that event is kept in front
 //     of the error event so that it parses as an event of its own. Only an
 //     event stream (text/event-stream) takes it.

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -17,7 +18,9 @@ import (
 
 	vcr "github.com/dnaeon/go-vcr/v2/cassette"
 
+	"github.com/openmax/openmax/internal/fixture"
 	"github.com/openmax/openmax/recorder/cassette"
+	"github.com/openmax/openmax/recorder/importer"
 	"github.com/openmax/openmax/replay"
 )
 
@@ -323,13 +326,26 @@ type held struct {
 	said string
 }
 
-// matches reports whether s is want, where "…" in want stands for any text.
+// matches reports whether s is want, where each "…" in want stands for
+// any text.
 func matches(s, want string) bool {
-	pre, post, ok := strings.Cut(want, "…")
-	if !ok {
+	parts := strings.Split(want, "…")
+	if len(parts) == 1 {
 		return s == want
 	}
-	return len(s) >= len(pre)+len(post) && strings.HasPrefix(s, pre) && strings.HasSuffix(s, post)
+	if !strings.HasPrefix(s, parts[0]) {
+		return false
+	}
+	s = s[len(parts[0]):]
+	last := parts[len(parts)-1]
+	for _, p := range parts[1 : len(parts)-1] {
+		i := strings.Index(s, p)
+		if i < 0 {
+			return false
+		}
+		s = s[i+len(p):]
+	}
+	return len(s) >= len(last) && strings.HasSuffix(s, last)
 }
 
 func allMatch(got, want []string) bool {
@@ -344,8 +360,8 @@ func allMatch(got, want []string) bool {
 	return true
 }
 
-// input is a test cassette by name: a file in testdata, or "synthetic" or
-// "stock".
+// input is a test cassette by name: a file in testdata, "synthetic" or
+// "stock", or a real OpenAI Responses API recording imported (A8, A10).
 func input(t *testing.T, name string) *cassette.File {
 	t.Helper()
 	switch name {
@@ -353,6 +369,8 @@ func input(t *testing.T, name string) *cassette.File {
 		return synthetic()
 	case "stock":
 		return stock()
+	case "A8", "A10":
+		return realResponses(t, name)
 	}
 	return load(t, name)
 }
@@ -373,6 +391,7 @@ func TestInject(t *testing.T) {
 		unused         []int    // the result's interactions that replay never served, when not nil
 		held           []held
 		show           []string // lines of Show's output, in order
+		noShow         []string // texts Show's output must not hold
 	}{
 		{
 			name: "429 before a retried request", file: "story.yaml", op: "429@2:retry-after=5", count: 4,
@@ -484,6 +503,83 @@ func TestInject(t *testing.T) {
 			name: "stream error replacing the first chunk", file: "synthetic", op: "stream-error@0:chunk=0", count: 1,
 			held: []held{{at: 0, chunks: []string{`data: {"error"…`}}},
 		},
+		// The OpenAI Responses API, on the real recordings A8 (two parallel
+		// calls, then the answer) and A10 (16 text deltas, then
+		// response.incomplete).
+		{
+			name: "429 before a Responses request", file: "A8", op: "429@1:retry-after=5", count: 3,
+			answers: []answer{
+				{send: 0, skip: true},
+				{send: 1, status: 429, code: "rate_limit_exceeded", header: map[string]string{"Retry-After": "5", "Content-Type": "application/json"}},
+				{send: 1, status: 200, body: a8().Interactions[1].Response.Body},
+			},
+			show: []string{
+				"#1 at +0s: POST /v1/responses",
+				"  status: 429 Too Many Requests",
+				"  header Retry-After: 5",
+				"  error: requests, code rate_limit_exceeded: Rate limit reached for requests",
+				"#2 at +0s: POST /v1/responses",
+				`  text: "The sum of 2 and 3 is **5**, and the product of 2 and 3 is **6**."`,
+			},
+		},
+		{
+			name: "503 before a Responses stream", file: "A10", op: "503@0:retry-after-ms=1500", count: 2,
+			answers: []answer{
+				{send: 0, status: 503, has: []string{`"type":"server_error"`}, header: map[string]string{"Retry-After-Ms": "1500", "Date": "Thu, 03 Jul 2025 18:58:38 GMT"}},
+				{send: 0, status: 200},
+			},
+			show: []string{"  status: 503 Service Unavailable", "  error: server_error: Service Unavailable", "  signal: response.incomplete"},
+		},
+		{
+			name: "Responses stream truncated before its text", file: "A10", op: "truncate@0:chunk=4", count: 1,
+			answers: []answer{{send: 0, status: 200, reads: chunkData(a10().Interactions[0])[:4]}},
+			held:    []held{{at: 0, end: "clean"}},
+			show:    []string{"  body: 1923 B in 4 chunks", "  chunk 3 at +0s, 272 B: content_part.added", "  signal: none (no completion signal)", "  end: clean"},
+			noShow:  []string{"text:", "finish:"},
+		},
+		{
+			name: "Responses stream truncated after text", file: "A10", op: "truncate@0:chunk=9", count: 1,
+			show:   []string{`  text: "In the bustling city of"`, "  signal: none (no completion signal)"},
+			noShow: []string{"finish:", "usage:"},
+		},
+		{
+			name: "Responses stream reset in the middle of an event", file: "A10", op: "reset@0:byte=2160", count: 1,
+			answers: []answer{{send: 0, status: 200, body: a10().Interactions[0].Response.Body[:2160], end: syscall.ECONNRESET}},
+			show:    []string{`  text: "In"`, "  unterminated event: 11 B", "  signal: none (no completion signal)", "  end: reset at +0s: read: connection reset by peer (injected after 2160 B)"},
+		},
+		{
+			name: "response.failed before text", file: "A10", op: "stream-error@0:chunk=2", count: 1,
+			answers: []answer{{send: 0, status: 200, reads: append(chunkData(a10().Interactions[0])[:2],
+				"event: response.failed\ndata: {\"type\":\"response.failed\",\"sequence_number\":2,\"response\":{\"id\":\"resp_6866d2dec420819c92534dcf75e475120847a84b87aad89c\",…\"status\":\"failed\",\"error\":{\"code\":\"server_error\",…}…\n\n")}},
+			show: []string{
+				"  chunk 2 at +0s, 333 B: failed server_error",
+				"  finish: failed",
+				"  error event: server_error: The server had an error while processing your request. Sorry about that!",
+				"  signal: response.failed",
+			},
+			noShow: []string{"text:"},
+		},
+		{
+			name: "response.failed after text, a rate limit", file: "A10", op: "stream-error@0:chunk=9,code=rate_limit_exceeded", count: 1,
+			held: []held{{at: 0, said: "In the bustling city of"}},
+			show: []string{"  finish: failed", "  error event: rate_limit_exceeded: Rate limit reached for requests", "  signal: response.failed"},
+		},
+		{
+			name: "response.failed between parallel calls, served once", file: "A8", op: "stream-error@0:chunk=6,recover=true", count: 3,
+			answers: []answer{
+				{send: 0, status: 200, reads: append(chunkData(a8().Interactions[0])[:6], "event: response.failed\n…\"sequence_number\":6,…")},
+				{send: 0, status: 200, body: a8().Interactions[0].Response.Body},
+			},
+			show: []string{
+				"#0 at +0s: POST /v1/responses",
+				`  tool call 0: add {"a":2,"b":3} (call_ZckkKeJQwcJPC27VXT61xFLf)`,
+				"  finish: failed",
+				"  signal: response.failed",
+				"#1 at +0s: POST /v1/responses",
+				`  tool call 1: multiply {"a":2,"b":3} (call_M9h2AZgoLEv6q5gkex1QMtm2)`,
+				"  finish: completed",
+			},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -542,8 +638,14 @@ func TestInject(t *testing.T) {
 
 			checkHeld(t, out, tt.held)
 			checkAnswers(t, in, out, tt.answers, tt.unused)
-			if tt.show != nil {
-				hasLines(t, show(t, out), tt.show)
+			if tt.show != nil || tt.noShow != nil {
+				got := show(t, out)
+				hasLines(t, got, tt.show)
+				for _, no := range tt.noShow {
+					if strings.Contains(got, no) {
+						t.Errorf("Show says %q:\n%s", no, got)
+					}
+				}
 			}
 
 			// The result shares nothing with the input.
@@ -719,6 +821,9 @@ func TestInjectErrors(t *testing.T) {
 		{"reset with a chunk", "story.yaml", Op{Kind: KindReset, Interaction: 1, Chunk: 4, RetryAfter: "1"}, "a reset op does not use RetryAfter, Chunk"},
 		{"429 with an interaction", "story.yaml", Op{Kind: KindRateLimit, Interaction: 1}, "a 429 op does not use Interaction"},
 		{"negative", "story.yaml", Op{Kind: KindReset, Interaction: 1, Byte: -1}, "byte -1 is negative"},
+		{"truncate with a code", "story.yaml", Op{Kind: KindTruncate, Interaction: 1, Code: "server_error"}, "a truncate op does not use Code"},
+		{"429 with a code", "story.yaml", Op{Kind: KindRateLimit, Code: "server_error"}, "a 429 op does not use Code"},
+		{"a code that is not one", "story.yaml", Op{Kind: KindStreamError, Interaction: 1, Code: "a\"b"}, `code "a\"b" is not a code`},
 		{"unknown kind", "story.yaml", Op{Kind: "explode"}, `unknown op kind "explode"`},
 		{"header injection", "story.yaml", Op{Kind: KindRateLimit, RetryAfter: "1\r\nX: y"}, "holds a control character"},
 	}
@@ -811,6 +916,8 @@ func TestParseOp(t *testing.T) {
 		{"reset@0:recover=1,byte=5", Op{Kind: KindReset, Byte: 5, Recover: true}, "reset@0:byte=5,recover=true"},
 		{"stream-error@2:chunk=1,recover=false", Op{Kind: KindStreamError, Interaction: 2, Chunk: 1}, "stream-error@2:chunk=1"},
 		{"stream_error@1:chunk=2", Op{Kind: KindStreamError, Interaction: 1, Chunk: 2}, "stream-error@1:chunk=2"},
+		{"stream-error@1:chunk=2,code=rate_limit_exceeded", Op{Kind: KindStreamError, Interaction: 1, Chunk: 2, Code: "rate_limit_exceeded"}, ""},
+		{"stream-error@0:code=overloaded_error,recover=true,chunk=1", Op{Kind: KindStreamError, Chunk: 1, Code: "overloaded_error", Recover: true}, "stream-error@0:chunk=1,code=overloaded_error,recover=true"},
 		{"  Reset@ 4 : BYTE = 9 ", Op{Kind: KindReset, Interaction: 4, Byte: 9}, "reset@4:byte=9"},
 		{"429@0: retry-after=1 , retry-after-ms=2", Op{Kind: KindRateLimit, Status: 429, RetryAfter: "1", RetryAfterMs: "2"}, "429@0:retry-after=1,retry-after-ms=2"},
 	}
@@ -858,6 +965,8 @@ func TestParseOp(t *testing.T) {
 		{"reset@1:", "nothing after ':'"},
 		{"truncate@1:byte=3", "truncate does not take byte (it takes chunk, recover)"},
 		{"reset@1:chunk=2", "reset does not take chunk (it takes byte, recover)"},
+		{"truncate@1:chunk=1,code=server_error", "truncate does not take code (it takes chunk, recover)"},
+		{"stream-error@1:chunk=1,code=a b", "code=a b is not a code"},
 		{"529@0:chunk=1", "529 does not take chunk (it takes retry-after, retry-after-ms)"},
 		{"429@0:bogus=1", "429 does not take bogus"},
 		{"reset@1:byte=-1", "byte=-1 is not a non-negative integer"},
@@ -883,4 +992,55 @@ func TestParseOp(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The real OpenAI Responses API recordings, as `openmax cassette import`
+// reads them: A8 (a parallel tool loop) and A10 (a stream that ends
+// response.incomplete).
+const (
+	realA8  = "fantasy-responses__openai-gpt-4o-mini__multi_tool_streaming.yaml"
+	realA9  = "pydantic-ai-openai-responses__test_openai_responses_thinking_part_iter.yaml"
+	realA10 = "dd-trace-py__response_stream_incomplete.yaml"
+	realA11 = "pydantic-ai-openai-responses__test_openai_responses_model_http_error.yaml"
+)
+
+// realResponses imports a real Responses recording by its short name (A8
+// to A11) and returns it as saved and loaded again, which is how the
+// cassette tools meet an imported recording.
+func realResponses(t testing.TB, name string) *cassette.File {
+	t.Helper()
+	file := map[string]string{"A8": realA8, "A9": realA9, "A10": realA10, "A11": realA11}[name]
+	f, err := imported(fixture.ReadReal(t, file))
+	if err != nil {
+		t.Fatalf("importing %s: %v", name, err)
+	}
+	return f
+}
+
+func imported(data []byte) (*cassette.File, error) {
+	f, err := importer.Import(importer.Auto, data)
+	if err != nil {
+		return nil, err
+	}
+	out, err := f.Marshal()
+	if err != nil {
+		return nil, err
+	}
+	return cassette.Parse(out)
+}
+
+// a8 and a10 are the imported A8 and A10 for a test table's expectations.
+func a8() *cassette.File  { return mustImport(realA8) }
+func a10() *cassette.File { return mustImport(realA10) }
+
+func mustImport(file string) *cassette.File {
+	data, err := os.ReadFile(filepath.Join(fixture.RealDir(), file))
+	if err != nil {
+		panic(err)
+	}
+	f, err := imported(data)
+	if err != nil {
+		panic(err)
+	}
+	return f
 }

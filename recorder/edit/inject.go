@@ -1,6 +1,7 @@
 package edit
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -12,6 +13,8 @@ import (
 	"github.com/openmax/openmax/provider"
 	"github.com/openmax/openmax/provider/anthropic"
 	"github.com/openmax/openmax/provider/openai"
+	"github.com/openmax/openmax/provider/openai/responses"
+	"github.com/openmax/openmax/provider/sse"
 	"github.com/openmax/openmax/recorder/cassette"
 )
 
@@ -54,6 +57,11 @@ type Op struct {
 	// Byte is, for reset, how many bytes of the body are kept before the
 	// reset.
 	Byte int
+	// Code is, for stream_error, the error's code (its type on Anthropic's
+	// wire), such as server_error or rate_limit_exceeded; empty for the
+	// wire's default: server_error on OpenAI's wires, overloaded_error on
+	// Anthropic's.
+	Code string
 	// Recover is, for truncate, reset and stream_error, whether the fault
 	// is served once: the cut interaction is inserted before the recorded
 	// one, which then answers the client's next identical request (the
@@ -129,6 +137,7 @@ func (op Op) check() error {
 		zero(op.Interaction != 0, "Interaction")
 		zero(op.Chunk != 0, "Chunk")
 		zero(op.Byte != 0, "Byte")
+		zero(op.Code != "", "Code")
 		zero(op.Recover, "Recover") // an inserted error is always served once
 	case KindTruncate, KindReset, KindStreamError:
 		if op.Interaction < 0 {
@@ -148,6 +157,11 @@ func (op Op) check() error {
 			zero(op.Chunk != 0, "Chunk")
 		} else {
 			zero(op.Byte != 0, "Byte")
+		}
+		if op.Kind != KindStreamError {
+			zero(op.Code != "", "Code")
+		} else if op.Code != "" && !validCode(op.Code) {
+			return fmt.Errorf("edit: stream_error op: code %q is not a code: letters, digits, '_', '-' and '.' only", op.Code)
 		}
 	default:
 		return fmt.Errorf("edit: unknown op kind %q: want %s, %s, %s, %s or %s",
@@ -364,9 +378,23 @@ func streamError(f *cassette.File, op Op) error {
 			lead = r + "\n\n"
 		}
 	}
-	kept = append(kept, cassette.Chunk{At: chunks[op.Chunk].At, Data: lead + errorEvent(wireOf(it))})
+	var ev string
+	if w := wireOf(it); w == wireResponses {
+		ev = failedEvent(prefix.String()+lead, it.Body(), op.Code)
+	} else {
+		ev = errorEvent(w, op.Code)
+	}
+	kept = append(kept, cassette.Chunk{At: chunks[op.Chunk].At, Data: lead + ev})
 	setBody(it, kept, nil, op)
 	return nil
+}
+
+// validCode reports whether s may be an error code: a non-empty run of
+// ASCII letters, digits, '_', '-' and '.'.
+func validCode(s string) bool {
+	return s != "" && !strings.ContainsFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-' || r == '.')
+	})
 }
 
 // eventEnd is the length of the prefix of s that ends at the last event
@@ -400,20 +428,79 @@ func nextEventEnd(s string) int {
 	return best
 }
 
-// errorEvent is the in-stream error event a wire fails with: OpenAI's
-// server_error, Anthropic's overloaded_error.
-func errorEvent(wire string) string {
+// errorEvent is the in-stream error event a wire fails with, for an error
+// code (empty for the wire's default): OpenAI's server_error, Anthropic's
+// overloaded_error.
+func errorEvent(wire, code string) string {
 	if wire == wireAnthropic {
-		return string(anthropic.ErrorEvent(&provider.StreamError{Type: "overloaded_error", Message: "Overloaded"}))
+		return string(anthropic.ErrorEvent(injectedFailure(wire, code)))
 	}
-	return string(openai.ErrorEvent(&provider.StreamError{Type: "server_error", Message: openai.StatusMessage(500)}))
+	return string(openai.ErrorEvent(injectedFailure(wire, code)))
+}
+
+// injectedFailure is the failure of a wire's in-stream error event, for a code
+// (empty for the wire's default), with the message the vendor sends with
+// it where it has one of its own, and otherwise one naming the code.
+func injectedFailure(wire, code string) *provider.StreamError {
+	if wire == wireAnthropic {
+		switch code {
+		case "", "overloaded_error":
+			return &provider.StreamError{Type: "overloaded_error", Message: "Overloaded"}
+		case "rate_limit_error":
+			return &provider.StreamError{Type: code, Message: anthropic.StatusMessage(429)}
+		case "api_error":
+			return &provider.StreamError{Type: code, Message: anthropic.StatusMessage(500)}
+		}
+	} else {
+		switch code {
+		case "", "server_error":
+			return &provider.StreamError{Type: "server_error", Message: openai.StatusMessage(500)}
+		case "rate_limit_exceeded":
+			return &provider.StreamError{Type: code, Message: openai.StatusMessage(429)}
+		}
+	}
+	return &provider.StreamError{Type: code, Message: "Injected in-stream failure: " + code}
+}
+
+// failedEvent is the response.failed event a Responses stream fails with,
+// for a code (empty for server_error): it names the stream's response (the
+// id of the first response object in body) and follows the events of
+// kept in their numbering.
+func failedEvent(kept, body, code string) string {
+	id, seq := "", int64(0)
+	read := func(s string, all bool) {
+		evs, _ := sse.Split(s)
+		for _, e := range evs {
+			var ev responses.Event
+			if json.Unmarshal([]byte(e.Data), &ev) != nil {
+				continue
+			}
+			if id == "" && ev.Response != nil {
+				id = ev.Response.ID
+			}
+			if !all {
+				return
+			}
+			if ev.SequenceNumber >= seq {
+				seq = ev.SequenceNumber + 1
+			}
+		}
+	}
+	read(kept, true)
+	if id == "" {
+		read(body, false)
+	}
+	return string(responses.Failed(id, seq, injectedFailure(wireResponses, code)))
 }
 
 // errorBody is the JSON error body a wire answers status with, with the
 // message the vendor sends.
 func errorBody(wire string, status int) string {
-	if wire == wireAnthropic {
+	switch wire {
+	case wireAnthropic:
 		return string(anthropic.HTTPErrorBody(status, "", anthropic.StatusMessage(status)))
+	case wireResponses:
+		return string(responses.HTTPErrorBody(status, "", openai.StatusMessage(status)))
 	}
 	return string(openai.HTTPErrorBody(status, "", openai.StatusMessage(status)))
 }

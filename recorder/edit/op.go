@@ -28,7 +28,10 @@ import (
 //	                 reset the connection; byte=B required
 //	stream-error@N   replace chunk K of interaction N's body with an
 //	                 in-stream error event and drop the rest; chunk=K
-//	                 required (stream_error is accepted too)
+//	                 required (stream_error is accepted too); optional
+//	                 code=CODE, the error's code, such as
+//	                 rate_limit_exceeded (default server_error, or
+//	                 overloaded_error on Anthropic's wire)
 //
 // truncate, reset and stream-error also take recover=true: the fault is
 // served once, as a copy of interaction N inserted before it, and the
@@ -36,7 +39,8 @@ import (
 // reply. 429 and 5xx always work that way.
 //
 // For example "429@2:retry-after=5", "529@0", "truncate@1:chunk=3",
-// "reset@1:byte=400,recover=true", "stream-error@1:chunk=2", and
+// "reset@1:byte=400,recover=true", "stream-error@1:chunk=2",
+// "stream-error@0:chunk=3,code=rate_limit_exceeded", and
 // "503@0:retry-after=Thu, 01 Jan 2026 00:00:07 GMT,retry-after-ms=1500".
 //
 // Kinds and keys are case-insensitive, and space around the spec, the
@@ -110,8 +114,10 @@ func ParseOp(spec string) (Op, error) {
 	switch op.Kind {
 	case KindRateLimit, KindServerError:
 		allowed = []string{"retry-after", "retry-after-ms"}
-	case KindTruncate, KindStreamError:
+	case KindTruncate:
 		allowed, required = []string{"chunk", "recover"}, "chunk"
+	case KindStreamError:
+		allowed, required = []string{"chunk", "code", "recover"}, "chunk"
 	case KindReset:
 		allowed, required = []string{"byte", "recover"}, "byte"
 	}
@@ -153,6 +159,11 @@ func ParseOp(spec string) (Op, error) {
 					return fail("retry-after-ms=%s is not a non-negative number of milliseconds", val)
 				}
 				op.RetryAfterMs = val
+			case "code":
+				if !validCode(val) {
+					return fail("code=%s is not a code: letters, digits, '_', '-' and '.' only", val)
+				}
+				op.Code = val
 			case "recover":
 				b, err := strconv.ParseBool(val)
 				if err != nil {
@@ -275,6 +286,9 @@ func (op Op) String() string {
 	case KindStreamError:
 		kind, n = "stream-error", op.Interaction
 		opts = append(opts, "chunk="+strconv.Itoa(op.Chunk))
+		if op.Code != "" {
+			opts = append(opts, "code="+op.Code)
+		}
 	default:
 		return fmt.Sprintf("%s@%d", op.Kind, op.Interaction)
 	}

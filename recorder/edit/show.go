@@ -46,7 +46,15 @@ const previewRunes = 72
 // text_delta as text; reasoning and thinking_delta as thinking; tool calls
 // with their name and arguments; the finish or stop reason; the completion
 // signal; in-stream error events), or read as a complete JSON response or
-// error body. The end is "clean" or the recorded transport error; an
+// error body. An OpenAI Responses API stream (a request to a /responses
+// path, or a body of response.* events) is read in the responses
+// package's shapes: the output_text deltas as text, each reasoning item's
+// summary parts and the encrypted content it would send back (that of its
+// output_item.done), function calls with their call ids, the terminal
+// event as the finish (completed, incomplete with its reason, failed with
+// its error) and the signal, and the usage with cached and reasoning
+// tokens; its request is summed up by model, instructions, input items and
+// tools. The end is "clean" or the recorded transport error; an
 // interaction that got no response shows its error as its status.
 //
 // The output depends only on f. It returns the first write error.
@@ -115,7 +123,7 @@ func showInteraction(p *printer, i int, it *cassette.Interaction) {
 		start = " at +" + it.Stream.Start.String()
 	}
 	p.printf("#%d%s: %s %s\n", i, start, it.Request.Method, urlPath(recorder.ScrubURL(it.Request.URL)))
-	if s := requestSummary(it.Request.Body); s != "" {
+	if s := requestSummary(wireOf(it), it.Request.Body); s != "" {
 		p.printf("  request: %s\n", s)
 	}
 	if it.Response.Code == 0 {
@@ -155,6 +163,18 @@ func showInteraction(p *printer, i int, it *cassette.Interaction) {
 	if r.text.Len() > 0 {
 		p.printf("  text: %s\n", quote(r.text.String()))
 	}
+	if r.refusal.Len() > 0 {
+		p.printf("  refusal: %s\n", quote(r.refusal.String()))
+	}
+	for _, ri := range r.reasoning {
+		p.printf("  %s\n", describeReasoning(ri))
+		for k, s := range ri.summary {
+			p.printf("  reasoning %d summary %d: %s\n", ri.index, k, quote(s))
+		}
+		if ri.text != "" {
+			p.printf("  reasoning %d text: %s\n", ri.index, quote(ri.text))
+		}
+	}
 	if r.thinking.Len() > 0 || r.signatures > 0 {
 		sig := ""
 		if r.signatures > 0 {
@@ -171,6 +191,9 @@ func showInteraction(p *printer, i int, it *cassette.Interaction) {
 	}
 	if r.finish != "" {
 		p.printf("  finish: %s\n", r.finish)
+	}
+	if r.usage != nil {
+		p.printf("  usage: %s\n", describeUsage(r.usage))
 	}
 	for _, e := range r.errs {
 		if r.stream {
@@ -305,13 +328,18 @@ func shownHeaders(h http.Header) []string {
 	return names
 }
 
-// requestSummary describes a model request body: its size, model, whether
-// it streams, and its last message.
-func requestSummary(body string) string {
+// requestSummary describes a model request body of a wire: its size,
+// model, whether it streams, and its last message (for the Responses API,
+// see responsesRequestSummary).
+func requestSummary(wire, body string) string {
 	if body == "" {
 		return ""
 	}
 	parts := []string{fmt.Sprintf("%d B", len(body))}
+	if wire == wireResponses {
+		more, _ := responsesRequestSummary(body)
+		return strings.Join(append(parts, more...), ", ")
+	}
 	var v struct {
 		Model    string `json:"model"`
 		Stream   bool   `json:"stream"`

@@ -10,6 +10,7 @@ import (
 
 	"github.com/openmax/openmax/provider/anthropic"
 	"github.com/openmax/openmax/provider/openai"
+	"github.com/openmax/openmax/provider/openai/responses"
 	"github.com/openmax/openmax/provider/sse"
 	"github.com/openmax/openmax/recorder/cassette"
 )
@@ -18,12 +19,15 @@ import (
 const (
 	wireOpenAI    = "openai"
 	wireAnthropic = "anthropic"
+	wireResponses = "responses" // OpenAI's Responses API
 )
 
 // wireOf is the wire of an interaction: Anthropic for a path ending in
-// /messages, OpenAI for one ending in /chat/completions; otherwise
+// /messages, OpenAI Chat Completions for one ending in /chat/completions,
+// the OpenAI Responses API for one ending in /responses; otherwise
 // Anthropic when the request carried an Anthropic-Version header or the
-// body holds a message_start event, OpenAI else.
+// body holds a message_start event, Responses when the body names its
+// events response.* (isResponsesBody), Chat Completions else.
 func wireOf(it *cassette.Interaction) string {
 	p := urlPath(it.Request.URL)
 	switch {
@@ -31,8 +35,12 @@ func wireOf(it *cassette.Interaction) string {
 		return wireAnthropic
 	case openai.IsPath(p):
 		return wireOpenAI
+	case responses.IsPath(pathOnly(it.Request.URL)):
+		return wireResponses
 	case anthropic.HasVersionHeader(it.Request.Headers), anthropic.IsStreamBody(it.Body()):
 		return wireAnthropic
+	case isResponsesBody(it.Body()):
+		return wireResponses
 	}
 	return wireOpenAI
 }
@@ -51,6 +59,16 @@ func urlPath(raw string) string {
 		p += "?" + u.RawQuery
 	}
 	return p
+}
+
+// pathOnly is the path of a recorded URL without its query.
+func pathOnly(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		p, _, _ := strings.Cut(raw, "?")
+		return p
+	}
+	return u.EscapedPath()
 }
 
 // header is the first value of a header, its name matched in any case.
@@ -130,6 +148,13 @@ type reconstruction struct {
 	signal     string   // the completion signal: [DONE] or message_stop
 	errs       []string // error events, or the error of an error body
 
+	// The Responses API's own: its reasoning items, what was refused, and
+	// the usage of the terminal event (see responses.go).
+	wire      string
+	reasoning []*reasoningItem
+	refusal   strings.Builder
+	usage     *responses.Usage
+
 	// For a stream: what the events that end in each chunk say, and how
 	// many bytes of each chunk belong to an event that does not end in it.
 	chunkGists [][]gist
@@ -152,7 +177,7 @@ func (r *reconstruction) tool(key int) *toolCall {
 // reconstruct reads an interaction's body.
 func reconstruct(it *cassette.Interaction) *reconstruction {
 	body := it.Body()
-	r := &reconstruction{}
+	r := &reconstruction{wire: wireOf(it)}
 	if body == "" {
 		return r
 	}
@@ -175,7 +200,12 @@ func reconstruct(it *cassette.Interaction) *reconstruction {
 			if ev.Named {
 				typ = ev.Type
 			}
-			g := r.event(typ, ev.Data)
+			var g []gist
+			if r.wire == wireResponses {
+				g = r.responsesEvent(typ, ev.Data)
+			} else {
+				g = r.event(typ, ev.Data)
+			}
 			if j < len(chunks) {
 				r.chunkGists[j] = append(r.chunkGists[j], g...)
 			}
@@ -188,7 +218,9 @@ func reconstruct(it *cassette.Interaction) *reconstruction {
 		r.partial = tail
 		return r
 	}
-	r.complete(body)
+	if r.wire != wireResponses || !r.responsesComplete(body) {
+		r.complete(body)
+	}
 	return r
 }
 
@@ -487,7 +519,7 @@ func describeGists(gs []gist) string {
 	parts := make([]string, len(merged))
 	for i, g := range merged {
 		switch g.kind {
-		case "text", "thinking", "args":
+		case "text", "thinking", "args", "summary", "refusal":
 			parts[i] = g.kind + " " + quote(g.text)
 		default:
 			parts[i] = g.kind

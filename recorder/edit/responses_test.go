@@ -1,0 +1,229 @@
+package edit
+
+import (
+	"flag"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	vcr "github.com/dnaeon/go-vcr/v2/cassette"
+
+	"github.com/openmax/openmax/internal/golden"
+	"github.com/openmax/openmax/recorder/cassette"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden timelines in testdata/show/")
+
+// TestShowResponsesReal: the real OpenAI Responses API recordings (A8 to
+// A11), imported, show as testdata/show/<name>.txt, and the timeline says
+// what SOURCES.md lists for each.
+func TestShowResponsesReal(t *testing.T) {
+	tests := []struct {
+		name string
+		want []string
+	}{
+		{"A8", []string{
+			"#0 at +0s: POST /v1/responses",
+			`  request: 836 B, model gpt-4o-mini, stream, 2 input items, last user "Add and multiply the number 2 and 3", tools add, multiply`,
+			"  chunk 2 at +0s, 302 B: tool add",
+			`  chunk 3 at +0s, 254 B: args "{\"a\":2,\"b\":3}"`,
+			`  tool call 0: add {"a":2,"b":3} (call_ZckkKeJQwcJPC27VXT61xFLf)`,
+			`  tool call 1: multiply {"a":2,"b":3} (call_M9h2AZgoLEv6q5gkex1QMtm2)`,
+			"  finish: completed",
+			"  usage: 104 in (0 cached), 51 out (0 reasoning), 155 total",
+			"  signal: response.completed",
+			"#1 at +0s: POST /v1/responses",
+			`  request: 1239 B, model gpt-4o-mini, stream, 6 input items, last function_call_output "6", tools add, multiply`,
+			`  text: "The sum of 2 and 3 is **5**, and the product of 2 and 3 is **6**."`,
+			"  finish: completed",
+			"  usage: 150 in (0 cached), 28 out (0 reasoning), 178 total",
+		}},
+		{"A9", []string{
+			`  request: 191 B, model o3-mini, stream, 1 input item, last user "How do I cross the street?"`,
+			"  body: 194593 B in 676 chunks",
+			`  chunk 4 at +0s, 264 B: summary "**Providing"`,
+			// The encrypted content kept is the output_item.done one, not
+			// the .added or the response.completed one.
+			`  reasoning 0 (rs_68c42d1d0878819d8266007cd3d1402c08fbf9b1584184ff): encrypted content 440 B from output_item.done, "gAAAAABoxC0m_QWp…"`,
+			"  finish: completed",
+			"  usage: 13 in (0 cached), 1680 out (1408 reasoning), 1693 total",
+			"  signal: response.completed",
+		}},
+		{"A10", []string{
+			`  request: 140 B, model gpt-4o, stream, input "Give me a multi paragraph narrative on the life of a car"`,
+			"  chunk 23 at +0s, 1138 B: incomplete max_output_tokens",
+			`  text: "In the bustling city of Detroit, a sleek, metallic blue sedan rolled off the"`,
+			"  finish: incomplete (max_output_tokens)",
+			"  usage: 0 in (0 cached), 0 out (0 reasoning), 0 total",
+			"  signal: response.incomplete",
+		}},
+		{"A11", []string{
+			`  request: 136 B, model gpt-4o, stream, 1 input item, last user "What is the capital of France?"`,
+			"  status: 400 Bad Request",
+			"  error: invalid_request_error, code decimal_below_min_value: Invalid 'temperature': decimal below minimum value. Expected a value >= 0, but got -1 instead.",
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out := show(t, realResponses(t, tt.name))
+			hasLines(t, out, tt.want)
+			path := filepath.Join("testdata", "show", tt.name+".txt")
+			if err := golden.File(path, "cassette show", []byte(out), *update); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	// A9's four summary parts, each its own line, whole.
+	out := show(t, realResponses(t, "A9"))
+	for k, start := range []string{"**Providing street crossing instructions**", "**Explaining street crossing safety**",
+		"**Sharing street crossing safety tips**", "**Providing safe crossing advice**"} {
+		prefix := "  reasoning 0 summary " + string(rune('0'+k)) + `: "` + start
+		if !strings.Contains(out, "\n"+prefix) {
+			t.Errorf("no line starting %s", prefix)
+		}
+	}
+	if strings.Contains(out, "  reasoning 0 summary 4") || strings.Contains(out, "  thinking:") {
+		t.Errorf("A9 shows more than its four summary parts:\n%s", out)
+	}
+}
+
+// responsesStream is one interaction streaming body (events of the
+// Responses wire) from url.
+func responsesStream(url, body string) *cassette.File {
+	return &cassette.File{Version: cassette.FormatVersion, Interactions: []*cassette.Interaction{{
+		Request:  vcr.Request{Method: "POST", URL: url},
+		Response: vcr.Response{Code: 200, Headers: http.Header{"Content-Type": {"text/event-stream"}}, Body: body},
+		Stream:   &cassette.Stream{Chunks: []cassette.Chunk{{Data: body}}},
+	}}}
+}
+
+// TestShowResponsesEvents: Responses events are read in the responses
+// package's shapes, whatever path the request went to as long as the body
+// names its events response.*; one that does not decode is unparsed, and
+// every terminal event and the error event is shown.
+func TestShowResponsesEvents(t *testing.T) {
+	ev := func(data string) string {
+		typ := data[len(`{"type":"`):]
+		typ = typ[:strings.IndexByte(typ, '"')]
+		return "event: " + typ + "\ndata: " + data + "\n\n"
+	}
+	const created = `{"type":"response.created","sequence_number":0,"response":{"id":"resp_1","object":"response","status":"in_progress","output":[]}}`
+	tests := []struct {
+		name, url, body string
+		want            []string
+		not             []string
+	}{
+		{"by the body, under another path", "http://proxy/llm", ev(created) +
+			ev(`{"type":"response.output_text.delta","output_index":0,"item_id":"m","delta":"Hi"}`) +
+			ev(`{"type":"response.completed","response":{"id":"resp_1","status":"completed","usage":{"input_tokens":5,"input_tokens_details":{"cached_tokens":3},"output_tokens":2,"total_tokens":7}}}`),
+			[]string{`  chunk 0 at +0s, 500 B: created, text "Hi", completed`, `  text: "Hi"`, "  finish: completed",
+				"  usage: 5 in (3 cached), 2 out, 7 total", "  signal: response.completed"}, nil},
+		{"reasoning: summary parts, the encrypted content of the done event", "http://x/v1/responses", ev(created) +
+			ev(`{"type":"response.output_item.added","output_index":0,"item":{"id":"rs_1","type":"reasoning","summary":[],"encrypted_content":"added"}}`) +
+			ev(`{"type":"response.reasoning_summary_text.delta","output_index":0,"item_id":"rs_1","summary_index":0,"delta":"Think"}`) +
+			ev(`{"type":"response.reasoning_summary_part.added","output_index":0,"item_id":"rs_1","summary_index":1}`) +
+			ev(`{"type":"response.reasoning_summary_text.delta","item_id":"rs_1","summary_index":1,"delta":"More"}`) +
+			ev(`{"type":"response.output_item.done","output_index":0,"item":{"id":"rs_1","type":"reasoning","summary":[],"encrypted_content":"done-token"}}`) +
+			ev(`{"type":"response.output_item.added","output_index":1,"item":{"id":"rs_2","type":"reasoning","summary":[]}}`) +
+			ev(`{"type":"response.output_item.done","output_index":1,"item":{"id":"rs_2","type":"reasoning","summary":[{"type":"summary_text","text":"Whole"}]}}`) +
+			ev(`{"type":"response.completed","response":{"id":"resp_1","status":"completed","output":[{"id":"rs_1","type":"reasoning","encrypted_content":"final-token"}]}}`),
+			[]string{
+				`  reasoning 0 (rs_1): encrypted content 10 B from output_item.done, "done-token"`,
+				`  reasoning 0 summary 0: "Think"`,
+				`  reasoning 0 summary 1: "More"`,
+				"  reasoning 1 (rs_2): no encrypted content",
+				`  reasoning 1 summary 0: "Whole"`,
+			}, []string{"thinking:"}},
+		{"the encrypted content of a terminal response when no item event had it", "http://x/v1/responses", ev(created) +
+			ev(`{"type":"response.output_item.added","output_index":0,"item":{"id":"rs_1","type":"reasoning"}}`) +
+			ev(`{"type":"response.completed","response":{"id":"resp_1","status":"completed","output":[{"id":"rs_1","type":"reasoning","encrypted_content":"final"}]}}`),
+			[]string{`  reasoning 0 (rs_1): encrypted content 5 B from completed, "final"`}, nil},
+		{"a call whose arguments come only with its done events", "http://x/v1/responses", ev(created) +
+			ev(`{"type":"response.output_item.added","output_index":0,"item":{"id":"fc_1","type":"function_call","call_id":"call_1","name":"read","arguments":""}}`) +
+			ev(`{"type":"response.output_item.done","output_index":0,"item":{"id":"fc_1","type":"function_call","call_id":"call_1","name":"read","arguments":"{\"p\":1}"}}`),
+			[]string{`  tool call 0: read {"p":1} (call_1)`, "  signal: none (no completion signal)"}, []string{"finish:"}},
+		{"incomplete", "http://x/v1/responses", ev(`{"type":"response.incomplete","response":{"id":"r","status":"incomplete","incomplete_details":{"reason":"content_filter"}}}`),
+			[]string{`  chunk 0 at +0s, 158 B: incomplete content_filter`, "  finish: incomplete (content_filter)", "  signal: response.incomplete"}, nil},
+		{"failed, with a code and without", "http://x/v1/responses",
+			ev(`{"type":"response.failed","response":{"id":"r","status":"failed","error":{"code":"server_error","message":"boom"}}}`) +
+				ev(`{"type":"response.failed","response":{"id":"r","status":"failed","error":{"code":null,"message":"quiet"}}}`),
+			[]string{"  finish: failed", "  error event: server_error: boom", "  error event: quiet", "  signal: response.failed"}, nil},
+		{"an error event", "http://x/v1/responses", ev(`{"type":"error","code":"rate_limit_exceeded","message":"slow down","param":null}`),
+			[]string{`  chunk 0 at +0s, 101 B: error event "rate_limit_exceeded: slow down"`, "  error event: rate_limit_exceeded: slow down",
+				"  signal: none (no completion signal)"}, nil},
+		{"a refusal", "http://x/v1/responses", ev(`{"type":"response.refusal.delta","output_index":0,"delta":"No."}`),
+			[]string{`  chunk 0 at +0s, 102 B: refusal "No."`, `  refusal: "No."`}, nil},
+		{"an event that does not decode", "http://x/v1/responses", ev(`{"type":"response.output_text.delta","delta":5}`) +
+			ev(`{"type":"response.output_text.delta","delta":"ok","sequence_number":"x"}`),
+			[]string{`  chunk 0 at +0s, 203 B: unparsed response.output_text.delta, unparsed response.output_text.delta`, "  unparsed events: 2"},
+			[]string{"text:"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out := show(t, responsesStream(tt.url, tt.body))
+			hasLines(t, out, tt.want)
+			for _, no := range tt.not {
+				if strings.Contains(out, no) {
+					t.Errorf("the output says %q:\n%s", no, out)
+				}
+			}
+		})
+	}
+}
+
+// TestShowResponsesDetection: which interactions are read as the
+// Responses wire: a /responses path with or without a query; a body of
+// response.* events; not a chat stream under an unknown path.
+func TestShowResponsesDetection(t *testing.T) {
+	body := "event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"delta\":\"Hi\"}\n\n"
+	chat := "data: {\"choices\":[{\"delta\":{\"content\":\"Hi\"}}]}\n\n"
+	tests := []struct {
+		url, body, wire string
+	}{
+		{"https://api.openai.com/v1/responses", chat, wireResponses},
+		{"https://api.openai.com/v1/responses?stream=true", chat, wireResponses},
+		{"http://127.0.0.1:9/proxy", body, wireResponses},
+		{"http://127.0.0.1:9/proxy", "event:response.completed\r\ndata: {}\r\n\r\n", wireResponses},
+		{"http://127.0.0.1:9/proxy", chat, wireOpenAI},
+		{"http://127.0.0.1:9/proxy", "data: {\"type\":\"response.completed\"}\n\n", wireOpenAI},
+		{"https://api.openai.com/v1/chat/completions", body, wireOpenAI},
+		{"https://api.anthropic.com/v1/messages", body, wireAnthropic},
+	}
+	for _, tt := range tests {
+		it := responsesStream(tt.url, tt.body).Interactions[0]
+		if got := wireOf(it); got != tt.wire {
+			t.Errorf("%s with %.40q: wire %s, want %s", tt.url, tt.body, got, tt.wire)
+		}
+	}
+}
+
+// TestShowResponsesWhole: a whole (not streamed) response object is read
+// in the responses package's shapes; an error body under a Responses path
+// is read as OpenAI's error.
+func TestShowResponsesWhole(t *testing.T) {
+	tests := []struct {
+		name, body string
+		want       []string
+	}{
+		{"text, reasoning and a call", `{"id":"resp_1","object":"response","status":"completed","output":[` +
+			`{"id":"rs_1","type":"reasoning","summary":[{"type":"summary_text","text":"Hmm"}],"encrypted_content":"enc"},` +
+			`{"id":"m","type":"message","role":"assistant","content":[{"type":"output_text","text":"Hi","annotations":[]}]},` +
+			`{"id":"fc","type":"function_call","call_id":"call_9","name":"ls","arguments":"{}"}],` +
+			`"usage":{"input_tokens":1,"output_tokens":2,"output_tokens_details":{"reasoning_tokens":1},"total_tokens":3}}`,
+			[]string{`  text: "Hi"`, `  reasoning 0 (rs_1): encrypted content 3 B from response, "enc"`, `  reasoning 0 summary 0: "Hmm"`,
+				"  tool call 0: ls {} (call_9)", "  finish: completed", "  usage: 1 in, 2 out (1 reasoning), 3 total"}},
+		{"an error body", `{"error":{"message":"bad","type":"invalid_request_error","param":null,"code":"x"}}`,
+			[]string{"  error: invalid_request_error, code x: bad"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := &cassette.File{Version: cassette.FormatVersion, Interactions: []*cassette.Interaction{{
+				Request:  vcr.Request{Method: "POST", URL: "https://api.openai.com/v1/responses", Body: `{"model":"o3","input":[{"type":"function_call_output","call_id":"c","output":"done"}],"tools":[{"type":"web_search"}]}`},
+				Response: vcr.Response{Code: 200, Headers: http.Header{"Content-Type": {"application/json"}}, Body: tt.body},
+			}}}
+			out := show(t, f)
+			hasLines(t, out, append([]string{`  request: 118 B, model o3, 1 input item, last function_call_output "done", tools [web_search]`}, tt.want...))
+		})
+	}
+}
