@@ -7,7 +7,7 @@
 // clock, so tests script a one-hour stall and pass it instantly.
 //
 // The same scenario is played in-process by Provider and over real HTTP, on
-// both vendor wires, by package provider/fake.
+// every vendor wire, by package provider/fake.
 package script
 
 import (
@@ -108,11 +108,13 @@ type ToolCall struct {
 	ArgsJSON string `yaml:"args_json"`
 }
 
-// Usage scripts token accounting.
+// Usage scripts token accounting. ReasoningTokens, the part of
+// CompletionTokens spent reasoning, only the Responses wire carries.
 type Usage struct {
 	PromptTokens     int  `yaml:"prompt_tokens"`
 	CompletionTokens int  `yaml:"completion_tokens"`
 	CachedTokens     *int `yaml:"cached_tokens"`
+	ReasoningTokens  *int `yaml:"reasoning_tokens"`
 }
 
 // Retry scripts a retry announcement.
@@ -381,7 +383,8 @@ func (tc ToolCall) call(reply, i int) provider.ToolCall {
 }
 
 func (u Usage) part() provider.Usage {
-	return provider.Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, CachedTokens: u.CachedTokens}
+	return provider.Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, CachedTokens: u.CachedTokens,
+		ReasoningTokens: u.ReasoningTokens}
 }
 
 // Provider plays a scenario: the n-th request gets the n-th reply. It is

@@ -69,6 +69,7 @@ replies:
     tool_calls: [{name: t, args: {a: [1, x]}}, {id: c9, name: u, args_json: '{"bad'}]
     usage: {prompt_tokens: 3, completion_tokens: 1, cached_tokens: 2}
   - text: plain
+    usage: {prompt_tokens: 9, completion_tokens: 5, reasoning_tokens: 4}
   - chunks:
       - signature: s1
       - retry: {attempt: 2, max_attempts: 4, reason: r}
@@ -80,14 +81,15 @@ replies:
 		t.Fatal(err)
 	}
 	p := New(sc, nil)
-	cached := 2
+	cached, reasoning := 2, 4
 	want := [][]provider.Part{
 		{provider.ThinkingDelta{Text: "hmm"}, provider.TextDelta{Text: "hi"},
 			provider.ToolCallPart{Call: provider.ToolCall{ID: "call_1_1", Name: "t", Args: []byte(`{"a":[1,"x"]}`)}},
 			provider.ToolCallPart{Call: provider.ToolCall{ID: "c9", Name: "u", Args: []byte(`{"bad`)}},
 			provider.Usage{PromptTokens: 3, CompletionTokens: 1, CachedTokens: &cached},
 			provider.Finish{Reason: "tool_calls"}},
-		{provider.TextDelta{Text: "plain"}, provider.Finish{Reason: "stop"}},
+		{provider.TextDelta{Text: "plain"}, provider.Usage{PromptTokens: 9, CompletionTokens: 5, ReasoningTokens: &reasoning},
+			provider.Finish{Reason: "stop"}},
 	}
 	for i, w := range want {
 		if got := collect(p, context.Background()); !reflect.DeepEqual(got, w) {
