@@ -490,7 +490,7 @@ func failedEvent(kept, body, code string) string {
 	if id == "" {
 		read(body, false)
 	}
-	return string(responses.Failed(id, seq, injectedFailure(wireResponses, code)))
+	return string(responses.FailedEvent(id, seq, injectedFailure(wireResponses, code)))
 }
 
 // errorBody is the JSON error body a wire answers status with, with the
