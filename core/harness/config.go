@@ -23,6 +23,14 @@ const (
 	DefaultAnthropicModel = "claude-sonnet-4-5"
 )
 
+// The wires of --provider openai (Config.API).
+const (
+	// APIChat is Chat Completions (POST /chat/completions), the default.
+	APIChat = "chat"
+	// APIResponses is the Responses API (POST /responses).
+	APIResponses = "responses"
+)
+
 // DefaultMaxReplyBytes is MaxReplyBytes's default: twice the body of the
 // longest reply a current model streams (128k tokens at about 250 bytes an
 // OpenAI chunk), and the size of a whole completion the OpenAI client
@@ -48,6 +56,9 @@ type Config struct {
 	// BaseURL is the provider's base URL; empty means $OPENAI_BASE_URL or
 	// $ANTHROPIC_BASE_URL, else the vendor's.
 	BaseURL string `yaml:"base_url,omitempty"`
+	// API is the wire of --provider openai: chat (Chat Completions, also
+	// when empty) or responses (the Responses API, POST /responses).
+	API string `yaml:"api,omitempty"`
 	// Project is the project directory; empty means the working directory.
 	Project string `yaml:"project,omitempty"`
 	// SessionID names the session; empty means a random id. A recording
@@ -107,6 +118,10 @@ func (c *Config) Validate() error {
 		return errors.New("--max-reply-bytes must not be negative")
 	case c.ApprovalTimeout < 0:
 		return errors.New("--approval-timeout must not be negative")
+	case c.API != "" && c.API != APIChat && c.API != APIResponses:
+		return fmt.Errorf("unknown --api %q (known: %s, %s)", c.API, APIChat, APIResponses)
+	case c.API != "" && c.Provider != "openai":
+		return fmt.Errorf("--api is only for --provider openai (it picks the OpenAI wire: %s or %s)", APIChat, APIResponses)
 	}
 	for _, d := range []struct {
 		name string
@@ -127,6 +142,7 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Script, "script", c.Script, "with --provider script: the scenario file (YAML)")
 	fs.StringVar(&c.Model, "model", c.Model, "the model name sent to the provider (openai default "+DefaultOpenAIModel+", anthropic default "+DefaultAnthropicModel+")")
 	fs.StringVar(&c.BaseURL, "base-url", c.BaseURL, "the provider's base URL (default: $OPENAI_BASE_URL or $ANTHROPIC_BASE_URL, else the vendor's)")
+	fs.StringVar(&c.API, "api", c.API, "with --provider openai: the wire, chat (Chat Completions, the default) or responses (the Responses API)")
 	fs.IntVar(&c.MaxAgentTokens, "max-agent-tokens", c.MaxAgentTokens, "tokens one turn may spend before its next request is refused (budget_exhausted); 0 means no cap")
 	fs.IntVar(&c.MaxAttempts, "max-attempts", c.MaxAttempts, "attempts per model request, the first included, before a retryable failure ends the turn")
 	fs.DurationVar(&c.ApprovalTimeout, "approval-timeout", c.ApprovalTimeout, "settle an unanswered approval request as timed_out after this long (0: wait)")

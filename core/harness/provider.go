@@ -10,6 +10,7 @@ import (
 	"github.com/openmax/openmax/provider/echo"
 	"github.com/openmax/openmax/provider/httpx"
 	"github.com/openmax/openmax/provider/openai"
+	"github.com/openmax/openmax/provider/openai/responses"
 	"github.com/openmax/openmax/provider/redact"
 	"github.com/openmax/openmax/provider/retry"
 	"github.com/openmax/openmax/provider/script"
@@ -38,7 +39,16 @@ func newProvider(cfg Config, d Deps) (provider.Provider, int, error) {
 			return nil, 0, fmt.Errorf("--provider openai needs an API key: set OPENAI_API_KEY")
 		}
 		base := firstNonEmpty(cfg.BaseURL, d.getenv("OPENAI_BASE_URL"))
-		c, err := openai.New(openai.Config{APIKey: key, BaseURL: base, Model: firstNonEmpty(cfg.Model, DefaultOpenAIModel), HTTP: hc})
+		model := firstNonEmpty(cfg.Model, DefaultOpenAIModel)
+		if cfg.API == APIResponses {
+			c, err := responses.New(responses.Config{APIKey: key, BaseURL: base, Model: model, HTTP: hc})
+			if err != nil {
+				return nil, 0, configError(err)
+			}
+			inner = c
+			break
+		}
+		c, err := openai.New(openai.Config{APIKey: key, BaseURL: base, Model: model, HTTP: hc})
 		if err != nil {
 			return nil, 0, configError(err)
 		}
