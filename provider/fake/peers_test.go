@@ -34,6 +34,7 @@ import (
 	"github.com/openmax/openmax/provider/fake"
 	"github.com/openmax/openmax/provider/httpx"
 	"github.com/openmax/openmax/provider/openai"
+	"github.com/openmax/openmax/provider/openai/responses"
 	"github.com/openmax/openmax/provider/script"
 )
 
@@ -69,6 +70,7 @@ type usage struct {
 	Prompt     int // the whole prompt, cached part included
 	Completion int
 	Cached     int
+	Reasoning  int // the part of Completion spent reasoning (Responses only)
 }
 
 // canonJSON re-encodes a JSON text canonically; invalid JSON is kept
@@ -280,6 +282,8 @@ func ourClient(t *testing.T, wire, base string) provider.Provider {
 		p, err = openai.New(openai.Config{APIKey: "sk-fake-peer", BaseURL: base + "/v1", Model: "fake-gpt", HTTP: hc})
 	case fake.WireAnthropic:
 		p, err = anthropic.New(anthropic.Config{APIKey: "sk-ant-fake-peer", BaseURL: base, Model: "fake-claude", HTTP: hc})
+	case fake.WireResponses:
+		p, err = responses.New(responses.Config{APIKey: "sk-fake-peer", BaseURL: base + "/v1", Model: "fake-gpt", HTTP: hc})
 	default:
 		t.Fatalf("unknown wire %q", wire)
 	}
@@ -321,6 +325,9 @@ func viaOurs(t *testing.T, wire, base string) reconstruction {
 			r.Usage = usage{Prompt: p.PromptTokens, Completion: p.CompletionTokens}
 			if p.CachedTokens != nil {
 				r.Usage.Cached = *p.CachedTokens
+			}
+			if p.ReasoningTokens != nil {
+				r.Usage.Reasoning = *p.ReasoningTokens
 			}
 		case provider.Finish:
 			r.Finish = p.Reason
