@@ -36,7 +36,18 @@ const (
 	PlaceholderHome = "<home>"
 	PlaceholderUUID = "<uuid>"
 	PlaceholderDate = "<date>"
+	// PlaceholderChunk and PlaceholderWallTime stand for the per-run
+	// values in the header codex puts on each shell tool result.
+	PlaceholderChunk    = "<chunk>"
+	PlaceholderWallTime = "<seconds>"
 )
+
+// codexExecMark is what every codex shell tool result holds: its header
+// starts "Chunk ID: <6 hex digits>\nWall time: <seconds> seconds\n"
+// before the exit code and the output. Both values change from run to run
+// (a random id, the command's duration), so the rules for them run only on
+// strings holding the mark.
+const codexExecMark = "Wall time: "
 
 // pathChars is what a path runs through: anything but white space, quotes
 // and the punctuation that usually closes a path in prose or markup.
@@ -52,13 +63,40 @@ const lead = `(^|[^\w.~/-])`
 
 // rule replaces every match of re with its placeholder, keeping the
 // leading character the match had to consume and the group named tail.
+// It runs only on strings with every feature in needs.
 type rule struct {
-	re   *regexp.Regexp
-	repl string
+	re    *regexp.Regexp
+	repl  string
+	needs feature
 }
 
-func newRule(pattern, placeholder string) rule {
-	return rule{re: regexp.MustCompile(pattern), repl: "${1}" + placeholder + "${tail}"}
+// feature is what a string holds that some rule needs to match at all;
+// no rule's placeholder adds one, so testing the original string is exact.
+type feature uint8
+
+const (
+	hasSlash     feature = 1 << iota // a slash or a backslash
+	hasDash                          // a '-'
+	hasCodexExec                     // codexExecMark
+)
+
+// features is what s holds of the features.
+func features(s string) feature {
+	var f feature
+	if strings.ContainsAny(s, `/\`) {
+		f |= hasSlash
+	}
+	if strings.IndexByte(s, '-') >= 0 {
+		f |= hasDash
+	}
+	if strings.Contains(s, codexExecMark) {
+		f |= hasCodexExec
+	}
+	return f
+}
+
+func newRule(pattern, placeholder string, needs feature) rule {
+	return rule{re: regexp.MustCompile(pattern), repl: "${1}" + placeholder + "${tail}", needs: needs}
 }
 
 // dir is the pattern of a directory that must end there: a word boundary
@@ -99,7 +137,11 @@ const memoBytes = 64 << 20
 //     this process's HOME) becomes <home>; the rest of the path is kept;
 //  3. a UUID (8-4-4-4-12 hex digits) becomes <uuid>;
 //  4. an ISO 8601 date, with its time and zone if given (2026-12-02,
-//     2026-12-02T21:26:47.5Z), becomes <date>.
+//     2026-12-02T21:26:47.5Z), becomes <date>;
+//  5. in the header of a codex shell tool result, a line "Chunk ID: HEX"
+//     becomes "Chunk ID: <chunk>" and a line "Wall time: N seconds"
+//     becomes "Wall time: <seconds> seconds" (only in strings holding
+//     "Wall time: ").
 //
 // A path only counts where one starts: not after a letter, digit, '_',
 // '.', '~', '/' or '-'. A UUID must not follow a hex digit or '-', a date
@@ -116,10 +158,12 @@ func defaultNormaliser() *normaliser {
 		}
 	}
 	return &normaliser{rules: []rule{
-		newRule(lead+`(?:`+strings.Join(temps, "|")+`)(?:[/\\]`+pathChars+`*)?(?P<tail>)`, PlaceholderTemp),
-		newRule(lead+`(?:`+strings.Join(homes, "|")+`)(?P<tail>(?:[/\\]`+pathChars+`*)?)`, PlaceholderHome),
-		newRule(`(?i)(^|[^0-9a-f-])[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b(?P<tail>)`, PlaceholderUUID),
-		newRule(`(^|[^\w-])\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?\b(?P<tail>)`, PlaceholderDate),
+		newRule(lead+`(?:`+strings.Join(temps, "|")+`)(?:[/\\]`+pathChars+`*)?(?P<tail>)`, PlaceholderTemp, hasSlash),
+		newRule(lead+`(?:`+strings.Join(homes, "|")+`)(?P<tail>(?:[/\\]`+pathChars+`*)?)`, PlaceholderHome, hasSlash),
+		newRule(`(?i)(^|[^0-9a-f-])[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b(?P<tail>)`, PlaceholderUUID, hasDash),
+		newRule(`(^|[^\w-])\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?\b(?P<tail>)`, PlaceholderDate, hasDash),
+		newRule(`(?m)(^Chunk ID: )[0-9a-f]+(?P<tail>\n)`, PlaceholderChunk, hasCodexExec),
+		newRule(`(?m)(^Wall time: )\d+(?:\.\d+)?(?P<tail> seconds\n)`, PlaceholderWallTime, hasCodexExec),
 	}}
 }
 
@@ -157,11 +201,11 @@ func (n *normaliser) str(s string) string {
 	if n == nil || len(s) < 4 {
 		return s
 	}
-	// The temporary and home rules (0 and 1) match only at a slash or a
-	// backslash, the UUID and date rules (2 and 3) only at a '-', and no
-	// rule adds either: testing the original string is exact.
-	slash, dash := strings.ContainsAny(s, `/\`), strings.IndexByte(s, '-') >= 0
-	if !slash && !dash {
+	// Each rule matches only in strings with the features it needs (the
+	// temporary and home rules at a slash or a backslash, the UUID and date
+	// rules at a '-', codex's at its mark), and no rule adds one.
+	has := features(s)
+	if has == 0 {
 		return s
 	}
 	n.mu.Lock()
@@ -171,8 +215,8 @@ func (n *normaliser) str(s string) string {
 		return out
 	}
 	out = s
-	for i, r := range n.rules {
-		if i < 2 && !slash || i >= 2 && !dash {
+	for _, r := range n.rules {
+		if has&r.needs != r.needs {
 			continue
 		}
 		out = r.re.ReplaceAllString(out, r.repl)

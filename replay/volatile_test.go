@@ -35,6 +35,11 @@ func TestDefaultNormaliser(t *testing.T) {
 		{"model gpt-4o-2024-08-06 keeps its date", "model gpt-4o-2024-08-06 keeps its date"},
 		{"/logs/2026-01-02.txt", "/logs/<date>.txt"},
 		{"plain text", "plain text"},
+		{"Chunk ID: b8375d\nWall time: 0.0012 seconds\nProcess exited with code 0\nOutput:\nok\n",
+			"Chunk ID: <chunk>\nWall time: <seconds> seconds\nProcess exited with code 0\nOutput:\nok\n"},
+		{"Chunk ID: 0a23c1\nWall time: 12 seconds\n", "Chunk ID: <chunk>\nWall time: <seconds> seconds\n"},
+		{"Chunk ID: b8375d and no wall time stays", "Chunk ID: b8375d and no wall time stays"},
+		{"Output:\nWall time: 3 seconds, Chunk ID: ab12\n", "Output:\nWall time: 3 seconds, Chunk ID: ab12\n"},
 	}
 	for _, tt := range tests {
 		if got := n.str(tt.in); got != tt.want {
@@ -186,4 +191,65 @@ func TestMissShapes(t *testing.T) {
 func jsonText(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
+}
+
+// codexLike is a Responses request the way codex 0.169.0 sends the one
+// after a shell tool call: per-run ids in prompt_cache_key,
+// client_metadata (whose keys come in a random order) and the input items,
+// its working folder and the date in the environment context, and the
+// tool result's header with a random chunk id and the command's wall time.
+func codexLike(session, cwd, date, chunk, wall string, reorder bool) string {
+	meta := map[string]any{"session_id": session, "x-codex-turn-metadata": `{"session_id":"` + session + `","turn_started_at_unix_ms":1796296387528}`}
+	if reorder {
+		meta["thread_id"] = session
+	}
+	b, _ := json.Marshal(map[string]any{
+		"model": "gpt-5-codex",
+		"input": []any{
+			map[string]any{"type": "message", "id": "msg_" + session, "role": "user", "content": []any{map[string]any{"type": "input_text",
+				"text": "<environment_context>\n  <cwd>" + cwd + "</cwd>\n  <current_date>" + date + "</current_date>\n</environment_context>"}}},
+			map[string]any{"type": "message", "id": "msg_" + session + "-2", "role": "user", "content": []any{map[string]any{"type": "input_text", "text": "run the probe"}}},
+			map[string]any{"type": "function_call", "id": "fc_1", "call_id": "call_probe", "name": "exec_command", "arguments": `{"cmd":"echo probe"}`},
+			map[string]any{"type": "function_call_output", "id": "fco_" + session, "call_id": "call_probe",
+				"output": "Chunk ID: " + chunk + "\nWall time: " + wall + " seconds\nProcess exited with code 0\nOriginal token count: 3\nOutput:\nprobe\n"},
+		},
+		"prompt_cache_key": session,
+		"client_metadata":  meta,
+		"stream":           true,
+		"store":            false,
+	})
+	return string(b)
+}
+
+func TestCodexRequestsMatchAcrossRuns(t *testing.T) {
+	url := recordedBase + "/responses"
+	rec := codexLike("01a23b9b-abaf-7811-a306-299463577611", "/tmp/TestCodex1/010", "2026-12-03", "b8375d", "0.0000", false)
+	tests := []struct {
+		name   string
+		live   string
+		opts   Options
+		fields []string // nil: served
+	}{
+		{"identical", rec, Options{}, nil},
+		{"another run", codexLike("01a23ba1-36bb-7bc0-a4ec-16aee0c089c7", "/tmp/TestCodex2/004", "2026-12-04", "0a23c1", "0.0012", true), Options{}, nil},
+		{"no defaults", codexLike("01a23ba1-36bb-7bc0-a4ec-16aee0c089c7", "/tmp/TestCodex1/010", "2026-12-03", "0a23c1", "0.0000", false), Options{NoDefaults: true},
+			[]string{"client_metadata.session_id", "client_metadata.x-codex-turn-metadata", "input[0].id", "input[1].id", "input[3].id", "input[3].output", "prompt_cache_key"}},
+		{"another command output", strings.Replace(codexLike("x", "/tmp/a", "2026-12-03", "0a23c1", "0.0000", false), `\nprobe\n`, `\nprobe-2\n`, 1), Options{}, []string{"input[3].output"}},
+	}
+	for _, tt := range tests {
+		r := New(file(streamed(url, rec, chunks(0, 0, "ok"), nil)), tt.opts)
+		resp, err := post(t, context.Background(), r, url, tt.live)
+		if tt.fields == nil {
+			if err != nil {
+				t.Errorf("%s: %v", tt.name, err)
+				continue
+			}
+			resp.Body.Close()
+			continue
+		}
+		var miss *MissError
+		if !errors.As(err, &miss) || !reflect.DeepEqual(miss.Fields, tt.fields) {
+			t.Errorf("%s: %v (fields %v, want %v)", tt.name, err, miss.Fields, tt.fields)
+		}
+	}
 }
