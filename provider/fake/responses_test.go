@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/openmax/openmax/provider"
+	"github.com/openmax/openmax/provider/httpx"
 	"github.com/openmax/openmax/provider/openai/responses"
 	"github.com/openmax/openmax/provider/sse"
 )
@@ -242,5 +244,98 @@ replies:
 			resp.Body.Close()
 			t.Errorf("%s: got a response %d", what, resp.StatusCode)
 		}
+	}
+}
+
+// Our Responses client, pointed at the fake, gets back what each reply
+// scripted, said the way this wire says it: a finish is completed or the
+// incomplete reason, an incomplete reply has no calls to run, a failure
+// is the typed error the retry policy decides on.
+func TestResponsesThroughTheClient(t *testing.T) {
+	two, three := 2, 3
+	call := func(id, name, args string) provider.Part {
+		return provider.ToolCallPart{Call: provider.ToolCall{ID: id, Name: name, Args: json.RawMessage(args)}}
+	}
+	tests := []struct {
+		name string
+		yaml string
+		want []provider.Part
+		// err, for a reply that fails: what its Error must match.
+		err func(error) bool
+	}{
+		{
+			name: "shorthand with reasoning, calls and usage",
+			yaml: `{thinking: hmm, text: hi, tool_calls: [{name: read, args: {path: a.txt}}, {id: c9, name: u}], usage: {prompt_tokens: 10, completion_tokens: 5, cached_tokens: 2, reasoning_tokens: 3}}`,
+			want: []provider.Part{provider.ThinkingDelta{Text: "hmm"}, provider.TextDelta{Text: "hi"},
+				call("call_1_1", "read", `{"path":"a.txt"}`), call("c9", "u", `{}`),
+				provider.Usage{PromptTokens: 10, CompletionTokens: 5, CachedTokens: &two, ReasoningTokens: &three},
+				provider.Finish{Reason: "completed"}},
+		},
+		{
+			name: "summary parts and a signature",
+			yaml: `{chunks: [{thinking: a}, {thinking: "\n\n"}, {thinking: b}, {signature: enc}, {text: x}, {finish: stop}]}`,
+			want: []provider.Part{provider.ThinkingDelta{Text: "a"}, provider.ThinkingDelta{Text: "\n\n"}, provider.ThinkingDelta{Text: "b"},
+				provider.ThinkingDelta{Signature: "enc"}, provider.TextDelta{Text: "x"}, provider.Finish{Reason: "completed"}},
+		},
+		{
+			name: "incomplete: no calls to run",
+			yaml: `{chunks: [{text: cut}, {tool_call: {name: run}}, {finish: length}, {usage: {prompt_tokens: 5, completion_tokens: 5}}]}`,
+			want: []provider.Part{provider.TextDelta{Text: "cut"}, provider.Usage{PromptTokens: 5, CompletionTokens: 5},
+				provider.Finish{Reason: "max_output_tokens"}},
+		},
+		{
+			name: "in-stream failure",
+			yaml: `{chunks: [{text: a}, {stream_error: {type: server_error, message: boom}}]}`,
+			want: []provider.Part{provider.TextDelta{Text: "a"}},
+			err: func(err error) bool {
+				var se *provider.StreamError
+				return errors.As(err, &se) && se.Type == "server_error" && se.Message == "boom"
+			},
+		},
+		{
+			name: "truncated",
+			yaml: `{chunks: [{text: a}, {died: cut}]}`,
+			want: []provider.Part{provider.TextDelta{Text: "a"}},
+			err:  func(err error) bool { return errors.Is(err, provider.ErrIncomplete) },
+		},
+		{
+			name: "429 with Retry-After",
+			yaml: `{status: 429, headers: {Retry-After: "7"}}`,
+			err: func(err error) bool {
+				var he *provider.HTTPError
+				return errors.As(err, &he) && he.Status == 429 && he.HasRetryAfter && he.RetryAfter == 7*time.Second && he.Code == "rate_limit_exceeded"
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := start(t, "replies:\n  - "+tt.yaml+"\n")
+			c, err := responses.New(responses.Config{APIKey: "sk-test", BaseURL: h.base + "/v1", Model: "m",
+				HTTP: &httpx.Client{HTTP: h.client, Clock: h.clock}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []provider.Part
+			var failure error
+			for p := range c.Stream(context.Background(), provider.Request{Messages: []provider.Message{{Role: provider.RoleUser, Text: "hi"}}}) {
+				if e, ok := p.(provider.Error); ok {
+					failure = e.Err
+					continue
+				}
+				got = append(got, p)
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("parts\n got %#v\nwant %#v", got, tt.want)
+			}
+			switch {
+			case tt.err == nil && failure != nil:
+				t.Errorf("failed: %v", failure)
+			case tt.err != nil && (failure == nil || !tt.err(failure)):
+				t.Errorf("failure %#v does not match", failure)
+			}
+			if reqs := h.srv.Requests(); len(reqs) != 1 || reqs[0].Wire != WireResponses || reqs[0].Path != "/v1/responses" {
+				t.Errorf("requests %+v", reqs)
+			}
+		})
 	}
 }
