@@ -13,6 +13,7 @@ import (
 
 	"github.com/openmax/openmax/provider/anthropic"
 	"github.com/openmax/openmax/provider/clock"
+	"github.com/openmax/openmax/provider/openai/responses"
 	"github.com/openmax/openmax/recorder/cassette"
 )
 
@@ -48,7 +49,9 @@ type Handler struct {
 // "invalid_request_error", "message": ...}} for a request to a /messages
 // path or one carrying an anthropic-version header, otherwise OpenAI's
 // {"error": {"message": ..., "type": "invalid_request_error", "param":
-// null, "code": "replay_miss"}}. The message is MissError.Summary; both
+// null, "code": "replay_miss"}}, which is also the error body of the
+// OpenAI Responses API (a request to a /responses path is OpenAI's
+// whatever headers it carries). The message is MissError.Summary; both
 // shapes add a "replay" member holding the request number, the nearest
 // interaction, whether it was already served, the differing fields and
 // the diff.
@@ -227,8 +230,12 @@ const MissStatus = http.StatusBadRequest
 // anthropicWire reports whether a request was meant for Anthropic's API:
 // a Messages path (anthropic.IsPath), one below it such as
 // /v1/messages/count_tokens, or an anthropic-version header
-// (anthropic.HasVersionHeader).
+// (anthropic.HasVersionHeader); never a request to OpenAI's Responses
+// endpoint (responses.IsPath).
 func anthropicWire(path string, h http.Header) bool {
+	if responses.IsPath(path) {
+		return false
+	}
 	return anthropic.IsPath(path) || strings.Contains(path, "/messages/") || anthropic.HasVersionHeader(h)
 }
 
