@@ -44,9 +44,10 @@ var fixtures = []struct {
 	{"A7", "autogpt-cassettes-206c0689__test_write_file.yaml", importer.VCRPy, "openai"},
 }
 
-// responsesFixtures are the OpenAI Responses API recordings (A8–A11): the
-// Responses wire has no client yet, so they are checked by the importer's
-// own tests only, not reconstructed through a vendor client here.
+// responsesFixtures are the OpenAI Responses API recordings (A8–A11),
+// checked by this package's own reading of their events
+// (TestResponsesFixtures); package responses reconstructs them through its
+// client, and cmd/openmax replays them through the engine.
 var responsesFixtures = []string{
 	"fantasy-responses__openai-gpt-4o-mini__multi_tool_streaming.yaml",
 	"pydantic-ai-openai-responses__test_openai_responses_thinking_part_iter.yaml",

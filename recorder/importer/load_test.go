@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -102,9 +103,10 @@ func mustMarshal(t *testing.T, f *cassette.File) []byte {
 	return b
 }
 
-// TestSessionResponses: a Responses recording gets a session only when
-// every exchange is a rejection, with the user text read from its input;
-// with a reply in it, the error says why.
+// TestSessionResponses: a Responses recording gets a session for the
+// harness's Responses client (provider openai, api responses), with the
+// user text read from its input and the tool results from the
+// function_call_output items that end each later request's input.
 func TestSessionResponses(t *testing.T) {
 	it := func(body string, code int) *cassette.Interaction {
 		var in cassette.Interaction
@@ -116,13 +118,19 @@ func TestSessionResponses(t *testing.T) {
 		name     string
 		its      []*cassette.Interaction
 		wantText string
+		results  []cassette.ToolResult
 		wantErr  string
 	}{
-		{"string input", []*cassette.Interaction{it(`{"model":"m","input":"hello"}`, 400)}, "hello", ""},
-		{"message list", []*cassette.Interaction{it(`{"model":"m","input":[{"role":"system","content":"sys"},{"role":"user","content":"first"},{"type":"function_call_output","call_id":"c","output":"5"},{"role":"user","content":[{"type":"input_text","text":"second"}]}]}`, 429), it(`{}`, 400)}, "second", ""},
-		{"a reply", []*cassette.Interaction{it(`{"model":"m","input":"hi"}`, 429), it(`{}`, 200)}, "", "interaction 1 is a reply (HTTP 200)"},
-		{"no user text", []*cassette.Interaction{it(`{"model":"m","input":[]}`, 400)}, "", "no user text"},
-		{"input not readable", []*cassette.Interaction{it(`{"model":"m","input":7}`, 400)}, "", "input"},
+		{"string input", []*cassette.Interaction{it(`{"model":"m","input":"hello"}`, 400)}, "hello", nil, ""},
+		{"message list", []*cassette.Interaction{it(`{"model":"m","input":[{"role":"system","content":"sys"},{"role":"user","content":"first"},{"type":"function_call_output","call_id":"c","output":"5"},{"role":"user","content":[{"type":"input_text","text":"second"}]}]}`, 429), it(`{}`, 400)}, "second", nil, ""},
+		{"a reply", []*cassette.Interaction{it(`{"model":"m","input":"hi"}`, 429), it(`{}`, 200)}, "hi", nil, ""},
+		{"a tool loop", []*cassette.Interaction{
+			it(`{"model":"m","input":[{"role":"user","content":"go"}],"tools":[{"type":"function","name":"add","parameters":{"type":"object"}},{"type":"function","name":"ls","parameters":{}}]}`, 200),
+			it(`{"model":"m","input":[{"role":"user","content":"go"},{"type":"function_call","call_id":"c1","name":"add","arguments":"{}"},{"type":"function_call","call_id":"c2","name":"ls","arguments":"{}"},{"type":"function_call_output","call_id":"c1","output":"5"},{"type":"function_call_output","call_id":"c2","output":[{"type":"input_text","text":"a.txt"}]}]}`, 200),
+			it(`{"model":"m","input":[{"role":"user","content":"go"},{"type":"function_call","call_id":"c1","name":"add","arguments":"{}"},{"type":"function_call_output","call_id":"c1","output":"5"},{"role":"assistant","content":"done"},{"role":"user","content":"again"}]}`, 200),
+		}, "go", []cassette.ToolResult{{Name: "add", OK: true, Output: "5"}, {Name: "ls", OK: true, Output: "a.txt"}}, ""},
+		{"no user text", []*cassette.Interaction{it(`{"model":"m","input":[]}`, 400)}, "", nil, "no user text"},
+		{"input not readable", []*cassette.Interaction{it(`{"model":"m","input":7}`, 400)}, "", nil, "input"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -136,8 +144,12 @@ func TestSessionResponses(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !s.Imported || len(s.Commands) != 1 || !strings.Contains(s.Commands[0].Line, `"text":"`+tt.wantText+`"`) || s.Config == nil || s.Config.Provider != "openai" || s.Config.Model != "m" {
-				t.Errorf("session %+v", s)
+			if !s.Imported || len(s.Commands) != 1 || !strings.Contains(s.Commands[0].Line, `"text":"`+tt.wantText+`"`) || s.Config == nil ||
+				s.Config.Provider != "openai" || s.Config.API != "responses" || s.Config.Model != "m" || s.Config.MaxIterations != len(tt.its) {
+				t.Errorf("session %+v, config %+v", s, s.Config)
+			}
+			if !reflect.DeepEqual(s.ToolResults, tt.results) {
+				t.Errorf("tool results %+v, want %+v", s.ToolResults, tt.results)
 			}
 		})
 	}
@@ -158,16 +170,17 @@ func TestSessionWire(t *testing.T) {
 		{"https://api.openai.com/v1/chat/completions?next=/v1/messages", "openai"},
 		{"https://api.openai.com/v1/embeddings", ""},
 		{"https://api.anthropic.com/v1/messages/count_tokens", ""},
+		{"https://api.openai.com/v1/responses?x=1", "openai"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.url, func(t *testing.T) {
 			var in cassette.Interaction
 			in.Request.Method, in.Request.URL = "POST", tt.url
-			in.Request.Body = `{"model":"m","messages":[{"role":"user","content":"hi"}]}`
+			in.Request.Body = `{"model":"m","messages":[{"role":"user","content":"hi"}],"input":"hi"}`
 			in.Response.Code = 200
 			s, err := importer.Session(&cassette.File{Version: 1, Interactions: []*cassette.Interaction{&in}})
 			if tt.provider == "" {
-				if err == nil || !strings.Contains(err.Error(), "neither Chat Completions nor Messages") {
+				if err == nil || !strings.Contains(err.Error(), "neither Chat Completions, Messages nor Responses") {
 					t.Fatalf("session %+v, error %v: want an error naming the wires", s, err)
 				}
 				return

@@ -307,3 +307,54 @@ func responsesExpectations(t *testing.T, name string) []respExpected {
 	}
 	return exp
 }
+
+// TestResponsesSessions: each of A8–A11 gets a session for the harness's
+// Responses client (provider openai, api responses) with the user text of
+// its first request, its model, its tools, and (A8) the function call
+// outputs its second request sent back as the tool results, named after
+// their calls.
+func TestResponsesSessions(t *testing.T) {
+	tests := []struct {
+		model, text string
+		tools       []string
+		results     []cassette.ToolResult
+	}{
+		{"gpt-4o-mini", "Add and multiply the number 2 and 3", []string{"add", "multiply"},
+			[]cassette.ToolResult{{Name: "add", OK: true, Output: "5"}, {Name: "multiply", OK: true, Output: "6"}}},
+		{"o3-mini", "How do I cross the street?", nil, nil},
+		{"gpt-4o", "Give me a multi paragraph narrative on the life of a car", nil, nil},
+		{"gpt-4o", "What is the capital of France?", nil, nil},
+	}
+	for k, name := range responsesFixtures {
+		t.Run(name, func(t *testing.T) {
+			tt := tests[k]
+			f, err := importer.Import(importer.Auto, fixture.ReadReal(t, name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := importer.Session(f)
+			if err != nil {
+				t.Fatalf("Session: %v", err)
+			}
+			c := s.Config
+			if c == nil || c.Provider != "openai" || c.API != "responses" || c.Model != tt.model || c.MaxIterations != len(f.Interactions) || !s.Imported {
+				t.Fatalf("session config %+v", c)
+			}
+			line, _ := json.Marshal(map[string]string{"cmd": "user", "text": tt.text})
+			if len(s.Commands) != 1 || s.Commands[0].Line != string(line) {
+				t.Errorf("commands %+v, want one: %s", s.Commands, line)
+			}
+			var tools []string
+			for _, tl := range s.Tools {
+				tools = append(tools, tl.Name)
+				var schema map[string]any
+				if err := json.Unmarshal([]byte(tl.Schema), &schema); err != nil || schema["type"] != "object" {
+					t.Errorf("tool %s: schema %s (%v)", tl.Name, tl.Schema, err)
+				}
+			}
+			if !reflect.DeepEqual(tools, tt.tools) || !reflect.DeepEqual(s.ToolResults, tt.results) {
+				t.Errorf("tools %v, results %+v; want %v, %+v", tools, s.ToolResults, tt.tools, tt.results)
+			}
+		})
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"github.com/openmax/openmax/core/harness"
 	"github.com/openmax/openmax/provider/anthropic"
 	"github.com/openmax/openmax/provider/openai"
+	"github.com/openmax/openmax/provider/openai/responses"
 	"github.com/openmax/openmax/recorder/cassette"
 )
 
@@ -17,14 +18,14 @@ import (
 // the first request's last user text, the provider and model the request
 // names, the tools it offered, and as tool results the tool outputs the
 // following requests sent back. It fails when the first request is not a
-// Chat Completions or Messages call with a user message.
+// Chat Completions, Messages or Responses call with a user message.
 //
-// A recording of the OpenAI Responses API, which the harness has no client
-// for, gets a session only when every exchange in it is an HTTP error (the
-// vendor rejected the request): an error body is the same object on every
-// OpenAI endpoint, so the harness's OpenAI client reads the rejection as
-// the recording's client did. Replies are another matter, and for a
-// recording with any the error says so.
+// A recording of the OpenAI Responses API is replayed with the harness's
+// Responses client (provider openai, api responses): its user text is
+// read from the request's input (a string, or the role messages among its
+// items), its tools are the flat function tools, and its tool results the
+// function_call_output items at the end of each later request's input,
+// named after the function_call items they answer.
 //
 // The harness builds its own request bodies, so such a session is replayed
 // with the interactions served in order (replay.Options.InOrder). Nothing
@@ -36,26 +37,21 @@ func Session(f *cassette.File) (*cassette.Session, error) {
 	}
 	first := f.Interactions[0].Request
 	wire := "openai"
-	responses := false
+	isResponses := false
 	switch p := requestPath(first.URL); {
 	case anthropic.IsPath(p):
 		wire = "anthropic"
 	case openai.IsPath(p):
-	case strings.HasSuffix(p, responsesPath):
-		responses = true
-		for i, it := range f.Interactions {
-			if it.Response.Code < 400 {
-				return nil, fmt.Errorf("the first request (%s) is the OpenAI Responses API, which openmax has no client for yet, and interaction %d is a reply (HTTP %d), not a rejection", first.URL, i, it.Response.Code)
-			}
-		}
+	case responses.IsPath(p):
+		isResponses = true
 	default:
-		return nil, fmt.Errorf("the first request (%s) is neither Chat Completions nor Messages", first.URL)
+		return nil, fmt.Errorf("the first request (%s) is neither Chat Completions, Messages nor Responses", first.URL)
 	}
 	var body reqBody
 	if err := json.Unmarshal([]byte(first.Body), &body); err != nil {
 		return nil, fmt.Errorf("the first request body: %w", err)
 	}
-	if responses {
+	if isResponses {
 		msgs, err := responsesInput(body.Input)
 		if err != nil {
 			return nil, fmt.Errorf("the first request body: %w", err)
@@ -76,6 +72,9 @@ func Session(f *cassette.File) (*cassette.Session, error) {
 	line, _ := json.Marshal(map[string]string{"cmd": "user", "text": text})
 	cfg := harness.Defaults()
 	cfg.Provider, cfg.Model, cfg.Project = wire, body.Model, "/imported"
+	if isResponses {
+		cfg.API = harness.APIResponses
+	}
 	// The turn may make as many requests as were recorded, no more.
 	cfg.MaxIterations = len(f.Interactions)
 	s := &cassette.Session{
@@ -99,14 +98,14 @@ func Session(f *cassette.File) (*cassette.Session, error) {
 		if json.Unmarshal([]byte(it.Request.Body), &b) != nil {
 			continue
 		}
+		if isResponses {
+			s.ToolResults = append(s.ToolResults, trailingOutputs(b.Input)...)
+			continue
+		}
 		s.ToolResults = append(s.ToolResults, trailingResults(b.Messages)...)
 	}
 	return s, nil
 }
-
-// responsesPath ends the path of an OpenAI Responses request (no vendor
-// package reads that wire yet).
-const responsesPath = "/responses"
 
 // requestPath is the path of a recorded request URL as it was sent,
 // without its query; the URL as it is when it does not parse.
@@ -216,6 +215,56 @@ func trailingResults(msgs []reqMessage) []cassette.ToolResult {
 		}
 	}
 	return out
+}
+
+// trailingOutputs returns the function call outputs at the end of a
+// Responses request's input, each named after the function_call item with
+// its call_id. An output that is a list of content parts is their text.
+func trailingOutputs(raw json.RawMessage) []cassette.ToolResult {
+	var items []struct {
+		Type   string          `json:"type"`
+		CallID string          `json:"call_id"`
+		Name   string          `json:"name"`
+		Output json.RawMessage `json:"output"`
+	}
+	if json.Unmarshal(raw, &items) != nil {
+		return nil
+	}
+	names := map[string]string{}
+	for _, it := range items {
+		if it.Type == "function_call" {
+			names[it.CallID] = it.Name
+		}
+	}
+	i := len(items)
+	for i > 0 && items[i-1].Type == "function_call_output" {
+		i--
+	}
+	var out []cassette.ToolResult
+	for _, it := range items[i:] {
+		out = append(out, cassette.ToolResult{Name: names[it.CallID], OK: true, Output: outputText(it.Output)})
+	}
+	return out
+}
+
+// outputText is a function_call_output's output: a string, or the text of
+// its input_text parts.
+func outputText(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var parts []block
+	if json.Unmarshal(raw, &parts) != nil {
+		return ""
+	}
+	var texts []string
+	for _, p := range parts {
+		if p.Type == "input_text" || p.Type == "output_text" || p.Type == "text" {
+			texts = append(texts, p.Text)
+		}
+	}
+	return strings.Join(texts, "\n")
 }
 
 // responsesInput reads a Responses request's input as messages: a string
