@@ -341,6 +341,21 @@ func TestCodex(t *testing.T) {
 			checkServed(t, fp, 2, 2)
 		}
 
+		// Without the built-in rules the first request already misses on
+		// codex's per-run fields (ids in client_metadata and on the input
+		// items, its folders in the text); codex prints the 400 and exits
+		// 1. (prompt_cache_key and the session ids are the session id,
+		// which the recorder scrubs as it does on the way in.)
+		fp := startServer(t, ctx, bin, "fake-provider", "--cassette", s.path, "--pace", "instant", "--no-default-ignores")
+		r := runCodex(t, ctx, codex, fp.URL, prompt, 2)
+		fp.stop(t)
+		log := fp.stderr.String()
+		if r.code != 1 || r.stdout != "" || !strings.Contains(r.stderr, "no recorded interaction matches") ||
+			!strings.Contains(log, "request 0: POST /v1/responses: MISS, nearest interaction 0 differs in client_metadata.") ||
+			!strings.Contains(log, "input[0].id") {
+			t.Errorf("strict: exit %d, stdout %q\n%s\nlog:\n%s", r.code, r.stdout, r.stderr, log)
+		}
+
 		// Faults injected into the recording; codex (2 retries allowed)
 		// sees each, retries, and ends with the recorded answer.
 		answer := f.Interactions[1].Response.Body
