@@ -45,9 +45,9 @@ const (
 	WireOpenAI    = "openai"
 	WireAnthropic = "anthropic"
 	// WireResponses is the OpenAI Responses API (POST /v1/responses): a
-	// scenario finish of length, max_output_tokens or content_filter is
-	// response.incomplete, any other response.completed, and an in-stream
-	// failure response.failed.
+	// scenario finish of length, max_output_tokens, max_tokens or
+	// content_filter is response.incomplete, any other
+	// response.completed, and an in-stream failure response.failed.
 	WireResponses = "responses"
 )
 
