@@ -383,3 +383,25 @@ func TestHTTPErrorBody(t *testing.T) {
 		t.Errorf("429 body reads as (%q, %q)", code, msg)
 	}
 }
+
+// TestIncompleteReason: the finishes that make a reply incomplete, and
+// the reason each is said with.
+func TestIncompleteReason(t *testing.T) {
+	for _, tt := range []struct {
+		finish, reason string
+		ok             bool
+	}{
+		{"length", "max_output_tokens", true},
+		{"max_output_tokens", "max_output_tokens", true},
+		{"max_tokens", "max_output_tokens", true},
+		{"content_filter", "content_filter", true},
+		{"stop", "", false},
+		{"tool_calls", "", false},
+		{"completed", "", false},
+		{"end_turn", "", false},
+	} {
+		if reason, ok := IncompleteReason(tt.finish); reason != tt.reason || ok != tt.ok {
+			t.Errorf("IncompleteReason(%q) = %q, %v; want %q, %v", tt.finish, reason, ok, tt.reason, tt.ok)
+		}
+	}
+}
