@@ -9,6 +9,7 @@ import (
 	"iter"
 	"net/http"
 	"strings"
+	"sync/atomic"
 
 	"github.com/openmax/openmax/provider"
 	"github.com/openmax/openmax/provider/httpx"
@@ -53,6 +54,10 @@ type Client struct {
 	url   string
 	model string
 	http  *httpx.Client
+	// plain is set once the server refused the request for asking for
+	// encrypted reasoning (a model that does not reason): from then on
+	// the client no longer asks.
+	plain atomic.Bool
 }
 
 // String describes the client without its key.
@@ -99,7 +104,8 @@ func New(cfg Config) (*Client, error) {
 func (c *Client) Stream(ctx context.Context, req provider.Request) iter.Seq[provider.Part] {
 	return func(yield func(provider.Part) bool) {
 		fail := func(err error) { yield(provider.Error{Err: c.scrub(err)}) }
-		body, err := c.requestBody(req)
+		include := !c.plain.Load()
+		body, err := buildRequest(req, c.model, include)
 		if err != nil {
 			fail(err)
 			return
@@ -109,6 +115,18 @@ func (c *Client) Stream(ctx context.Context, req provider.Request) iter.Seq[prov
 		}
 		header := http.Header{"Authorization": {"Bearer " + c.key}}
 		resp, err := c.http.Post(ctx, c.url, header, body)
+		if include && encryptedRefused(err) {
+			// Models that do not reason refuse the include outright (400
+			// "Encrypted content is not supported with this model"): the
+			// same request without it is the one that can succeed, and
+			// this client will not ask again.
+			c.plain.Store(true)
+			if body, err = buildRequest(req, c.model, false); err != nil {
+				fail(err)
+				return
+			}
+			resp, err = c.http.Post(ctx, c.url, header, body)
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return
@@ -135,6 +153,20 @@ var emptySchema = json.RawMessage(`{"type":"object","properties":{}}`)
 // stored on the server (store false), so every request carries it whole,
 // reasoning items included with their encrypted content.
 func RequestBody(req provider.Request, model string) ([]byte, error) {
+	return buildRequest(req, model, true)
+}
+
+// encryptedRefused reports the API's refusal of a request asking for
+// encrypted reasoning from a model that has none.
+func encryptedRefused(err error) bool {
+	var he *provider.HTTPError
+	return errors.As(err, &he) && he.Status == http.StatusBadRequest &&
+		strings.Contains(strings.ToLower(he.Message), "encrypted content is not supported")
+}
+
+// buildRequest renders req; include asks for the reasoning's encrypted
+// content.
+func buildRequest(req provider.Request, model string, include bool) ([]byte, error) {
 	if m := strings.TrimSpace(req.Model); m != "" {
 		model = m
 	}
@@ -145,7 +177,9 @@ func RequestBody(req provider.Request, model string) ([]byte, error) {
 		Input:        make([]Item, 0, len(req.Messages)),
 		Stream:       true,
 		Store:        &no,
-		Include:      []string{IncludeEncryptedReasoning},
+	}
+	if include {
+		out.Include = []string{IncludeEncryptedReasoning}
 	}
 	for i, m := range req.Messages {
 		switch m.Role {
@@ -199,9 +233,6 @@ func RequestBody(req provider.Request, model string) ([]byte, error) {
 	}
 	return body, nil
 }
-
-// requestBody renders req with the client's model.
-func (c *Client) requestBody(req provider.Request) ([]byte, error) { return RequestBody(req, c.model) }
 
 // scrub removes the API key from an error's text (a compatible server may
 // echo it in an error body).

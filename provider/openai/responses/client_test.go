@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/openmax/openmax/provider"
@@ -243,5 +244,60 @@ func TestReasoningRoundTrip(t *testing.T) {
 	}
 	if m := req.Input[2]; m.Type != "message" || m.Role != "assistant" || *m.Content[0].Text != "Answer" || m.Content[0].Type != "output_text" {
 		t.Fatalf("assistant message: %+v", m)
+	}
+}
+
+// TestEncryptedReasoningRefused: a model that does not reason refuses a
+// request asking for encrypted reasoning (OpenAI answers 400 "Encrypted
+// content is not supported with this model."); the client sends the same
+// request without the include at once, and asks no more. Any other 400
+// is the reply's failure, from one request.
+func TestEncryptedReasoningRefused(t *testing.T) {
+	const refusal = `{"error":{"message":"Encrypted content is not supported with this model.","type":"invalid_request_error","param":"include","code":null}}`
+	var mu sync.Mutex
+	var bodies []string
+	requests := func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), bodies...)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		bodies = append(bodies, string(b))
+		mu.Unlock()
+		switch {
+		case strings.Contains(string(b), `"include"`):
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(400)
+			io.WriteString(w, refusal)
+		case strings.Contains(string(b), "bad"):
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(400)
+			io.WriteString(w, `{"error":{"message":"Invalid 'input'.","type":"invalid_request_error","param":"input","code":null}}`)
+		default:
+			w.Header().Set("Content-Type", "text/event-stream")
+			io.WriteString(w, sseOf(t, created(), textDelta(0, "plain"), completed("")))
+		}
+	}))
+	defer srv.Close()
+	c := newClient(t, srv.URL)
+	req := provider.Request{Model: "gpt-4o-mini", Messages: []provider.Message{{Role: provider.RoleUser, Text: "hi"}}}
+	for turn := 1; turn <= 2; turn++ {
+		got := parts(c.Stream(context.Background(), req))
+		if len(got) != 2 || got[0] != (provider.TextDelta{Text: "plain"}) {
+			t.Fatalf("turn %d: parts %s", turn, show(got))
+		}
+	}
+	sent := requests()
+	if len(sent) != 3 || !strings.Contains(sent[0], `"include":["reasoning.encrypted_content"]`) ||
+		strings.Contains(sent[1], `"include"`) || strings.Contains(sent[2], `"include"`) {
+		t.Fatalf("requests:\n%s", strings.Join(sent, "\n"))
+	}
+
+	got := parts(c.Stream(context.Background(), provider.Request{Messages: []provider.Message{{Role: provider.RoleUser, Text: "bad"}}}))
+	var he *provider.HTTPError
+	if n := len(requests()); !errors.As(errOf(got), &he) || he.Status != 400 || n != 4 {
+		t.Fatalf("another 400: %s after %d requests, want 4", show(got), n)
 	}
 }
