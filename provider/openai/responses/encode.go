@@ -140,10 +140,11 @@ func (e *Encoder) Part(p provider.Part) []byte {
 		e.finish = &r
 		return e.closeItem()
 	case provider.Error:
+		out := e.flushSplit() // the open item stays open, as the API leaves it
 		se := provider.StreamErrorOf(p.Err)
 		r := e.response("failed")
 		r.Error = &ResponseError{Code: codeOf(se.Type), Message: se.Message}
-		return e.event(Event{Type: EventFailed, Response: r})
+		return append(out, e.event(Event{Type: EventFailed, Response: r})...)
 	}
 	return nil // retry announcements are not on the wire
 }
@@ -294,16 +295,22 @@ func (e *Encoder) closeSummaryPart() []byte {
 	return out
 }
 
+// flushSplit sends a held "\n\n" as text of the open summary part: with
+// nothing after it in the item, it was no part break.
+func (e *Encoder) flushSplit() []byte {
+	if !e.split {
+		return nil
+	}
+	e.split = false
+	nl := "\n\n"
+	e.text.WriteString(nl)
+	return e.event(e.at(Event{Type: EventSummaryTextDelta, SummaryIndex: newRef(len(e.summary)), Delta: &nl}, "rs"))
+}
+
 // closeReasoning closes the open reasoning item, its signature (nil for
 // none) as the encrypted_content of its output_item.done.
 func (e *Encoder) closeReasoning(signature *string) []byte {
-	var out []byte
-	if e.split { // a held "\n\n" with nothing after it is text
-		e.split = false
-		nl := "\n\n"
-		e.text.WriteString(nl)
-		out = e.event(e.at(Event{Type: EventSummaryTextDelta, SummaryIndex: newRef(len(e.summary)), Delta: &nl}, "rs"))
-	}
+	out := e.flushSplit()
 	if e.inPart {
 		out = append(out, e.closeSummaryPart()...)
 	}

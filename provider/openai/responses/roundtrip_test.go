@@ -65,7 +65,8 @@ func TestRoundTrip(t *testing.T) {
 
 // TestRoundTripSummaryParts: reasoning text with blank-line deltas between
 // runs comes back delta for delta, whether a blank line became a summary
-// part break or stayed text (as it does at the end of an item).
+// part break or stayed text (as it does at the end of an item, or before
+// a failure).
 func TestRoundTripSummaryParts(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		var parts []provider.Part
@@ -79,7 +80,11 @@ func TestRoundTripSummaryParts(t *testing.T) {
 				parts = append(parts, provider.ThinkingDelta{Signature: "sig" + string(rune('a'+i))})
 			}
 		}
-		parts = append(parts, provider.TextDelta{Text: "x"}, provider.Finish{Reason: FinishCompleted})
+		end := []provider.Part{provider.TextDelta{Text: "x"}, provider.Finish{Reason: FinishCompleted}}
+		if rapid.Bool().Draw(t, "failed") {
+			end = []provider.Part{provider.Error{Err: &provider.StreamError{Type: "server_error", Message: "m"}}}
+		}
+		parts = append(parts, end...)
 		body := codectest.Encode(NewEncoder("resp_1", "m", 0), parts)
 		got := slices.Collect(ParseStream(bytes.NewReader(body)))
 		if !reflect.DeepEqual(got, parts) {
