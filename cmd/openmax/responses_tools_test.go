@@ -326,7 +326,8 @@ func TestResponsesInjectThroughEngine(t *testing.T) {
 
 // TestResponsesSweep: `openmax cassette sweep` over the imported A8 and
 // A10 replays every kind of fault through the engine, in-stream failures
-// as response.failed, and no variant breaks an invariant.
+// as response.failed, and no variant breaks an invariant; the raw A10
+// sweeps too, converted in memory.
 func TestResponsesSweep(t *testing.T) {
 	dir := t.TempDir()
 	importInto(t, realA8, dir, "A8.yaml")
@@ -342,5 +343,15 @@ func TestResponsesSweep(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 2 {
 		t.Errorf("the sweep wrote into the folder: %v", entries)
+	}
+
+	// A raw recording sweeps as the other cassette commands read it:
+	// converted in memory, which one stderr line says.
+	raw := fixture.Real(t, realA10)
+	table, stderr, code = runCLI(t, "", "cassette", "sweep", raw, "--max-variants", "20")
+	if code != 0 || !strings.Contains(stderr, "0 failed") || len(noteLines(stderr)) != 1 ||
+		!strings.HasPrefix(noteLines(stderr)[0], "openmax cassette sweep: "+raw+": a vcrpy recording") ||
+		!strings.Contains(table, realA10+"  stream-error@0:chunk=") {
+		t.Errorf("sweep of the raw A10: exit %d\n%s%s", code, table, stderr)
 	}
 }

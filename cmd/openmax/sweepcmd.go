@@ -52,7 +52,7 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer, e en
 	if *maxVariants < 0 || *parallel < 0 || *repeat < 1 || *deadline <= 0 {
 		return c.usageError(stderr, "--max-variants and --parallel must not be negative, --repeat must be at least 1 and --deadline positive")
 	}
-	cs, err := loadSweep(pos[0])
+	cs, err := loadSweep(pos[0], stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "openmax cassette sweep: %v\n", err)
 		return 2
@@ -84,9 +84,11 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer, e en
 	return 0
 }
 
-// loadSweep loads one cassette, or every *.yaml of a directory in name
-// order.
-func loadSweep(path string) ([]sweep.Cassette, error) {
+// loadSweep loads one recording, or every *.yaml of a directory in name
+// order: an openmax cassette as it is, another tool's recording (an
+// imported OpenAI Responses API one, say) converted in memory as the other
+// cassette commands do, which a stderr line says.
+func loadSweep(path string, stderr io.Writer) ([]sweep.Cassette, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
 		return nil, err
@@ -101,7 +103,7 @@ func loadSweep(path string) ([]sweep.Cassette, error) {
 	}
 	var cs []sweep.Cassette
 	for _, p := range paths {
-		f, err := cassette.Load(p)
+		f, err := loadCassette(p, "openmax cassette sweep", stderr)
 		if err != nil {
 			return nil, err
 		}
