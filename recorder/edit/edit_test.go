@@ -580,6 +580,13 @@ func TestInject(t *testing.T) {
 				"  finish: completed",
 			},
 		},
+		{
+			// A recorded session's stream of one chunk: the failure takes
+			// its place, numbered 0, for the stream's response.
+			name: "response.failed with a code of its own", file: "responses_plain.yaml", op: "stream-error@0:chunk=0,code=server_is_overloaded", count: 1,
+			held: []held{{at: 0, chunks: []string{"event: response.failed\ndata: {\"type\":\"response.failed\",\"sequence_number\":0,\"response\":{\"id\":\"resp_fake_1\",…\"error\":{\"code\":\"server_is_overloaded\",\"message\":\"Injected in-stream failure: server_is_overloaded\"}…\n\n"}}},
+			show: []string{"  error event: server_is_overloaded: Injected in-stream failure: server_is_overloaded", "  signal: response.failed"},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

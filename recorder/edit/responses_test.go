@@ -227,3 +227,56 @@ func TestShowResponsesWhole(t *testing.T) {
 		})
 	}
 }
+
+// TestShowResponsesLibrary: frozen copies of the library's Responses
+// sessions (recorded against the fake provider) show their reasoning with
+// the encrypted content sent back, parallel calls, usage details, the
+// incomplete and failed ends and the recorded 429.
+func TestShowResponsesLibrary(t *testing.T) {
+	tests := []struct {
+		file string
+		want []string
+	}{
+		{"responses_plain.yaml", []string{
+			"  config: provider openai, base_url http://127.0.0.1:34361/v1, api responses, project /, idle_timeout 0s",
+			`  text: "Hello from the Responses API."`,
+			"  usage: 1200 in (1024 cached), 9 out (4 reasoning), 1209 total",
+			"  signal: response.completed",
+		}},
+		{"responses_reasoning.yaml", []string{
+			`  reasoning 0 (rs_fake_1_0): encrypted content 32 B from output_item.done, "gAAAAABlbmNyeXB0…"`,
+			`  reasoning 0 summary 0: "The user greets me; I greet back."`,
+			`  request: 6626 B, model gpt-4o-mini, stream, 4 input items, last user "Are you there?", tools read_file, list_files, search, write_file, edit_file, run_command, block, echo_args, crash, touch`,
+		}},
+		{"responses_tool_round_trip.yaml", []string{
+			`  tool call 0: echo_args {"path":"a.txt"} (call_1)`,
+			`  tool call 1: echo_args {"path":"b.txt"} (call_2)`,
+			`  request: 6656 B, model gpt-4o-mini, stream, 5 input items, last function_call_output "{\"path\":\"b.txt\"}", tools read_file, list_files, search, write_file, edit_file, run_command, block, echo_args, crash, touch`,
+			"  chunk 1 at +0s, 662 B: message, content_part.added, text \"Both files echoed.\"",
+		}},
+		{"responses_failed_after_text.yaml", []string{
+			`  chunk 0 at +0s, 1356 B: created, in_progress, message, content_part.added, text "Partial", failed server_error`,
+			`  text: "Partial"`,
+			"  finish: failed",
+			"  error event: server_error: The server had an error",
+			"  signal: response.failed",
+		}},
+		{"responses_incomplete.yaml", []string{
+			`  text: "In the bustling city of"`,
+			"  finish: incomplete (max_output_tokens)",
+			"  signal: response.incomplete",
+		}},
+		{"responses_429_retry_after.yaml", []string{
+			"  status: 429 Too Many Requests",
+			"  header Retry-After: 2",
+			"  error: rate_limit_exceeded: Rate limit reached",
+			"#1 at +2s: POST /v1/responses",
+			`  text: "After the wait."`,
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			hasLines(t, show(t, load(t, tt.file)), tt.want)
+		})
+	}
+}
