@@ -188,7 +188,7 @@ func ParseErrorBody(data []byte) (code, msg string) {
 		if json.Unmarshal(body.Error, &e) == nil {
 			var c string
 			if json.Unmarshal(e.Code, &c) != nil || c == "" {
-				c = e.Type
+				c = e.Type // a numeric code says less than the type
 			}
 			return c, e.Message
 		}
@@ -202,6 +202,20 @@ func ParseErrorBody(data []byte) (code, msg string) {
 		msg = msg[:200] + "…"
 	}
 	return "", msg
+}
+
+// ErrorCode renders a JSON error code given as a string or a number (some
+// servers send numbers); null, absent or anything else is "".
+func ErrorCode(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var n json.Number
+	if json.Unmarshal(raw, &n) == nil {
+		return n.String()
+	}
+	return ""
 }
 
 // minRedact is the shortest secret Redact removes; a shorter one would

@@ -67,28 +67,44 @@ func (c *Client) GoString() string { return c.String() }
 // New checks cfg and returns a client. A missing key is an error wrapping
 // provider.ErrMissingKey.
 func New(cfg Config) (*Client, error) {
-	key := strings.TrimSpace(cfg.APIKey)
+	ep, err := cfg.Endpoint(Path)
+	if err != nil {
+		return nil, fmt.Errorf("openai: %w", err)
+	}
+	return &Client{key: ep.Key, url: ep.URL, model: ep.Model, http: ep.HTTP}, nil
+}
+
+// Endpoint is a checked Config for one endpoint of the API.
+type Endpoint struct {
+	Key   string        // the API key, trimmed
+	URL   string        // the endpoint's URL: the base URL and the path
+	Model string        // the model sent when a request names none
+	HTTP  *httpx.Client // never nil
+}
+
+// Endpoint checks c for the endpoint at path below the API root (Path, or
+// the Responses API's): the key and the model are required (a missing key
+// is provider.ErrMissingKey), an empty base URL is DefaultBaseURL and a nil
+// HTTP a zero httpx.Client. The clients of both OpenAI wires are built
+// from it.
+func (c Config) Endpoint(path string) (Endpoint, error) {
+	key := strings.TrimSpace(c.APIKey)
 	if key == "" {
-		return nil, fmt.Errorf("openai: %w", provider.ErrMissingKey)
+		return Endpoint{}, provider.ErrMissingKey
 	}
-	model := strings.TrimSpace(cfg.Model)
+	model := strings.TrimSpace(c.Model)
 	if model == "" {
-		return nil, errors.New("openai: no model given")
+		return Endpoint{}, errors.New("no model given")
 	}
-	base := strings.TrimSpace(cfg.BaseURL)
+	base := strings.TrimSpace(c.BaseURL)
 	if base == "" {
 		base = DefaultBaseURL
 	}
-	hc := cfg.HTTP
+	hc := c.HTTP
 	if hc == nil {
 		hc = &httpx.Client{}
 	}
-	return &Client{
-		key:   key,
-		url:   strings.TrimRight(base, "/") + Path,
-		model: model,
-		http:  hc,
-	}, nil
+	return Endpoint{Key: key, URL: strings.TrimRight(base, "/") + path, Model: model, HTTP: hc}, nil
 }
 
 // Stream sends req and yields the reply as it arrives: ThinkingDelta and

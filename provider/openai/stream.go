@@ -284,7 +284,7 @@ func errorFrame(raw json.RawMessage) *provider.StreamError {
 	}
 	se := &provider.StreamError{Type: e.Type, Message: e.Message}
 	if se.Type == "" {
-		se.Type = codeString(e.Code)
+		se.Type = provider.ErrorCode(e.Code)
 	}
 	if se.Type == "" && se.Message == "" {
 		se.Message = cut(string(raw))
@@ -292,18 +292,6 @@ func errorFrame(raw json.RawMessage) *provider.StreamError {
 	return se
 }
 
-// codeString renders an error code given as a string or a number.
-func codeString(raw json.RawMessage) string {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s
-	}
-	var n json.Number
-	if json.Unmarshal(raw, &n) == nil {
-		return n.String()
-	}
-	return ""
-}
 
 func cut(s string) string {
 	s = strings.TrimSpace(s)

@@ -13,10 +13,11 @@ import (
 
 	"github.com/openmax/openmax/provider"
 	"github.com/openmax/openmax/provider/httpx"
+	"github.com/openmax/openmax/provider/openai"
 )
 
 // DefaultBaseURL is the OpenAI API root.
-const DefaultBaseURL = "https://api.openai.com/v1"
+const DefaultBaseURL = openai.DefaultBaseURL
 
 // IncludeEncryptedReasoning is the include entry that makes the server
 // return a reasoning item's encrypted content, so the item can be sent
@@ -71,28 +72,11 @@ func (c *Client) GoString() string { return c.String() }
 // New checks cfg and returns a client. A missing key is an error wrapping
 // provider.ErrMissingKey.
 func New(cfg Config) (*Client, error) {
-	key := strings.TrimSpace(cfg.APIKey)
-	if key == "" {
-		return nil, fmt.Errorf("responses: %w", provider.ErrMissingKey)
+	ep, err := openai.Config(cfg).Endpoint(Path)
+	if err != nil {
+		return nil, fmt.Errorf("responses: %w", err)
 	}
-	model := strings.TrimSpace(cfg.Model)
-	if model == "" {
-		return nil, errors.New("responses: no model given")
-	}
-	base := strings.TrimSpace(cfg.BaseURL)
-	if base == "" {
-		base = DefaultBaseURL
-	}
-	hc := cfg.HTTP
-	if hc == nil {
-		hc = &httpx.Client{}
-	}
-	return &Client{
-		key:   key,
-		url:   strings.TrimRight(base, "/") + Path,
-		model: model,
-		http:  hc,
-	}, nil
+	return &Client{key: ep.Key, url: ep.URL, model: ep.Model, http: ep.HTTP}, nil
 }
 
 // Stream sends req and yields the reply as it arrives: ThinkingDelta and

@@ -444,13 +444,13 @@ func failure(resp *Response) *provider.StreamError {
 	if resp.Error == nil {
 		return &provider.StreamError{Message: "the response failed without an error object"}
 	}
-	return &provider.StreamError{Type: codeString(resp.Error.Code), Message: resp.Error.Message}
+	return &provider.StreamError{Type: provider.ErrorCode(resp.Error.Code), Message: resp.Error.Message}
 }
 
 // errorEvent is the error of an error event: {code, message, param} at the
 // top level, or (some proxies) an error object beside the type.
 func errorEvent(e *Event, data []byte) *provider.StreamError {
-	se := &provider.StreamError{Type: codeString(e.Code)}
+	se := &provider.StreamError{Type: provider.ErrorCode(e.Code)}
 	if e.Message != nil {
 		se.Message = *e.Message
 	}
@@ -466,19 +466,6 @@ func errorEvent(e *Event, data []byte) *provider.StreamError {
 	return se
 }
 
-// codeString renders an error code given as a string or a number; null or
-// absent is "".
-func codeString(raw json.RawMessage) string {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s
-	}
-	var n json.Number
-	if json.Unmarshal(raw, &n) == nil {
-		return n.String()
-	}
-	return ""
-}
 
 // contentText is the text of a message content part: its text, or its
 // refusal.
