@@ -18,12 +18,18 @@ package main
 //     limit, last status: 429 Too Many Requests" and exits 1.
 //   - 429 without Retry-After (also with only retry-after-ms, or a
 //     fractional Retry-After): no retry at all; one request, exit 1.
-//   - A stream that ends (cleanly or by a reset) before response.completed:
-//     it drops the partial text, prints "Reconnecting... 1/N", sends the
-//     same request again and prints only the retried answer. Once the
-//     retries are spent: "stream disconnected before completion: stream
-//     closed before response.completed" (clean end) or "... error decoding
+//   - A stream that ends (cleanly or by a reset) before response.completed,
+//     or a response.failed (server_error), before or after text: it drops
+//     the partial text, prints "Reconnecting... 1/N", sends the same
+//     request again and prints only the retried answer. Once the retries
+//     are spent: "stream disconnected before completion: stream closed
+//     before response.completed" (clean end) or "... error decoding
 //     response body" (reset), exit 1.
+//   - response.failed with insufficient_quota: no retry, "Quota exceeded.
+//     Check your plan and billing details.", exit 1.
+//   - response.incomplete (max_output_tokens): no retry; the partial text
+//     goes to stderr only, "Incomplete response returned, reason:
+//     max_output_tokens", exit 1.
 
 import (
 	"context"
@@ -247,56 +253,49 @@ func TestCodex(t *testing.T) {
 		}
 	})
 
-	t.Run("rate limit", func(t *testing.T) {
+	// Faults served by the fake; codex may retry twice. Each row is
+	// what codex 0.169.0 does (see the top of this file).
+	t.Run("faults", func(t *testing.T) {
 		t.Parallel()
 		tests := []struct {
-			name    string
-			headers string
-			code    int
-			stdout  string
-			stderr  string
-			served  int
+			name   string
+			first  string // the first reply; the second is "After the fault."
+			code   int
+			stdout string
+			stderr string
+			reqs   int // requests codex sent
 		}{
 			// Retry-After 0 keeps the test fast; codex waits what the
 			// header says (a 1 s header costs 1 s).
-			{"with Retry-After", `headers: {Retry-After: "0"}`, 0, "After the rate limit.\n", "Reconnecting... 1/2", 2},
-			{"without Retry-After", ``, 1, "", "exceeded retry limit, last status: 429 Too Many Requests", 1},
+			{"429 with Retry-After", `{status: 429, headers: {Retry-After: "0"}}`,
+				0, "After the fault.\n", "Reconnecting... 1/2", 2},
+			{"429 without Retry-After", `{status: 429}`,
+				1, "", "exceeded retry limit, last status: 429 Too Many Requests", 1},
+			{"stream ends before response.completed", `{chunks: [{text: "Half an "}, {died: "cut"}]}`,
+				0, "After the fault.\n", "Reconnecting... 1/2", 2},
+			{"response.failed after text", `{chunks: [{text: "Half an "}, {stream_error: {type: server_error, message: boom}}]}`,
+				0, "After the fault.\n", "Reconnecting... 1/2", 2},
+			{"response.failed for quota", `{chunks: [{stream_error: {type: insufficient_quota, message: "You exceeded your current quota."}}]}`,
+				1, "", "Quota exceeded. Check your plan and billing details.", 1},
+			{"response.incomplete", `{text: "Cut by the token limit", finish: length}`,
+				1, "", "Incomplete response returned, reason: max_output_tokens", 1},
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
 				t.Parallel()
-				s := serveScenario(t, ctx, bin, fmt.Sprintf(`replies:
-  - status: 429
-    %s
-  - text: "After the rate limit."
-`, tt.headers))
+				s := serveScenario(t, ctx, bin, "replies:\n  - "+tt.first+"\n  - text: \"After the fault.\"\n")
 				r := runCodex(t, ctx, codex, s.URL, "say hello", 2)
 				if r.code != tt.code || r.stdout != tt.stdout || !strings.Contains(r.stderr, tt.stderr) {
 					t.Errorf("exit %d, stdout %q, want exit %d, %q and stderr with %q\n%s", r.code, r.stdout, tt.code, tt.stdout, tt.stderr, r.stderr)
 				}
-				f := s.finish(t)
-				if len(f.Interactions) != tt.served || f.Interactions[0].Response.Code != 429 {
-					t.Errorf("%d requests, want %d, the first answered 429", len(f.Interactions), tt.served)
+				// A retry is the same request: the same input
+				// (client_metadata is a map codex writes in a random key
+				// order, so the bytes differ).
+				reqs := requests(t, s.finish(t))
+				if len(reqs) != tt.reqs || len(reqs) == 2 && !reflect.DeepEqual(reqs[0], reqs[1]) {
+					t.Errorf("%d requests, want %d (a retry the same request)", len(reqs), tt.reqs)
 				}
 			})
-		}
-	})
-
-	t.Run("truncated", func(t *testing.T) {
-		t.Parallel()
-		s := serveScenario(t, ctx, bin, `replies:
-  - chunks: [{text: "Half an "}, {died: "cut"}]
-  - text: "Half an answer, then the whole one."
-`)
-		r := runCodex(t, ctx, codex, s.URL, "say hello", 2)
-		if r.code != 0 || r.stdout != "Half an answer, then the whole one.\n" || !strings.Contains(r.stderr, "Reconnecting... 1/2") {
-			t.Errorf("exit %d, stdout %q\n%s", r.code, r.stdout, r.stderr)
-		}
-		// The retry is the same request: the same input (client_metadata
-		// is a map codex writes in a random key order).
-		reqs := requests(t, s.finish(t))
-		if len(reqs) != 2 || !reflect.DeepEqual(reqs[0], reqs[1]) {
-			t.Errorf("%d requests, want the same request twice", len(reqs))
 		}
 	})
 
