@@ -34,8 +34,8 @@ func isResponsesBody(body string) bool {
 type reasoningItem struct {
 	index   int    // its output_index
 	id      string // its item id
-	summary []string
-	text    string // reasoning_text deltas (models that stream their reasoning)
+	summary []*strings.Builder
+	text    strings.Builder // reasoning_text deltas (models that stream their reasoning)
 	// encrypted is the last encrypted_content seen and from where: the
 	// token differs between output_item.added and .done, and the .done
 	// one is what goes back on the next request.
@@ -45,17 +45,30 @@ type reasoningItem struct {
 
 // reasoningAt is the reasoning item at output index i, made when new.
 func (r *reconstruction) reasoningAt(i int, id string) *reasoningItem {
-	for _, ri := range r.reasoning {
-		if ri.index == i {
-			if ri.id == "" {
-				ri.id = id
-			}
-			return ri
-		}
+	if r.reasoningBy == nil {
+		r.reasoningBy = map[int]*reasoningItem{}
 	}
-	ri := &reasoningItem{index: i, id: id}
-	r.reasoning = append(r.reasoning, ri)
+	ri := r.reasoningBy[i]
+	if ri == nil {
+		ri = &reasoningItem{index: i}
+		r.reasoningBy[i] = ri
+		r.reasoning = append(r.reasoning, ri)
+	}
+	if ri.id == "" && id != "" {
+		ri.id = id
+		r.noteItem(id, i)
+	}
 	return ri
+}
+
+// noteItem remembers the output index of the item with id.
+func (r *reconstruction) noteItem(id string, i int) {
+	if r.itemIndexes == nil {
+		r.itemIndexes = map[string]int{}
+	}
+	if _, ok := r.itemIndexes[id]; !ok {
+		r.itemIndexes[id] = i
+	}
 }
 
 // itemIndex is the output index an event is about: its output_index, or
@@ -64,10 +77,8 @@ func (r *reconstruction) itemIndex(ev *responses.Event) int {
 	if ev.OutputIndex != nil {
 		return *ev.OutputIndex
 	}
-	for _, ri := range r.reasoning {
-		if ev.ItemID != "" && ri.id == ev.ItemID {
-			return ri.index
-		}
+	if i, ok := r.itemIndexes[ev.ItemID]; ok && ev.ItemID != "" {
+		return i
 	}
 	return -1
 }
@@ -127,6 +138,9 @@ func (r *reconstruction) responsesEvent(typ, data string) []gist {
 			return []gist{{kind: shortType(t)}}
 		}
 		i := r.itemIndex(&ev)
+		if it.ID != "" && i >= 0 {
+			r.noteItem(it.ID, i)
+		}
 		switch it.Type {
 		case "function_call":
 			tc := r.tool(i)
@@ -167,13 +181,13 @@ func (r *reconstruction) responsesEvent(typ, data string) []gist {
 			k = *ev.SummaryIndex
 		}
 		for len(ri.summary) <= k {
-			ri.summary = append(ri.summary, "")
+			ri.summary = append(ri.summary, &strings.Builder{})
 		}
-		ri.summary[k] += str(ev.Delta)
+		ri.summary[k].WriteString(str(ev.Delta))
 		return []gist{{kind: "summary", text: str(ev.Delta)}}
 	case responses.EventReasoningTextDelta:
 		ri := r.reasoningAt(r.itemIndex(&ev), ev.ItemID)
-		ri.text += str(ev.Delta)
+		ri.text.WriteString(str(ev.Delta))
 		return []gist{{kind: "thinking", text: str(ev.Delta)}}
 	case responses.EventCompleted, responses.EventIncomplete, responses.EventFailed:
 		r.signal = t
@@ -227,11 +241,13 @@ func (r *reconstruction) terminal(t string, resp *responses.Response) string {
 }
 
 // summaries are the texts of a reasoning item's summary parts.
-func summaries(cs []responses.Content) []string {
-	var out []string
+func summaries(cs []responses.Content) []*strings.Builder {
+	var out []*strings.Builder
 	for _, c := range cs {
 		if c.Text != nil {
-			out = append(out, *c.Text)
+			b := &strings.Builder{}
+			b.WriteString(*c.Text)
+			out = append(out, b)
 		}
 	}
 	return out

@@ -143,6 +143,13 @@ func TestShowResponsesEvents(t *testing.T) {
 			ev(`{"type":"response.output_item.added","output_index":0,"item":{"id":"fc_1","type":"function_call","call_id":"call_1","name":"read","arguments":""}}`) +
 			ev(`{"type":"response.output_item.done","output_index":0,"item":{"id":"fc_1","type":"function_call","call_id":"call_1","name":"read","arguments":"{\"p\":1}"}}`),
 			[]string{`  tool call 0: read {"p":1} (call_1)`, "  signal: none (no completion signal)"}, []string{"finish:"}},
+		{"deltas naming their item only by id, calls in output order", "http://x/v1/responses", ev(created) +
+			ev(`{"type":"response.output_item.added","output_index":1,"item":{"id":"fc_1","type":"function_call","call_id":"call_1","name":"ls","arguments":""}}`) +
+			ev(`{"type":"response.output_item.added","output_index":0,"item":{"id":"fc_0","type":"function_call","call_id":"call_0","name":"cat","arguments":""}}`) +
+			ev(`{"type":"response.function_call_arguments.delta","item_id":"fc_0","delta":"{\"f\":"}`) +
+			ev(`{"type":"response.function_call_arguments.delta","item_id":"fc_1","delta":"{}"}`) +
+			ev(`{"type":"response.function_call_arguments.delta","item_id":"fc_0","delta":"1}"}`),
+			[]string{`  tool call 0: cat {"f":1} (call_0)`, `  tool call 1: ls {} (call_1)`}, nil},
 		{"incomplete", "http://x/v1/responses", ev(`{"type":"response.incomplete","response":{"id":"r","status":"incomplete","incomplete_details":{"reason":"content_filter"}}}`),
 			[]string{`  chunk 0 at +0s, 158 B: incomplete content_filter`, "  finish: incomplete (content_filter)", "  signal: response.incomplete"}, nil},
 		{"failed, with a code and without", "http://x/v1/responses",

@@ -169,10 +169,10 @@ func showInteraction(p *printer, i int, it *cassette.Interaction) {
 	for _, ri := range r.reasoning {
 		p.printf("  %s\n", describeReasoning(ri))
 		for k, s := range ri.summary {
-			p.printf("  reasoning %d summary %d: %s\n", ri.index, k, quote(s))
+			p.printf("  reasoning %d summary %d: %s\n", ri.index, k, quote(s.String()))
 		}
-		if ri.text != "" {
-			p.printf("  reasoning %d text: %s\n", ri.index, quote(ri.text))
+		if ri.text.Len() > 0 {
+			p.printf("  reasoning %d text: %s\n", ri.index, quote(ri.text.String()))
 		}
 	}
 	if r.thinking.Len() > 0 || r.signatures > 0 {

@@ -130,6 +130,7 @@ func (e *wireError) String() string {
 type toolCall struct {
 	id, name string
 	args     strings.Builder
+	key      int // its index in the stream (a Responses output_index)
 }
 
 // reconstruction is what a body says, put together from its events (or
@@ -150,10 +151,12 @@ type reconstruction struct {
 
 	// The Responses API's own: its reasoning items, what was refused, and
 	// the usage of the terminal event (see responses.go).
-	wire      string
-	reasoning []*reasoningItem
-	refusal   strings.Builder
-	usage     *responses.Usage
+	wire        string
+	reasoning   []*reasoningItem
+	reasoningBy map[int]*reasoningItem // by output index
+	itemIndexes map[string]int         // item id → output index
+	refusal     strings.Builder
+	usage       *responses.Usage
 
 	// For a stream: what the events that end in each chunk say, and how
 	// many bytes of each chunk belong to an event that does not end in it.
@@ -167,7 +170,7 @@ func (r *reconstruction) tool(key int) *toolCall {
 	}
 	t := r.byKey[key]
 	if t == nil {
-		t = &toolCall{}
+		t = &toolCall{key: key}
 		r.byKey[key] = t
 		r.tools = append(r.tools, t)
 	}
@@ -216,6 +219,10 @@ func reconstruct(it *cassette.Interaction) *reconstruction {
 			start += len(chunks[j].Data)
 		}
 		r.partial = tail
+		if r.wire == wireResponses {
+			// The calls in output order, as the client hands them over.
+			sort.SliceStable(r.tools, func(a, b int) bool { return r.tools[a].key < r.tools[b].key })
+		}
 		return r
 	}
 	if r.wire != wireResponses || !r.responsesComplete(body) {
