@@ -287,3 +287,42 @@ func TestShowResponsesLibrary(t *testing.T) {
 		})
 	}
 }
+
+// TestShowResponsesCutAnywhere: a Responses stream cut at any byte (a
+// reset can leave any prefix) shows without failing: what it says is a
+// prefix of what the whole stream says, no call appears before its item
+// does, and only the whole stream has a completion signal.
+func TestShowResponsesCutAnywhere(t *testing.T) {
+	whole := realResponses(t, "A8")
+	it := whole.Interactions[0]
+	body := it.Response.Body
+	full := reconstruct(it)
+	step := 3 // a cut every 3 bytes; every 29 under -race or -short
+	if testing.Short() || raceEnabled {
+		step = 29
+	}
+	for n := 0; ; n = min(n+step, len(body)) {
+		cut := it.Clone()
+		cut.Response.Body = body[:n]
+		cut.Stream.Chunks = []cassette.Chunk{{Data: body[:n]}}
+		var b strings.Builder
+		if err := Show(&b, &cassette.File{Version: cassette.FormatVersion, Interactions: []*cassette.Interaction{cut}}); err != nil {
+			t.Fatal(err)
+		}
+		r := reconstruct(cut)
+		if len(r.tools) > len(full.tools) || r.unparsed != 0 {
+			t.Fatalf("cut at %d: %d calls, %d unparsed", n, len(r.tools), r.unparsed)
+		}
+		for i, tc := range r.tools {
+			if want := full.tools[i]; tc.name != want.name || tc.id != want.id || !strings.HasPrefix(want.args.String(), tc.args.String()) {
+				t.Fatalf("cut at %d: call %d is %s %s %q", n, i, tc.name, tc.id, tc.args.String())
+			}
+		}
+		if done := r.signal != ""; done != (n == len(body)) || len(r.tools) == len(full.tools) && r.finish == "" && n == len(body) {
+			t.Fatalf("cut at %d of %d: signal %q, finish %q", n, len(body), r.signal, r.finish)
+		}
+		if n == len(body) {
+			break
+		}
+	}
+}

@@ -1,0 +1,5 @@
+//go:build race
+
+package edit
+
+const raceEnabled = true
