@@ -367,11 +367,11 @@ func TestCodex(t *testing.T) {
 			// A 429 with Retry-After (0 s, to keep the test fast) before
 			// the first model request.
 			{"429@0:retry-after=0", 3},
-			// The answer's stream keeps none of its recorded chunks: a
-			// 200 that ends cleanly with no event (inject cuts at the
-			// recorded chunks, and the proxy read this fast stream in
-			// one); the retry gets the recorded stream.
-			{"truncate@1:chunk=0,recover=true", 3},
+			// The answer's stream ends cleanly after its first text
+			// delta, with no response.completed (cut by events: the
+			// proxy read this fast stream in one chunk); the retry gets
+			// the recorded stream.
+			{fmt.Sprintf("truncate@1:event=%d,recover=true", strings.Count(answer[:cut], "\n\n")), 3},
 			// The answer cut by a reset after its first text delta.
 			{fmt.Sprintf("reset@1:byte=%d,recover=true", cut), 3},
 		} {

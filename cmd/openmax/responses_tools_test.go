@@ -268,7 +268,11 @@ func TestResponsesRealRecordings(t *testing.T) {
 // retry runs each call once.
 func TestResponsesInjectThroughEngine(t *testing.T) {
 	dir := t.TempDir()
-	src := map[string]string{"A8": importInto(t, realA8, dir, "A8.yaml"), "A10": importInto(t, realA10, dir, "A10.yaml")}
+	// The library's plain Responses session was served fast, so its whole
+	// stream is one recorded chunk: only event=K cuts inside it.
+	src := map[string]string{"A8": importInto(t, realA8, dir, "A8.yaml"), "A10": importInto(t, realA10, dir, "A10.yaml"),
+		"plain": filepath.Join(libraryDir, "responses_plain.yaml")}
+	const plainText = `"message_done","text":"Hello from the Responses API."`
 	const a10Text = `"message_done","text":"In the bustling city of Detroit, a sleek, metallic blue sedan rolled off the"`
 	const a8Text = `"message_done","text":"The sum of 2 and 3 is **5**, and the product of 2 and 3 is **6**."`
 	tests := []struct {
@@ -285,6 +289,10 @@ func TestResponsesInjectThroughEngine(t *testing.T) {
 		{"A10", "stream-error@0:chunk=9", 1, []string{`"token","text":" of"`, `"error","message":"server_error: The server had an error while processing your request. Sorry about that!"`, `"done","stop_reason":"error"`}, []string{`"retry"`, "message_done"}, 0},
 		{"A10", "truncate@0:chunk=9", 0, []string{`"message_done","text":"In the bustling city of"`, "stream ended before response.completed", `"done","stop_reason":"truncated"`}, []string{`"retry"`}, 0},
 		{"A10", "truncate@0:chunk=2,recover=true", 0, []string{`"retry"`, "stream ended before response.completed", a10Text}, nil, 0},
+		{"plain", "truncate@0:event=5", 0, []string{`"token","text":"Hello from "`, `"message_done","text":"Hello from "`, "stream ended before response.completed, after 5 events", `"done","stop_reason":"truncated"`}, []string{`"retry"`, "the Responses API."}, 0},
+		{"plain", "truncate@0:event=2,recover=true", 0, []string{`"retry"`, "after 2 events (last response.in_progress)", plainText, `"stop_reason":"completed"`}, nil, 0},
+		{"plain", "stream-error@0:event=5", 1, []string{`"token","text":"Hello from "`, `"error","message":"server_error: `, `"done","stop_reason":"error"`}, []string{`"retry"`, "message_done"}, 0},
+		{"plain", "stream-error@0:event=4,code=rate_limit_exceeded,recover=true", 0, []string{`"retry","attempt":2,"max_attempts":4,"reason":"rate_limit_exceeded: `, plainText}, nil, 0},
 		{"A8", "503@1", 0, []string{`"tool_end","call_id":"call_ZckkKeJQwcJPC27VXT61xFLf","ok":true,"output":"5"`, `"output":"6"`, `"retry"`, "HTTP 503", a8Text, `"stop_reason":"completed"`}, nil, 2},
 		{"A8", "stream-error@0:chunk=6,recover=true", 0, []string{`"retry"`, "server_error", `"tool_start","call_id":"call_ZckkKeJQwcJPC27VXT61xFLf","name":"add"`, `"tool_start","call_id":"call_M9h2AZgoLEv6q5gkex1QMtm2","name":"multiply"`, a8Text}, nil, 2},
 		{"A8", "stream-error@1:chunk=10", 1, []string{`"output":"6"`, `"error","message":"server_error`, `"done","stop_reason":"error"`}, []string{`"retry"`, "message_done"}, 2},

@@ -52,8 +52,17 @@ type Op struct {
 	// interaction (0-based) whose body is cut.
 	Interaction int
 	// Chunk is, for truncate, how many chunks are kept (chunks [0,Chunk));
-	// for stream_error, the chunk replaced by the error event.
+	// for stream_error, the chunk replaced by the error event. Unused when
+	// ByEvent is set.
 	Chunk int
+	// ByEvent makes truncate and stream_error cut between events instead
+	// of chunks: Event is how many whole events of the body are kept (as
+	// provider/sse reads them), then the body ends cleanly (truncate) or
+	// the error event follows (stream_error). A cut that does not depend on
+	// how the recorded bytes happened to be chunked: a fast server's whole
+	// stream is often one chunk.
+	ByEvent bool
+	Event   int
 	// Byte is, for reset, how many bytes of the body are kept before the
 	// reset.
 	Byte int
@@ -294,12 +303,54 @@ func truncate(f *cassette.File, op Op) error {
 	if err != nil {
 		return err
 	}
+	if op.ByEvent {
+		at, err := eventOffset(it, op)
+		if err != nil {
+			return err
+		}
+		kept, _, _ := cutChunks(it.Chunks(), at)
+		setBody(it, kept, nil, op)
+		return nil
+	}
 	chunks, err := chunkRange(it, op.Interaction, op.Chunk)
 	if err != nil {
 		return err
 	}
 	setBody(it, append([]cassette.Chunk(nil), chunks[:op.Chunk]...), nil, op)
 	return nil
+}
+
+// eventOffset is the offset in interaction it's body just past its first
+// op.Event events.
+func eventOffset(it *cassette.Interaction, op Op) (int, error) {
+	spans, _ := sse.Split(it.Body())
+	if op.Event > len(spans) {
+		return 0, fmt.Errorf("event=%d: interaction %d's body has %s", op.Event, op.Interaction, plural(len(spans), "event"))
+	}
+	if op.Event == 0 {
+		return 0, nil
+	}
+	return spans[op.Event-1].End, nil
+}
+
+// cutChunks keeps the first n bytes of chunks, splitting the chunk that
+// straddles the cut (its kept part arrives when the chunk did). at is when
+// the first dropped byte would have arrived; cut is false when nothing was
+// dropped.
+func cutChunks(chunks []cassette.Chunk, n int) (kept []cassette.Chunk, at time.Duration, cut bool) {
+	got := 0
+	for _, c := range chunks {
+		if got+len(c.Data) <= n {
+			kept = append(kept, c)
+			got += len(c.Data)
+			continue
+		}
+		if got < n {
+			kept = append(kept, cassette.Chunk{At: c.At, Data: c.Data[:n-got]})
+		}
+		return kept, c.At, true
+	}
+	return kept, 0, false
 }
 
 func reset(f *cassette.File, op Op) error {
@@ -315,23 +366,9 @@ func reset(f *cassette.File, op Op) error {
 	if op.Byte > total {
 		return fmt.Errorf("byte=%d is past the end of interaction %d's body (%d B)", op.Byte, op.Interaction, total)
 	}
-	var kept []cassette.Chunk
-	var at time.Duration
-	n, cut := 0, false
-	for _, c := range chunks {
-		if n+len(c.Data) <= op.Byte {
-			kept = append(kept, c)
-			n += len(c.Data)
-			continue
-		}
-		// c straddles the cut or lies past it: the reset comes when it
-		// would have arrived.
-		if n < op.Byte {
-			kept = append(kept, cassette.Chunk{At: c.At, Data: c.Data[:op.Byte-n]})
-		}
-		at, cut = c.At, true
-		break
-	}
+	// A chunk straddling the cut or lying past it: the reset comes when
+	// it would have arrived.
+	kept, at, cut := cutChunks(chunks, op.Byte)
 	if !cut {
 		at = it.End()
 	}
@@ -354,6 +391,19 @@ func streamError(f *cassette.File, op Op) error {
 			ct = "none"
 		}
 		return fmt.Errorf("interaction %d is not an event stream (Content-Type %s), so it takes no in-stream error", op.Interaction, ct)
+	}
+	if op.ByEvent {
+		off, err := eventOffset(it, op)
+		if err != nil {
+			return err
+		}
+		kept, at, cut := cutChunks(it.Chunks(), off)
+		if !cut {
+			at = it.End()
+		}
+		kept = append(kept, cassette.Chunk{At: at, Data: wireErrorEvent(it, it.Body()[:off], op.Code)})
+		setBody(it, kept, nil, op)
+		return nil
 	}
 	chunks, err := chunkRange(it, op.Interaction, op.Chunk)
 	if err != nil {
@@ -378,15 +428,19 @@ func streamError(f *cassette.File, op Op) error {
 			lead = r + "\n\n"
 		}
 	}
-	var ev string
-	if w := wireOf(it); w == wireResponses {
-		ev = failedEvent(prefix.String()+lead, it.Body(), op.Code)
-	} else {
-		ev = errorEvent(w, op.Code)
-	}
+	ev := wireErrorEvent(it, prefix.String()+lead, op.Code)
 	kept = append(kept, cassette.Chunk{At: chunks[op.Chunk].At, Data: lead + ev})
 	setBody(it, kept, nil, op)
 	return nil
+}
+
+// wireErrorEvent is the in-stream error event of interaction it's wire,
+// following the kept part of its body.
+func wireErrorEvent(it *cassette.Interaction, kept, code string) string {
+	if w := wireOf(it); w != wireResponses {
+		return errorEvent(w, code)
+	}
+	return failedEvent(kept, it.Body(), code)
 }
 
 // validCode reports whether s may be an error code: a non-empty run of

@@ -23,12 +23,14 @@ import (
 //	                 insert that status before interaction N; the same
 //	                 optional keys
 //	truncate@N       keep the first K chunks of interaction N's body and
-//	                 end it cleanly; chunk=K required
+//	                 end it cleanly; chunk=K required, or event=K: keep
+//	                 its first K events (however the bytes were chunked)
 //	reset@N          keep the first B bytes of interaction N's body, then
 //	                 reset the connection; byte=B required
 //	stream-error@N   replace chunk K of interaction N's body with an
 //	                 in-stream error event and drop the rest; chunk=K
-//	                 required (stream_error is accepted too); optional
+//	                 required, or event=K: the error event follows the
+//	                 body's first K events (stream_error is accepted too); optional
 //	                 code=CODE, the error's code, such as
 //	                 rate_limit_exceeded (default server_error, or
 //	                 overloaded_error on Anthropic's wire)
@@ -115,9 +117,9 @@ func ParseOp(spec string) (Op, error) {
 	case KindRateLimit, KindServerError:
 		allowed = []string{"retry-after", "retry-after-ms"}
 	case KindTruncate:
-		allowed, required = []string{"chunk", "recover"}, "chunk"
+		allowed, required = []string{"chunk", "event", "recover"}, "chunk"
 	case KindStreamError:
-		allowed, required = []string{"chunk", "code", "recover"}, "chunk"
+		allowed, required = []string{"chunk", "event", "code", "recover"}, "chunk"
 	case KindReset:
 		allowed, required = []string{"byte", "recover"}, "byte"
 	}
@@ -170,18 +172,27 @@ func ParseOp(spec string) (Op, error) {
 					return fail("recover=%s is not true or false", val)
 				}
 				op.Recover = b
-			case "chunk", "byte":
+			case "chunk", "byte", "event":
 				v, err := strconv.Atoi(val)
 				if err != nil || v < 0 {
 					return fail("%s=%s is not a non-negative integer", key, val)
 				}
-				if key == "chunk" {
+				switch key {
+				case "chunk":
 					op.Chunk = v
-				} else {
+				case "event":
+					op.Event, op.ByEvent = v, true
+				default:
 					op.Byte = v
 				}
 			}
 		}
+	}
+	if seen["chunk"] && seen["event"] {
+		return fail("give chunk or event, not both")
+	}
+	if required == "chunk" && seen["event"] {
+		required = "" // event=K cuts instead
 	}
 	if required != "" && !seen[required] {
 		return fail("%s needs %s=N (%s)", displayKind(op), required, requiredHint(op.Kind))
@@ -192,9 +203,9 @@ func ParseOp(spec string) (Op, error) {
 func requiredHint(kind string) string {
 	switch kind {
 	case KindTruncate:
-		return "how many chunks to keep"
+		return "how many chunks to keep, or event=N: how many events"
 	case KindStreamError:
-		return "the chunk the error event replaces"
+		return "the chunk the error event replaces, or event=N: how many events come before it"
 	}
 	return "how many bytes to keep before the reset"
 }
@@ -260,6 +271,14 @@ func contains(list []string, s string) bool {
 	return false
 }
 
+// cut is the option saying where a truncate or stream-error cuts.
+func (op Op) cut() string {
+	if op.ByEvent {
+		return "event=" + strconv.Itoa(op.Event)
+	}
+	return "chunk=" + strconv.Itoa(op.Chunk)
+}
+
 // String renders op in ParseOp's syntax.
 func (op Op) String() string {
 	var opts []string
@@ -279,13 +298,13 @@ func (op Op) String() string {
 		}
 	case KindTruncate:
 		kind, n = "truncate", op.Interaction
-		opts = append(opts, "chunk="+strconv.Itoa(op.Chunk))
+		opts = append(opts, op.cut())
 	case KindReset:
 		kind, n = "reset", op.Interaction
 		opts = append(opts, "byte="+strconv.Itoa(op.Byte))
 	case KindStreamError:
 		kind, n = "stream-error", op.Interaction
-		opts = append(opts, "chunk="+strconv.Itoa(op.Chunk))
+		opts = append(opts, op.cut())
 		if op.Code != "" {
 			opts = append(opts, "code="+op.Code)
 		}
