@@ -5,8 +5,9 @@ package tape
 // needs to end as it did:
 //
 //   - A rejection recorded from an endpoint the harness has no client for
-//     (an OpenAI Responses request the vendor refused) answers the
-//     harness's request in its place: an error body is the same object on
+//     (a vendor refusing a request to another of its endpoints; the three
+//     wires the harness speaks are replayed by their own clients) answers
+//     the harness's request in its place: an error body is the same object on
 //     every endpoint of the vendor, so the engine sees the rejection the
 //     recording's client saw (see importer.Session).
 //   - When the last recorded reply asks for tools, nothing recorded what
