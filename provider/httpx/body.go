@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"strings"
 
@@ -68,4 +69,12 @@ func ReadFailure(err error, what string) error {
 		return fmt.Errorf("%w: %s: connection closed mid-response (%w)", provider.ErrIncomplete, what, err)
 	}
 	return fmt.Errorf("%w: %s: %w", provider.ErrIncomplete, what, err)
+}
+
+// IsJSON reports whether a Content-Type names JSON (application/json or a
+// +json type): a whole reply or an error object rather than an event
+// stream.
+func IsJSON(contentType string) bool {
+	mt, _, err := mime.ParseMediaType(contentType)
+	return err == nil && (mt == "application/json" || strings.HasSuffix(mt, "+json"))
 }

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"iter"
-	"mime"
 	"net/http"
 	"sort"
 	"strings"
@@ -27,7 +26,7 @@ func read(ctx context.Context, resp *http.Response, maxBytes int64, yield func(p
 		return
 	}
 	ct := resp.Header.Get("Content-Type")
-	if mt, _, err := mime.ParseMediaType(ct); err == nil && (mt == "application/json" || strings.HasSuffix(mt, "+json")) {
+	if httpx.IsJSON(ct) {
 		readWhole(ctx, body, yield)
 		return
 	}
@@ -291,7 +290,6 @@ func errorFrame(raw json.RawMessage) *provider.StreamError {
 	}
 	return se
 }
-
 
 func cut(s string) string {
 	s = strings.TrimSpace(s)

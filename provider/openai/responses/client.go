@@ -24,30 +24,9 @@ const DefaultBaseURL = openai.DefaultBaseURL
 // back on the next request of a conversation that is not stored.
 const IncludeEncryptedReasoning = "reasoning.encrypted_content"
 
-// Config configures a Client.
-type Config struct {
-	// APIKey is sent as a bearer token. Required.
-	APIKey string
-	// BaseURL is the API root; requests go to BaseURL + Path.
-	// Empty means DefaultBaseURL.
-	BaseURL string
-	// Model is the model name sent when the request names none. Required.
-	Model string
-	// HTTP sends the requests; nil means a zero httpx.Client.
-	HTTP *httpx.Client
-}
-
-// String describes the configuration without its key.
-func (c Config) String() string {
-	key := "(none)"
-	if c.APIKey != "" {
-		key = "(set)"
-	}
-	return fmt.Sprintf("responses.Config{BaseURL: %q, Model: %q, APIKey: %s}", c.BaseURL, c.Model, key)
-}
-
-// GoString is String, so %#v does not print the key either.
-func (c Config) GoString() string { return c.String() }
+// Config configures a Client: the same settings as the Chat Completions
+// client's (BaseURL is the API root; requests go to BaseURL + Path).
+type Config = openai.Config
 
 // Client streams Responses API replies. It is safe for concurrent use.
 type Client struct {
@@ -72,7 +51,7 @@ func (c *Client) GoString() string { return c.String() }
 // New checks cfg and returns a client. A missing key is an error wrapping
 // provider.ErrMissingKey.
 func New(cfg Config) (*Client, error) {
-	ep, err := openai.Config(cfg).Endpoint(Path)
+	ep, err := cfg.Endpoint(Path)
 	if err != nil {
 		return nil, fmt.Errorf("responses: %w", err)
 	}

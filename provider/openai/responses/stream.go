@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"iter"
-	"mime"
 	"net/http"
 	"slices"
 	"strings"
@@ -52,7 +51,7 @@ func read(ctx context.Context, resp *http.Response, maxBytes int64, yield func(p
 		return
 	}
 	ct := resp.Header.Get("Content-Type")
-	if mt, _, err := mime.ParseMediaType(ct); err == nil && (mt == "application/json" || strings.HasSuffix(mt, "+json")) {
+	if httpx.IsJSON(ct) {
 		readWhole(ctx, body, yield)
 		return
 	}
@@ -465,7 +464,6 @@ func errorEvent(e *Event, data []byte) *provider.StreamError {
 	}
 	return se
 }
-
 
 // contentText is the text of a message content part: its text, or its
 // refusal.
