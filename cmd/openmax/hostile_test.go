@@ -29,6 +29,7 @@ import (
 // hostileWire is one vendor API the harness speaks.
 type hostileWire struct {
 	provider, keyEnv, path string
+	flags                  []string // the wire's own flags
 	head                   string // what a well-behaved reply starts with
 	token                  string // one reply-text event
 }
@@ -37,6 +38,11 @@ var (
 	openaiWire = hostileWire{
 		provider: "openai", keyEnv: "OPENAI_API_KEY", path: "/v1",
 		token: `data: {"id":"x","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"tok "},"finish_reason":null}]}` + "\n\n",
+	}
+	responsesWire = hostileWire{
+		provider: "openai", keyEnv: "OPENAI_API_KEY", path: "/v1", flags: []string{"--api", "responses"},
+		head: "event: response.created\ndata: {\"type\":\"response.created\",\"sequence_number\":0,\"response\":{\"id\":\"resp_1\",\"status\":\"in_progress\",\"output\":[]}}\n\n",
+		token: "event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"sequence_number\":1,\"item_id\":\"msg_1\",\"output_index\":0,\"content_index\":0,\"delta\":\"tok \"}\n\n",
 	}
 	anthropicWire = hostileWire{
 		provider: "anthropic", keyEnv: "ANTHROPIC_API_KEY",
@@ -86,6 +92,16 @@ func TestHostileProviders(t *testing.T) {
 			[]string{"--max-reply-bytes", "256KiB"}, wire.StopTruncated, "passed 256 KiB (max reply bytes)", true},
 		{"endless tokens (anthropic)", anthropicWire, func(w hostileWire) http.HandlerFunc { return hostiletest.Endless(w.head, w.token, false, 0) },
 			[]string{"--max-reply-bytes", "256KiB"}, wire.StopTruncated, "passed 256 KiB (max reply bytes)", true},
+		{"no headers (responses)", responsesWire, func(hostileWire) http.HandlerFunc { return noHeaders },
+			[]string{"--header-timeout", "200ms", "--max-attempts", "1"}, wire.StopError, "no response headers within 200ms (header timeout)", false},
+		{"data lines with no blank line (responses)", responsesWire, func(w hostileWire) http.HandlerFunc {
+			return hostiletest.Endless(w.head+"event: response.output_text.delta\n", dataLines, false, 0)
+		}, nil, wire.StopTruncated, "passed 16 MiB with no blank line to end it (SSE event cap)", false},
+		{"gzip bomb of tokens (responses)", responsesWire, func(w hostileWire) http.HandlerFunc { return hostiletest.Endless(w.head, w.token, true, 0) },
+			[]string{"--max-reply-bytes", "2MiB"}, wire.StopTruncated, "the response body passed 2 MiB (max reply bytes)", true},
+		{"token drip under the idle timeout (responses)", responsesWire, func(w hostileWire) http.HandlerFunc {
+			return hostiletest.Endless(w.head, w.token, false, 50*time.Millisecond)
+		}, []string{"--idle-timeout", "300ms", "--reply-timeout", "700ms"}, wire.StopTruncated, "(reply timeout)", true},
 		{"drip under the idle timeout (anthropic)", anthropicWire, func(w hostileWire) http.HandlerFunc {
 			return hostiletest.Endless(w.head, ": drip\n", false, 50*time.Millisecond)
 		}, []string{"--idle-timeout", "300ms", "--reply-timeout", "700ms"}, wire.StopTruncated, "(reply timeout)", false},
@@ -175,7 +191,8 @@ func runHostile(t *testing.T, bin string, w hostileWire, base string, flags []st
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	env := trustedBinaryEnv(t, ctx, bin, dir, "", w.keyEnv+"=sk-hostile-test")
-	args := append([]string{"--stdio", "--provider", w.provider, "--base-url", base + w.path, "--project", dir}, flags...)
+	args := append([]string{"--stdio", "--provider", w.provider, "--base-url", base + w.path, "--project", dir}, w.flags...)
+	args = append(args, flags...)
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env = env
 	cmd.Stdin = strings.NewReader(`{"cmd":"user","text":"go"}` + "\n")
