@@ -1,0 +1,113 @@
+package core
+
+import (
+	"context"
+	"encoding/json"
+)
+
+// HookEvent names a point of a turn where hooks run. Two events are
+// intercepts, whose hooks may refuse what is about to happen; the others
+// are observe-only notifications, whose hooks can never change the turn.
+type HookEvent string
+
+// The hook events.
+const (
+	// HookUserPromptSubmit is an intercept run on a user prompt before it
+	// reaches the model (payload PromptPayload). A refusal ends the turn
+	// with stop_reason blocked and nothing is sent to the model.
+	HookUserPromptSubmit HookEvent = "user_prompt_submit"
+	// HookTurnEnd is an intercept run on a completed model reply that
+	// asks for no tools (payload TurnEndPayload). A refusal puts its
+	// reason in the transcript as a user message and the turn continues.
+	HookTurnEnd HookEvent = "turn_end"
+
+	// HookTurnStart is observed once a prompt is admitted into the
+	// transcript, before the first model request (payload PromptPayload).
+	HookTurnStart HookEvent = "turn_start"
+	// HookToolStart is observed before a tool call runs (ToolStartPayload).
+	HookToolStart HookEvent = "tool_start"
+	// HookToolEnd is observed after a tool call returned (ToolEndPayload).
+	HookToolEnd HookEvent = "tool_end"
+	// HookTurnDone is observed when the turn has ended, before done goes
+	// out (payload TurnDonePayload).
+	HookTurnDone HookEvent = "turn_done"
+)
+
+// Intercept reports whether hooks of the event may refuse (an intercept)
+// rather than only observe.
+func (e HookEvent) Intercept() bool {
+	return e == HookUserPromptSubmit || e == HookTurnEnd
+}
+
+// MaxContinuations is how many turn_end refusals one turn honors; the
+// next one ends the turn with stop_reason unverified.
+const MaxContinuations = 8
+
+// HookVerdict is the outcome of an intercept. The zero value allows.
+type HookVerdict struct {
+	Refused bool
+	Reason  string // the refusal as the model will read it
+	Hook    string // the refusing hook's name
+}
+
+// HookFailure is a hook that did not run or did not answer usably; the
+// engine reports each one as hook_failed and the turn proceeds.
+type HookFailure struct {
+	Hook   string
+	Event  HookEvent
+	Detail string
+}
+
+// Hooks runs the configured hooks of a session. Implementations (package
+// core/hook) decide how a failing intercept hook counts: fail-open means
+// a HookFailure and an allowing verdict; fail-closed means a HookFailure
+// and a refusing verdict. The engine reports every failure as hook_failed
+// and honors the verdict as given.
+type Hooks interface {
+	// Intercept runs the hooks of an intercept event in order until one
+	// refuses. payload is one of the *Payload types of this package.
+	Intercept(ctx context.Context, event HookEvent, payload any) (HookVerdict, []HookFailure)
+	// Observe notifies the hooks of an event; it cannot refuse.
+	Observe(ctx context.Context, event HookEvent, payload any) []HookFailure
+	// Close stops any persistent hook processes.
+	Close() error
+}
+
+// PromptPayload is the payload of user_prompt_submit and turn_start.
+type PromptPayload struct {
+	SessionID string `json:"session_id"`
+	Prompt    string `json:"prompt"`
+}
+
+// TurnEndPayload is the payload of turn_end: the completed reply, and how
+// many refusals were honored before this attempt and how many are left.
+type TurnEndPayload struct {
+	SessionID         string `json:"session_id"`
+	Text              string `json:"text"`
+	StopReason        string `json:"stop_reason"`
+	Continuation      int    `json:"continuation"`
+	ContinuationsLeft int    `json:"continuations_left"`
+}
+
+// ToolStartPayload is the payload of tool_start.
+type ToolStartPayload struct {
+	SessionID string          `json:"session_id"`
+	CallID    string          `json:"call_id"`
+	Name      string          `json:"name"`
+	Args      json.RawMessage `json:"args"`
+}
+
+// ToolEndPayload is the payload of tool_end.
+type ToolEndPayload struct {
+	SessionID string `json:"session_id"`
+	CallID    string `json:"call_id"`
+	Name      string `json:"name"`
+	OK        bool   `json:"ok"`
+	Output    string `json:"output"`
+}
+
+// TurnDonePayload is the payload of turn_done.
+type TurnDonePayload struct {
+	SessionID  string `json:"session_id"`
+	StopReason string `json:"stop_reason"`
+}
