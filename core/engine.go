@@ -78,6 +78,12 @@ type Emit func(wire.Event)
 // stop_reason cancelled.
 func (e *Engine) RunTurn(ctx context.Context, s *Session, text string, emit Emit) (stop string) {
 	t := &turn{e: e, s: s, emit: emit}
+	if e.Hooks != nil {
+		// Runs after the recover below has settled stop.
+		defer func() {
+			t.observe(context.WithoutCancel(ctx), HookTurnDone, TurnDonePayload{SessionID: s.ID, StopReason: stop})
+		}()
+	}
 	defer func() {
 		if r := recover(); r != nil {
 			e.panicked(r)
@@ -85,11 +91,17 @@ func (e *Engine) RunTurn(ctx context.Context, s *Session, text string, emit Emit
 			stop = wire.StopError
 		}
 	}()
+	if e.Hooks != nil {
+		if stop := t.submit(ctx, text); stop != "" {
+			return stop
+		}
+	}
 	err := s.append(provider.Message{Role: provider.RoleUser, Text: text})
 	emit(e.budget(s))
 	if err != nil {
 		emit(wire.Error{Message: err.Error()})
 		return wire.StopError
 	}
+	t.observe(ctx, HookTurnStart, PromptPayload{SessionID: s.ID, Prompt: text})
 	return t.run(ctx)
 }

@@ -3,6 +3,10 @@ package core
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+
+	"github.com/openmax/openmax/core/wire"
+	"github.com/openmax/openmax/provider"
 )
 
 // HookEvent names a point of a turn where hooks run. Two events are
@@ -110,4 +114,92 @@ type ToolEndPayload struct {
 type TurnDonePayload struct {
 	SessionID  string `json:"session_id"`
 	StopReason string `json:"stop_reason"`
+}
+
+// hookFailed reports each failure as hook_failed.
+func (t *turn) hookFailed(fs []HookFailure) {
+	for _, f := range fs {
+		t.emit(wire.HookFailed{Hook: f.Hook, Event: string(f.Event), Detail: f.Detail})
+	}
+}
+
+// observe notifies the observe-only hooks of event; their failures are
+// reported and never change the turn.
+func (t *turn) observe(ctx context.Context, event HookEvent, payload any) {
+	if t.e.Hooks == nil {
+		return
+	}
+	t.hookFailed(t.e.Hooks.Observe(ctx, event, payload))
+}
+
+// submit runs the user_prompt_submit intercept on text. When a hook
+// refuses, the prompt never enters the transcript (it is not sent to the
+// model, now or later); a harness note saying that a prompt was blocked,
+// by which hook and why, is written to the session instead, then budget
+// opens the turn, harness_note reports the note and the turn ends blocked.
+// It returns "" when the prompt may go on.
+func (t *turn) submit(ctx context.Context, text string) (stop string) {
+	v, fails := t.e.Hooks.Intercept(ctx, HookUserPromptSubmit, PromptPayload{SessionID: t.s.ID, Prompt: text})
+	t.hookFailed(fails)
+	if !v.Refused {
+		return ""
+	}
+	note := blockedNote(v)
+	err := t.s.append(provider.Message{Role: provider.RoleUser, Text: note})
+	t.emit(t.e.budget(t.s))
+	if err != nil {
+		t.emit(wire.Error{Message: err.Error()})
+		return wire.StopError
+	}
+	t.emit(wire.HarnessNote{Text: note})
+	return wire.StopBlocked
+}
+
+// blockedNote is the transcript's record of a blocked prompt.
+func blockedNote(v HookVerdict) string {
+	reason := v.Reason
+	if reason == "" {
+		reason = "no reason given"
+	}
+	return fmt.Sprintf("[openmax] A user prompt was blocked by hook %q and was not sent: %s", v.Hook, reason)
+}
+
+// turnEnd runs the turn_end intercept on a completed reply that asks for
+// no tools. On a refusal the reason goes into the transcript as a user
+// message, persisted before turn_refused goes out, and again is true: the
+// turn makes another model request. The refusal after MaxContinuations
+// honored ones, or one that cannot be persisted, ends the turn
+// unverified. Otherwise stop is the turn's stop_reason.
+func (t *turn) turnEnd(ctx context.Context, r reply, stop string) (again bool, _ string) {
+	left := MaxContinuations - t.refusals
+	v, fails := t.e.Hooks.Intercept(ctx, HookTurnEnd, TurnEndPayload{
+		SessionID: t.s.ID, Text: r.text, StopReason: stop,
+		Continuation: t.refusals, ContinuationsLeft: left,
+	})
+	t.hookFailed(fails)
+	switch {
+	case !v.Refused:
+		return false, stop
+	case ctx.Err() != nil:
+		return false, wire.StopCancelled
+	case left <= 0:
+		return false, wire.StopUnverified
+	}
+	reason := v.Reason
+	if reason == "" {
+		reason = fmt.Sprintf("hook %q refused the reply without a reason", v.Hook)
+	}
+	if r.text == "" {
+		// turn_refused follows the refused completion's message_done.
+		t.emit(wire.MessageDone{})
+	}
+	if err := t.s.append(provider.Message{Role: provider.RoleUser, Text: reason}); err != nil {
+		// The stop_reason says it all: an error line would claim the
+		// turn failed (the checker and the spec allow one only before
+		// error or truncated), while the reply stands, unverified.
+		return false, wire.StopUnverified
+	}
+	t.emit(wire.TurnRefused{Hook: v.Hook, Reason: reason, Continuation: t.refusals, ContinuationsLeft: left})
+	t.refusals++
+	return true, ""
 }

@@ -30,6 +30,7 @@ func (t *turn) runTools(ctx context.Context, calls []provider.ToolCall) string {
 		args, argErr := objectArgs(c.Args)
 		shown := displayArgs(args)
 		t.emit(wire.ToolStart{CallID: c.ID, Name: c.Name, Args: shown})
+		t.observe(ctx, HookToolStart, ToolStartPayload{SessionID: t.s.ID, CallID: c.ID, Name: c.Name, Args: shown})
 		var res tool.Result
 		var crash any
 		switch tl, ok := t.e.Tools.Lookup(c.Name); {
@@ -52,6 +53,7 @@ func (t *turn) runTools(ctx context.Context, calls []provider.ToolCall) string {
 		}
 		perr := t.s.append(provider.Message{Role: provider.RoleTool, CallID: c.ID, Text: res.Output, IsError: !res.OK})
 		t.emit(wire.ToolEnd{CallID: c.ID, OK: res.OK, Output: res.Output})
+		t.observe(ctx, HookToolEnd, ToolEndPayload{SessionID: t.s.ID, CallID: c.ID, Name: c.Name, OK: res.OK, Output: res.Output})
 		if perr != nil {
 			return t.fail(perr).stop
 		}

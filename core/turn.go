@@ -16,6 +16,7 @@ type turn struct {
 	emit     Emit
 	requests int // model requests made so far
 	spent    int // tokens this turn has spent
+	refusals int // turn_end refusals honored (hooks.go)
 }
 
 func (t *turn) run(ctx context.Context) string {
@@ -36,10 +37,17 @@ func (t *turn) run(ctx context.Context) string {
 			return r.stop
 		}
 		if len(r.calls) == 0 {
-			if r.finish == "" {
-				return "stop"
+			stop := r.finish
+			if stop == "" {
+				stop = "stop"
 			}
-			return r.finish
+			if t.e.Hooks == nil {
+				return stop
+			}
+			if again, end := t.turnEnd(ctx, r, stop); !again {
+				return end
+			}
+			continue
 		}
 		if stop := t.runTools(ctx, r.calls); stop != "" {
 			return stop
@@ -54,6 +62,7 @@ func (t *turn) run(ctx context.Context) string {
 type reply struct {
 	stop   string // set when the turn ends here
 	finish string
+	text   string // the reply's text
 	calls  []provider.ToolCall
 }
 
@@ -170,7 +179,7 @@ func (t *turn) stream(ctx context.Context) reply {
 	if partial != "" {
 		t.emit(wire.MessageDone{Text: partial})
 	}
-	return reply{finish: finish, calls: calls}
+	return reply{finish: finish, text: partial, calls: calls}
 }
 
 // fail ends the turn on a failure of the harness itself.
