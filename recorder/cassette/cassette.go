@@ -105,6 +105,9 @@ type Session struct {
 	// call as recorded instead of running anything.
 	Tools       []Tool       `yaml:"tools,omitempty"`
 	ToolResults []ToolResult `yaml:"tool_results,omitempty"`
+	// Hooks are the calls the engine made of the session's hooks, in
+	// order (hooks.go); absent when the session ran without hooks.
+	Hooks []HookCall `yaml:"hooks,omitempty"`
 }
 
 // Clone returns a deep copy of s.
@@ -121,6 +124,7 @@ func (s *Session) Clone() *Session {
 	c.Commands = slices.Clone(s.Commands)
 	c.Tools = slices.Clone(s.Tools)
 	c.ToolResults = slices.Clone(s.ToolResults)
+	c.Hooks = cloneHooks(s.Hooks)
 	return &c
 }
 
