@@ -8,17 +8,7 @@ import (
 // budget estimates how full the window is: about four bytes per token over
 // the transcript and the tool schemas sent with every request.
 func (e *Engine) budget(s *Session) wire.Budget {
-	used := e.estimate(s)
-	s.mu.Lock()
-	if s.scale > 1 {
-		used = int(float64(used)*s.scale + 0.5)
-	}
-	s.mu.Unlock()
-	window := e.ContextTokens
-	if window <= 0 {
-		window = DefaultContextTokens
-	}
-	return wire.Budget{UsedTokens: used, ContextTokens: window}
+	return wire.Budget{UsedTokens: s.scaled(e.estimate(s)), ContextTokens: e.window()}
 }
 
 // estimate is the token estimate of the next request: about four bytes a
@@ -50,34 +40,71 @@ const (
 	compactTo = 0.6
 )
 
+// window is the model's context window in tokens.
+func (e *Engine) window() int {
+	if e.ContextTokens <= 0 {
+		return DefaultContextTokens
+	}
+	return e.ContextTokens
+}
+
+// schemaTokens estimates what the frozen tool schemas cost every request.
+func (e *Engine) schemaTokens() int {
+	n := 0
+	for _, sp := range e.Tools.Specs() {
+		n += (len(sp.Name) + len(sp.Description) + len(sp.Schema) + 3) / 4
+	}
+	return n
+}
+
+// scaled is estimate corrected by the session's scale, as budget reports it.
+func (s *Session) scaled(estimate int) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.scale > 1 {
+		return int(float64(estimate)*s.scale + 0.5)
+	}
+	return estimate
+}
+
 // compact prunes the oldest exchanges (a user message and everything up to
-// the next one) when the next request nears the window, and reports it with
-// a compacted receipt. It never drops the latest exchange. The tool schemas
-// cost every request the same: when they take half the window or more the
-// client is told once (schemas_over_budget), and once they take all that
-// compaction could leave, pruning stops.
+// the next one) when the next request nears the window, or when a
+// compaction was requested (Session.RequestCompaction), and reports it with
+// a compacted receipt. It never drops the latest exchange. The estimate is
+// the one budget reports (scaled when the server counted more).
+//
+// The tool schemas cost every request the same. When they take half the
+// window or more the client is told once per session (schemas_over_budget,
+// kept across --continue by SessionState) and compaction starts earlier: as
+// soon as the estimate passes the prune target rather than compactAt, since
+// what the transcript may use is small. Once the schemas alone reach the
+// target, pruning cannot pay for them and automatic compaction stops; a
+// requested one still prunes what it can and says so.
+//
+// A requested compaction always gets its receipt: compacted_messages is 0
+// when the transcript was already at or under the target (or is only the
+// latest exchange, which is never dropped).
 func (t *turn) compact() {
-	window := t.e.ContextTokens
-	if window <= 0 {
-		window = DefaultContextTokens
-	}
-	schema := 0
-	for _, sp := range t.e.Tools.Specs() {
-		schema += (len(sp.Name) + len(sp.Description) + len(sp.Schema) + 3) / 4
-	}
+	window := t.e.window()
+	schema := t.e.schemaTokens()
 	target := int(float64(window) * compactTo)
-	if schema*2 >= window && !t.s.warnedSchemas {
-		t.s.warnedSchemas = true
+	heavy := schema*2 >= window
+	if heavy && !t.s.warnedOnce() {
 		t.emit(wire.SchemasOverBudget{SchemaTokens: schema, BudgetTokens: target})
 	}
-	before := t.e.estimate(t.s)
-	if float64(before) < float64(window)*compactAt || schema >= target {
+	forced := t.s.takeForcedCompaction()
+	before := t.s.scaled(t.e.estimate(t.s))
+	start := float64(window) * compactAt
+	if heavy {
+		start = float64(target)
+	}
+	if !forced && (float64(before) < start || schema >= target) {
 		return
 	}
 	t.s.mu.Lock()
 	msgs := t.s.messages
 	dropped := 0
-	for t.e.estimateOf(msgs) > target {
+	for t.scaledEstimate(msgs) > target {
 		next := -1
 		for i := 1; i < len(msgs); i++ {
 			if msgs[i].Role == provider.RoleUser {
@@ -93,5 +120,31 @@ func (t *turn) compact() {
 	}
 	t.s.messages = append([]provider.Message(nil), msgs...)
 	t.s.mu.Unlock()
-	t.emit(wire.Compacted{TokensBefore: before, TokensAfter: t.e.estimate(t.s), CompactedMessages: dropped})
+	if dropped == 0 && !forced {
+		return // nothing could go: no receipt for a compaction that did not happen
+	}
+	t.emit(wire.Compacted{TokensBefore: before, TokensAfter: t.s.scaled(t.e.estimate(t.s)), CompactedMessages: dropped})
+}
+
+// scaledEstimate is estimateOf msgs scaled by the session's scale; the
+// caller holds t.s.mu.
+func (t *turn) scaledEstimate(msgs []provider.Message) int {
+	n := t.e.estimateOf(msgs)
+	if t.s.scale > 1 {
+		return int(float64(n)*t.s.scale + 0.5)
+	}
+	return n
+}
+
+// warnedOnce reports whether schemas_over_budget already went out in this
+// session, and records (and saves) that it goes out now when it did not.
+func (s *Session) warnedOnce() bool {
+	s.mu.Lock()
+	was := s.warnedSchemas
+	s.warnedSchemas = true
+	s.mu.Unlock()
+	if !was {
+		s.stateChanged()
+	}
+	return was
 }

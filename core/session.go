@@ -21,6 +21,11 @@ type Session struct {
 	scale float64
 	// warnedSchemas records that schemas_over_budget went out.
 	warnedSchemas bool
+	// saveState persists scale and warnedSchemas (SetState); nil keeps
+	// them in memory.
+	saveState func(SessionState) error
+	// forceCompact asks the next turn for a compaction (RequestCompaction).
+	forceCompact bool
 	// abandoned holds, by tool name, the end of a call that ignored its
 	// cancellation and is still running; closed when it returns.
 	abandoned map[string]chan struct{}

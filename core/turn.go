@@ -122,6 +122,7 @@ func (t *turn) stream(ctx context.Context) reply {
 				t.s.mu.Lock()
 				t.s.scale = float64(p.PromptTokens) / float64(estimate)
 				t.s.mu.Unlock()
+				t.s.stateChanged()
 			}
 			t.emit(wire.Usage{PromptTokens: p.PromptTokens, CompletionTokens: p.CompletionTokens, CachedTokens: p.CachedTokens})
 		case provider.Finish:
