@@ -1,0 +1,199 @@
+package external
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/openmax/openmax/core/tool"
+	"github.com/openmax/openmax/provider/clock"
+)
+
+// pipeDrainWait bounds the wait, once the tool has exited and its process
+// group been killed, for its output pipe to close (a process that left the
+// group may still hold it open).
+var pipeDrainWait = 2 * time.Second
+
+// Run runs one call: the tool's program with the call's arguments (a JSON
+// object) on its stdin, in the project directory, with the manifest's
+// environment. Its stdout and stderr, together and capped, are the result;
+// a nonzero exit fails the call. The process group is killed when the call
+// times out, when ctx ends, and when the program exits (whatever it left
+// running goes too), so the call never outlives its timeout.
+func (t *Tool) Run(ctx context.Context, args json.RawMessage) tool.Result {
+	code, err := resolve(t.project, t.code)
+	if err != nil {
+		return tool.Failed("cannot run %s: code %s: %v", t.m.Name, t.code, err)
+	}
+	env := t.environ()
+	argv := append(append(append([]string(nil), t.m.Interpreter...), code), t.m.Args...)
+	prog := code
+	if len(t.m.Interpreter) > 0 {
+		if prog, err = lookPath(t.m.Interpreter[0], env); err != nil {
+			return tool.Failed("cannot run %s: %v", t.m.Name, err)
+		}
+	}
+	if ctx.Err() != nil {
+		return tool.Failed("cancelled")
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return tool.Failed("cannot run %s: %v", t.m.Name, err)
+	}
+	cmd := &exec.Cmd{
+		Path: prog, Args: argv, Dir: t.project, Env: env,
+		Stdin: bytes.NewReader(args), Stdout: w, Stderr: w,
+	}
+	setProcessGroup(cmd)
+	started := make(chan error, 1)
+	exited := make(chan error, 1)
+	go func() {
+		// Linux's parent-death signal belongs to the starting thread.
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		exited <- cmd.Wait()
+	}()
+	err = <-started
+	w.Close()
+	if err != nil {
+		r.Close()
+		return tool.Failed("cannot run %s: %v", t.m.Name, err)
+	}
+	out := &capWriter{cap: OutputCap}
+	drained := make(chan struct{})
+	go func() {
+		defer close(drained)
+		_, _ = io.Copy(out, r)
+	}()
+
+	c := t.opts.Clock
+	if c == nil {
+		c = clock.Real{}
+	}
+	waitCtx, stopWait := context.WithCancel(context.Background())
+	defer stopWait()
+	timedOut := make(chan struct{})
+	go func() {
+		if clock.Sleep(waitCtx, c, t.timeout) == nil {
+			close(timedOut)
+		}
+	}()
+	var killed string
+	select {
+	case err = <-exited:
+	case <-timedOut:
+		killed = "timed out after " + t.timeout.String()
+		killProcessGroup(cmd.Process)
+		err = <-exited
+	case <-ctx.Done():
+		killed = "cancelled"
+		killProcessGroup(cmd.Process)
+		err = <-exited
+	}
+	killProcessGroup(cmd.Process)
+	select {
+	case <-drained:
+	case <-time.After(pipeDrainWait):
+		r.Close()
+		<-drained
+	}
+	r.Close()
+
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		return tool.Failed("running %s: %v", t.m.Name, err)
+	}
+	text := out.String()
+	ps := cmd.ProcessState
+	switch {
+	case killed != "":
+		return tool.Result{Output: withNote(text, "[killed: "+killed+"]")}
+	case ps.Success():
+		return tool.Result{OK: true, Output: text}
+	case ps.ExitCode() >= 0:
+		return tool.Result{Output: withNote(text, "[exit code: "+strconv.Itoa(ps.ExitCode())+"]")}
+	default:
+		return tool.Result{Output: withNote(text, "[exit: "+ps.String()+"]")}
+	}
+}
+
+func withNote(text, note string) string {
+	if text != "" && !strings.HasSuffix(text, "\n") {
+		text += "\n"
+	}
+	return text + note
+}
+
+// lookPath finds an interpreter: an absolute path as is, a name in env's
+// PATH (absolute directories only).
+func lookPath(name string, env []string) (string, error) {
+	if filepath.IsAbs(name) {
+		return name, nil
+	}
+	path := ""
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			path = v
+		}
+	}
+	for _, d := range filepath.SplitList(path) {
+		if d == "" || !filepath.IsAbs(d) {
+			continue
+		}
+		p := filepath.Join(d, name)
+		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("interpreter not found: %s (looked in PATH=%s)", name, path)
+}
+
+// capWriter keeps the first cap bytes written to it and counts the rest.
+type capWriter struct {
+	mu    sync.Mutex
+	cap   int
+	buf   []byte
+	total int
+}
+
+func (w *capWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.total += len(p)
+	if room := w.cap - len(w.buf); room > 0 {
+		w.buf = append(w.buf, p[:min(room, len(p))]...)
+	}
+	return len(p), nil
+}
+
+// String is the output kept, valid UTF-8, with a note when some was cut.
+func (w *capWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	s := strings.ToValidUTF8(string(w.buf), "\uFFFD")
+	if w.total > len(w.buf) {
+		kept := w.buf
+		for len(kept) > 0 && !utf8.Valid(kept) {
+			kept = kept[:len(kept)-1]
+		}
+		s = withNote(string(kept), fmt.Sprintf("[output cut: %d bytes, showing the first %d]", w.total, len(kept)))
+	}
+	return s
+}

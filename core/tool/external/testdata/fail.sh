@@ -1,0 +1,2 @@
+echo "bad input" >&2
+exit 3
