@@ -50,6 +50,10 @@ type Deps struct {
 	PlaceholderKeys bool
 	// Log receives diagnostics, never protocol lines; nil discards them.
 	Log io.Writer
+	// Hooks, when set, are the session's hooks (hooks.go); NoHooks runs
+	// none (a replay answers hook calls from the recording instead).
+	Hooks   core.Hooks
+	NoHooks bool
 }
 
 func (d Deps) getenv(key string) string {
@@ -127,6 +131,7 @@ func assemble(cfg Config, deps Deps) (*Harness, error) {
 		OnPanic: func(r any, stack []byte) {
 			fmt.Fprintf(log, "openmax: recovered from a crash inside a turn: %v\n%s", r, stack)
 		},
+		Hooks: sessionHooks(deps),
 	}
 	return &Harness{cfg: cfg, deps: deps, engine: eng, project: project}, nil
 }
@@ -198,6 +203,7 @@ func (h *Harness) ServeConn(ctx context.Context, conn stdio.Conn, o ServeOptions
 		trusted, modes := h.settings()
 		opts.Untrusted, opts.Modes = !trusted, modes
 	}
+	defer closeHooks(h.engine, h.deps.Log)
 	return stdio.ServeConn(ctx, conn, opts)
 }
 

@@ -47,11 +47,14 @@ func (h *Harness) Prompt(ctx context.Context, text string, w io.Writer) (string,
 			if !ev.OK {
 				fmt.Fprintf(log, "openmax: tool call %s failed: %.200s\n", ev.CallID, ev.Output)
 			}
+		default:
+			logHookEvent(log, ev)
 		}
 	})
 	if !endsLine {
 		fmt.Fprintln(w)
 	}
+	closeHooks(h.engine, log)
 	return stop, nil
 }
 
