@@ -27,11 +27,20 @@ const (
 	OutcomeTimedOut  = "timed_out"
 )
 
-// gate applies the approval mode to a mutating tool call, whose arguments
-// are shown as args. It returns why the call must not run, or "" to run it.
+// gate applies the deny rules to every tool call, then the approval mode
+// to a mutating one or an external one (SourceGated), whose arguments are
+// shown as args. It returns why the call must not run, or "" to run it.
 func (t *turn) gate(ctx context.Context, c provider.ToolCall, tl tool.Tool, args json.RawMessage) string {
+	if t.e.Deny != nil {
+		// The whole arguments, not the display's: a rule must see what runs.
+		full, _ := objectArgs(c.Args)
+		if why := t.e.Deny.Deny(c.Name, full); why != "" {
+			return why
+		}
+	}
+	sg, external := tl.(SourceGated)
 	m, ok := tl.(tool.Mutator)
-	if !ok || !m.Mutating() {
+	if !external && (!ok || !m.Mutating()) {
 		return ""
 	}
 	modeOf, approver := t.s.approvals()
@@ -49,6 +58,13 @@ func (t *turn) gate(ctx context.Context, c provider.ToolCall, tl tool.Tool, args
 		// A mode openmax does not know (a hand-edited settings file, say)
 		// fails closed: nothing runs without the user's word.
 		return fmt.Sprintf("%s changes the project, and the approval mode %q is not one openmax knows (auto, ask, readonly), so it is refused", c.Name, mode)
+	}
+	if external {
+		// In auto (above) nothing is asked, new extension content included.
+		why, asked := t.sourceGate(ctx, c, sg, approver)
+		if why != "" || asked {
+			return why
+		}
 	}
 	id := "approve-" + c.ID
 	announce := func() {

@@ -56,6 +56,9 @@ type Engine struct {
 	ToolGrace time.Duration
 	// Clock times ToolGrace; nil means the wall clock.
 	Clock clock.Clock
+	// Deny refuses tool calls in every approval mode, before any approval
+	// is asked (the deny rules, deny.go); nil refuses nothing.
+	Deny Denier
 	// Hooks runs the configured hooks at the points of a turn named by
 	// HookEvent (see hooks.go); nil means no hooks.
 	Hooks Hooks

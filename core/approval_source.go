@@ -1,0 +1,89 @@
+package core
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/openmax/openmax/core/wire"
+	"github.com/openmax/openmax/provider"
+)
+
+// SourceGated is a tool whose definition and code are agent-writable (an
+// external tool, package core/tool/external). It is gated whatever its
+// Mutating says, and in ask mode its first call after any change to its
+// bytes asks a human with reason unapproved_source.
+type SourceGated interface {
+	// UnapprovedSource returns the first of the tool's files whose exact
+	// bytes no human approved, project-relative, with the hex sha256 of
+	// those bytes; path is "" when all are approved. An error means the
+	// call must not run.
+	UnapprovedSource() (path, sum string, err error)
+	// ApproveSource remembers a human's approval of those bytes.
+	ApproveSource(path, sum string) error
+	// EnvGrant lists the environment variables the tool receives: the
+	// credential grant shown with the request.
+	EnvGrant() []string
+	// SourceDetail describes what runs, for the request's detail.
+	SourceDetail() string
+}
+
+// maxSourceRequests bounds the unapproved_source requests of one call (a
+// tool has a manifest and a code file; a file rewritten while its request
+// is pending asks again, but not forever).
+const maxSourceRequests = 4
+
+// sourceGate asks a human, one approval_request with reason
+// unapproved_source per file, until every file of sg has approved bytes.
+// It returns why the call must not run ("" to run it) and whether a
+// human answered a request (which then also stands for the call's gate).
+func (t *turn) sourceGate(ctx context.Context, c provider.ToolCall, sg SourceGated, approver Approver) (why string, asked bool) {
+	for n := 1; ; n++ {
+		path, sum, err := sg.UnapprovedSource()
+		if err != nil {
+			return err.Error(), asked
+		}
+		if path == "" {
+			return "", asked
+		}
+		if n > maxSourceRequests {
+			return fmt.Sprintf("%s kept changing while its approval was asked for", path), asked
+		}
+		id := "approve-" + c.ID
+		if n > 1 {
+			id = fmt.Sprintf("approve-%s#%d", c.ID, n)
+		}
+		short := sum
+		if len(short) > 12 {
+			short = short[:12]
+		}
+		announce := func() {
+			t.emit(wire.ApprovalRequest{
+				ApprovalID: id, Name: c.Name, Reason: "unapproved_source",
+				Summary:    fmt.Sprintf("%s is an external tool whose %s (sha %s) no human has approved", c.Name, path, short),
+				Detail:     sg.SourceDetail(),
+				SourcePath: path, SourceSHA: short, Env: sg.EnvGrant(),
+			})
+		}
+		outcome := OutcomeDeclined
+		if approver != nil {
+			outcome = approver.Ask(ctx, id, announce)
+		} else {
+			announce()
+		}
+		t.emit(wire.ApprovalSettled{ApprovalID: id, Outcome: outcome})
+		asked = true
+		switch outcome {
+		case OutcomeApproved:
+		case OutcomeTimedOut:
+			return "nobody answered the approval request in time", asked
+		default:
+			return fmt.Sprintf("the call was %s", outcome), asked
+		}
+		// The approval is remembered before the next file is looked at; one
+		// that cannot be saved would be asked for again at once, so the call
+		// stops here, saying why.
+		if err := sg.ApproveSource(path, sum); err != nil {
+			return fmt.Sprintf("the approval of %s could not be saved: %v", path, err), asked
+		}
+	}
+}
