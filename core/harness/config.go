@@ -67,6 +67,9 @@ type Config struct {
 	// Continue resumes the project's latest saved session instead of
 	// starting one. A recording never continues.
 	Continue bool `yaml:"-"`
+	// Compact forces a compaction at the start of the session's first
+	// turn, answered by a compacted line (docs/policy.md).
+	Compact bool `yaml:"compact,omitempty"`
 	// MaxIterations caps the model requests of one turn (max_iterations).
 	MaxIterations int `yaml:"max_iterations"`
 	// MaxAttempts caps the attempts of one model request, the first
@@ -153,6 +156,7 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Project, "project", c.Project, "the project directory (default: the working directory)")
 	fs.StringVar(&c.SessionID, "session-id", c.SessionID, "use this session id instead of a random one (for reproducible transcripts)")
 	fs.BoolVar(&c.Continue, "continue", c.Continue, "with --stdio: resume the project's latest session")
+	fs.BoolVar(&c.Compact, "compact", c.Compact, "compact the transcript at the start of the first turn (a forced compaction: its compacted line says what was pruned, 0 messages when it was already under the target)")
 	fs.IntVar(&c.MaxIterations, "max-iterations", c.MaxIterations, "model requests allowed per turn before it ends with max_iterations")
 }
 

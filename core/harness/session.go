@@ -62,7 +62,11 @@ type opened struct {
 func (h *Harness) openSession(sid string) (opened, error) {
 	memory := func(why error) (opened, error) {
 		fmt.Fprintf(h.deps.Log, "openmax: this session is not saved: %v\n", why)
-		return opened{sess: core.NewSession(sid), close: func() {}}, nil
+		sess := core.NewSession(sid)
+		if h.cfg.Compact {
+			sess.RequestCompaction()
+		}
+		return opened{sess: sess, close: func() {}}, nil
 	}
 	fail := func(format string, a ...any) (opened, error) {
 		return opened{}, &SessionError{Err: fmt.Errorf(format, a...)}
@@ -86,7 +90,9 @@ func (h *Harness) openSession(sid string) (opened, error) {
 		if err != nil {
 			return memory(err)
 		}
-		return opened{sess: core.NewSessionFrom(sid, nil, w.Append), close: func() { w.Close() }}, nil
+		sess := core.NewSessionFrom(sid, nil, w.Append)
+		h.bindState(sess, w.Path(), false)
+		return opened{sess: sess, close: func() { w.Close() }}, nil
 	}
 	latest, err := st.Latest()
 	if errors.Is(err, store.ErrNoSession) {
@@ -100,8 +106,10 @@ func (h *Harness) openSession(sid string) (opened, error) {
 		return fail("--continue: %w", err)
 	}
 	tmsgs, truncated := store.Transcript(msgs)
+	sess := core.NewSessionFrom(latest, msgs, w.Append)
+	h.bindState(sess, w.Path(), true)
 	return opened{
-		sess:       core.NewSessionFrom(latest, msgs, w.Append),
+		sess:       sess,
 		transcript: &wire.Transcript{Messages: tmsgs, Truncated: truncated},
 		close:      func() { w.Close() },
 	}, nil
