@@ -114,7 +114,7 @@ func assemble(cfg Config, deps Deps) (*Harness, error) {
 		if err != nil {
 			return nil, err
 		}
-		all = append(builtins, deps.Tools...)
+		all = addExternal(append(builtins, deps.Tools...), project, deps)
 	}
 	tools, err := tool.NewRegistry(all...)
 	if err != nil {
@@ -132,6 +132,17 @@ func assemble(cfg Config, deps Deps) (*Harness, error) {
 			fmt.Fprintf(log, "openmax: recovered from a crash inside a turn: %v\n%s", r, stack)
 		},
 		Hooks: sessionHooks(deps),
+	}
+	if !deps.NoBuiltin {
+		// A replay answers from the recording, so only a live harness
+		// reads the policy.
+		rules, errs := denyRules(project, deps.getenv)
+		for _, err := range errs {
+			fmt.Fprintf(log, "openmax: %v; every tool call is refused until it is fixed\n", err)
+		}
+		if len(rules) > 0 {
+			eng.Deny = rules
+		}
 	}
 	return &Harness{cfg: cfg, deps: deps, engine: eng, project: project}, nil
 }
