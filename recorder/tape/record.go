@@ -75,6 +75,9 @@ func Record(ctx context.Context, in io.Reader, out io.Writer, o RecordOptions) (
 	if eng.Tools, err = c.recordTools(eng.Tools); err != nil {
 		return 0, errors.Join(err, rec.Close())
 	}
+	if eng.Hooks != nil {
+		eng.Hooks = &recordingHooks{next: eng.Hooks, c: c}
+	}
 	if err := rec.SetSession(c.snapshot()); err != nil {
 		return 0, errors.Join(err, rec.Close())
 	}

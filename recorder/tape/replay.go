@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/openmax/openmax/core"
 	"github.com/openmax/openmax/core/harness"
 	"github.com/openmax/openmax/core/stdio"
 	"github.com/openmax/openmax/core/tool"
@@ -36,6 +37,10 @@ type ReplayOptions struct {
 	Serving replay.Options
 	// Log receives diagnostics; nil discards them.
 	Log io.Writer
+	// LiveHooks, when set, run instead of the recorded hook calls: a new
+	// hook tried against the recorded provider traffic. Its calls are
+	// not checked against the recording.
+	LiveHooks core.Hooks
 }
 
 // Result is what a replay produced, and where it did not reproduce the
@@ -47,6 +52,7 @@ type Result struct {
 	Refused []string // recorded commands the replay refused
 	Misses  []string // requests no recorded interaction answered
 	Unused  []int    // recorded interactions never requested
+	Hooks   []string // hook calls the replay made otherwise than recorded
 }
 
 // Transcript is the golden form of the replay: the stdout lines, then
@@ -58,7 +64,7 @@ func (r Result) Transcript() []byte {
 // Problems lists why the replay did not reproduce the recording, unused
 // interactions left out when allowUnused.
 func (r Result) Problems(allowUnused bool) []string {
-	out := append(append([]string(nil), r.Refused...), r.Misses...)
+	out := append(append(append([]string(nil), r.Refused...), r.Misses...), r.Hooks...)
 	if len(r.Unused) > 0 && !allowUnused {
 		ids := make([]string, len(r.Unused))
 		for i, u := range r.Unused {
@@ -104,6 +110,7 @@ func Replay(ctx context.Context, f *cassette.File, o ReplayOptions) (Result, err
 	if sess.Imported {
 		transport = &rejectionRouter{rp: rp, f: f, log: log}
 	}
+	replayed := &replayedHooks{calls: sess.Hooks}
 	var stdout, stdin bytes.Buffer
 	p := player{cmds: sess.Commands, stdout: &stdout, stdin: &stdin,
 		refused: func(i int, c cassette.Command, msg string) {
@@ -119,10 +126,17 @@ func Replay(ctx context.Context, f *cassette.File, o ReplayOptions) (Result, err
 				return ""
 			},
 			Tools: recordedTools(sess), NoBuiltin: true, PlaceholderKeys: true,
+			NoHooks: true,
 		})
 		if err != nil {
 			conn.Close()
 			return 0, fmt.Errorf("recorded configuration: %w", err)
+		}
+		switch eng := h.Engine(); {
+		case o.LiveHooks != nil:
+			eng.Hooks = o.LiveHooks
+		case len(sess.Hooks) > 0:
+			eng.Hooks = replayed
 		}
 		if sess.Imported {
 			eng := h.Engine()
@@ -138,6 +152,9 @@ func Replay(ctx context.Context, f *cassette.File, o ReplayOptions) (Result, err
 	}
 	for _, m := range rp.Misses() {
 		r.Misses = append(r.Misses, fmt.Sprintf("request %d missed: %v", m.Request, m.MissError))
+	}
+	if o.LiveHooks == nil {
+		r.Hooks = replayed.problems()
 	}
 	r.Stdout, r.Exit, r.Unused, r.Stdin = stdout.Bytes(), code, rp.Unused(), stdin.Bytes()
 	return r, nil

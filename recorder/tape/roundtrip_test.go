@@ -15,6 +15,7 @@ import (
 
 	"pgregory.net/rapid"
 
+	"github.com/openmax/openmax/core"
 	"github.com/openmax/openmax/core/harness"
 	"github.com/openmax/openmax/core/wire"
 	"github.com/openmax/openmax/internal/rapidchecks"
@@ -79,7 +80,7 @@ type clientStep struct {
 // live records a session: the harness runs against a scripted fake vendor
 // over loopback HTTP while the client plays steps, and returns the stdout
 // the client saw.
-func live(t fataler, dir string, replies []string, steps []clientStep, quit bool) []byte {
+func live(t fataler, dir string, replies []string, steps []clientStep, quit bool, hooks ...core.Hooks) []byte {
 	var sc strings.Builder
 	sc.WriteString("replies:\n")
 	// Every reply streams in two parts, each after a pause on the vendor's
@@ -122,7 +123,7 @@ func live(t fataler, dir string, replies []string, steps []clientStep, quit bool
 	res := make(chan result, 1)
 	go func() {
 		code, err := tape.Record(ctx, inR, outW, tape.RecordOptions{
-			Config: cfg, Deps: harness.Deps{Getenv: getenv},
+			Config: cfg, Deps: harness.Deps{Getenv: getenv, Hooks: firstHooks(hooks)},
 			Cassette: recorder.Options{Path: filepath.Join(dir, "c.yaml")},
 		})
 		outW.Close()
