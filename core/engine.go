@@ -99,11 +99,15 @@ func (e *Engine) RunTurn(ctx context.Context, s *Session, text string, emit Emit
 			return stop
 		}
 	}
-	err := s.append(provider.Message{Role: provider.RoleUser, Text: text})
+	notes := s.takeNotes()
+	err := s.append(append(notes, provider.Message{Role: provider.RoleUser, Text: text})...)
 	emit(e.budget(s))
 	if err != nil {
 		emit(wire.Error{Message: err.Error()})
 		return wire.StopError
+	}
+	for _, n := range notes {
+		emit(wire.HarnessNote{Text: n.Text})
 	}
 	t.observe(ctx, HookTurnStart, PromptPayload{SessionID: s.ID, Prompt: text})
 	return t.run(ctx)

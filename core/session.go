@@ -26,6 +26,8 @@ type Session struct {
 	saveState func(SessionState) error
 	// forceCompact asks the next turn for a compaction (RequestCompaction).
 	forceCompact bool
+	// notes are harness notes queued for the next turn (QueueNote).
+	notes []string
 	// abandoned holds, by tool name, the end of a call that ignored its
 	// cancellation and is still running; closed when it returns.
 	abandoned map[string]chan struct{}
