@@ -66,8 +66,9 @@ type Options struct {
 	// Env is the whole environment of run_command's processes, as
 	// "KEY=value" entries; nothing else of this process's environment is
 	// passed on, except PWD (the command's directory), added unless Env
-	// sets it. Nil means MinimalEnv(); an empty non-nil slice means an
-	// empty environment. Commands are looked up in Env's PATH.
+	// sets it, and AgentSpawnedEnv=1, always. Nil means MinimalEnv(); an
+	// empty non-nil slice means an environment of those two alone.
+	// Commands are looked up in Env's PATH.
 	Env []string
 }
 

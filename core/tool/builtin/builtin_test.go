@@ -684,7 +684,7 @@ func TestRunCommand(t *testing.T) {
 		}
 		got := strings.Split(strings.TrimSuffix(res.Output, "\n[exit code: 0]"), "\n")
 		slices.Sort(got)
-		want := append(MinimalEnv(), "PWD="+e.root)
+		want := append(MinimalEnv(), "PWD="+e.root, AgentSpawnedEnv+"=1")
 		slices.Sort(want)
 		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("env %q, want %q", got, want)
@@ -693,11 +693,15 @@ func TestRunCommand(t *testing.T) {
 	t.Run("own env", func(t *testing.T) {
 		own := newEnvAt(t, e.root, Options{Env: []string{"PATH=" + os.Getenv("PATH"), "FOO=bar", "PWD=/elsewhere"}})
 		res := own.run(t, "run_command", m{"argv": []string{"env"}})
-		checkResult(t, res, true, "PATH="+os.Getenv("PATH")+"\nFOO=bar\nPWD=/elsewhere\n[exit code: 0]")
+		checkResult(t, res, true, "PATH="+os.Getenv("PATH")+"\nFOO=bar\nPWD=/elsewhere\n"+AgentSpawnedEnv+"=1\n[exit code: 0]")
 	})
 	t.Run("empty env", func(t *testing.T) {
 		res := newEnvAt(t, e.root, Options{Env: []string{}}).run(t, "run_command", m{"argv": []string{"/usr/bin/env"}})
-		checkResult(t, res, true, "PWD="+e.root+"\n[exit code: 0]")
+		checkResult(t, res, true, "PWD="+e.root+"\n"+AgentSpawnedEnv+"=1\n[exit code: 0]")
+	})
+	t.Run("the agent marker cannot be configured away", func(t *testing.T) {
+		res := newEnvAt(t, e.root, Options{Env: []string{AgentSpawnedEnv + "=0"}}).run(t, "run_command", m{"argv": []string{"/usr/bin/env"}})
+		checkResult(t, res, true, "PWD="+e.root+"\n"+AgentSpawnedEnv+"=1\n[exit code: 0]")
 	})
 	t.Run("lookup uses the env PATH", func(t *testing.T) {
 		res := newEnvAt(t, e.root, Options{Env: []string{"PATH=" + e.root}}).run(t, "run_command", m{"argv": []string{"echo", "x"}})

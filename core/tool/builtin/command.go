@@ -105,7 +105,7 @@ func (t runCommand) Run(ctx context.Context, raw json.RawMessage) tool.Result {
 		Path:   prog,
 		Args:   a.Argv,
 		Dir:    dir,
-		Env:    withPWD(t.p.env, dir),
+		Env:    WithAgentMarker(withPWD(t.p.env, dir)),
 		Stdout: w,
 		Stderr: w,
 	}
@@ -185,6 +185,24 @@ func (t runCommand) Run(ctx context.Context, raw json.RawMessage) tool.Result {
 		sb.WriteString("[exit: " + ps.String() + "]")
 	}
 	return tool.Result{OK: ok, Output: text(sb.String())}
+}
+
+// AgentSpawnedEnv is the environment variable openmax sets to 1 in every
+// process its tools start. A process that finds it knows an agent started
+// it: an `openmax --stdio` started that way refuses approval_mode, so a
+// model cannot lift its own approval gate (docs/policy.md).
+const AgentSpawnedEnv = "OPENMAX_AGENT_SPAWNED"
+
+// WithAgentMarker returns env with AgentSpawnedEnv=1 as its last entry,
+// whatever env says of it (a configured value cannot switch it off).
+func WithAgentMarker(env []string) []string {
+	out := make([]string, 0, len(env)+1)
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, AgentSpawnedEnv+"=") {
+			out = append(out, kv)
+		}
+	}
+	return append(out, AgentSpawnedEnv+"=1")
 }
 
 // withPWD adds PWD=dir to env unless env sets PWD: shells and programs
