@@ -1,0 +1,3 @@
+# An external tool for tests that never ends on its own.
+echo started
+exec sleep 1000
