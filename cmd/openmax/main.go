@@ -133,6 +133,7 @@ usage:
   openmax cassette show|inject|import|sweep ...                    inspect, fault-inject, import, sweep faults
   openmax view [FILE]                                              show a transcript for people
   openmax trust [DIR]                                              trust a project (turns run only in trusted ones)
+  openmax --approve SOURCE_PATH [--project DIR]                    approve an external tool's file as it is now
   openmax --spec stdio [--json]                                    print the wire contract
   openmax --check --stdio [--input STDIN.jsonl] < stream.jsonl    validate openmax stdout
   openmax help [COMMAND]                                           this help, or a command's
@@ -181,6 +182,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		case "trust":
 			return runTrust(args[1:], stdout, stderr, e)
 		}
+	}
+	if isApprove(args) {
+		return runApprove(args, stdout, stderr, e)
 	}
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		msg := fmt.Sprintf("openmax: unknown command %q", args[0])
