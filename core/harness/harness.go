@@ -195,6 +195,8 @@ func (h *Harness) ServeConn(ctx context.Context, conn stdio.Conn, o ServeOptions
 		ApprovalTimeout: h.cfg.ApprovalTimeout, Clock: h.deps.Clock,
 		Handled: o.Handled, Stepped: o.Stepped, Acting: o.Acting,
 	}
+	opts.Engine, opts.Refreeze = h.freeze()                          // freeze.go
+	opts.AgentSpawned = h.deps.getenv(builtin.AgentSpawnedEnv) != "" // docs/policy.md
 	if o.Project != "" {
 		opts.Project = o.Project
 	}

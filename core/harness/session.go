@@ -142,6 +142,10 @@ func (u unsavable) SetMode(string) error {
 	return fmt.Errorf("the settings cannot be read, so nothing can be saved: %w", u.err)
 }
 
+// Unreadable is why the project counts as untrusted: its settings cannot
+// be read (stdio refuses approval_mode with it).
+func (u unsavable) Unreadable() error { return u.SetMode("") }
+
 // Trust marks the project directory dir (the working directory when
 // empty) as trusted in the settings getenv locates, and returns its
 // absolute path.

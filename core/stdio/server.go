@@ -45,6 +45,18 @@ type Options struct {
 	Project string // absolute project directory, reported by hello
 	// Modes persists approval_mode; nil keeps the mode in memory only.
 	Modes ModeStore
+	// AgentSpawned refuses every approval_mode with a protocol_error: this
+	// process was started by one of openmax's tools (it found
+	// OPENMAX_AGENT_SPAWNED), and an agent must not change its own gate.
+	// An untrusted project refuses approval_mode too.
+	AgentSpawned bool
+	// Refreeze answers reload: it re-reads tools, skills and the system
+	// prompt from the current configuration and returns the engine the
+	// next turns use (nil keeps the current one), the refrozen receipt,
+	// and the harness note written into the transcript before the next
+	// prompt ("" for none). Nil answers with the current tools and no
+	// change.
+	Refreeze func() (*core.Engine, wire.Refrozen, string)
 	// The server settles the session's approval requests itself: it gives
 	// the session its approver and the mode from Modes, and never changes
 	// the Engine, which may be shared.
@@ -427,12 +439,16 @@ func (s *server) handle(in input) {
 			s.protocolError(in.n, "reload refused: a turn is in flight; send it after done")
 			return
 		}
-		s.emitEvent(s.refreeze())
+		s.reload()
 	case wire.Approve:
 		if err := s.approvals.answer(c.ApprovalID, c.Approved); err != nil {
 			s.protocolError(in.n, "approve: %v", err)
 		}
 	case wire.ApprovalMode:
+		if why := s.modeLocked(); why != "" {
+			s.protocolError(in.n, "approval_mode refused: %s; the mode is unchanged (still %q)", why, s.opts.Modes.Mode())
+			return
+		}
 		old := s.opts.Modes.Mode()
 		if err := s.opts.Modes.SetMode(c.Mode); err != nil {
 			s.protocolError(in.n, "approval_mode: could not save mode %q, so it is unchanged (still %q): %v", c.Mode, old, err)
@@ -457,6 +473,7 @@ func (s *server) refuseUser(n int, why string) {
 func (s *server) startTurn(text string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	s.running = &running{cancel: cancel}
+	eng := s.opts.Engine // a reload between turns replaces it
 	go func() {
 		stop := wire.StopError
 		defer func() {
@@ -470,7 +487,7 @@ func (s *server) startTurn(text string) {
 		if step := s.opts.Stepped; step != nil {
 			emit = func(e wire.Event) { s.emitEvent(e); step() }
 		}
-		stop = s.opts.Engine.RunTurn(ctx, s.sess, text, emit)
+		stop = eng.RunTurn(ctx, s.sess, text, emit)
 	}()
 }
 
@@ -489,6 +506,36 @@ func (s *server) finishTurn(stop string) {
 	s.emitEvent(wire.Done{StopReason: stop})
 }
 
-func (s *server) refreeze() wire.Refrozen {
-	return wire.Refrozen{Tools: s.opts.Engine.Tools.Names(), Skills: []string{}, Changes: []string{}}
+// reload re-freezes the session's configuration (Options.Refreeze) and
+// answers with its receipt; the note, if any, waits for the next prompt.
+func (s *server) reload() {
+	if s.opts.Refreeze == nil {
+		s.emitEvent(wire.Refrozen{Tools: s.opts.Engine.Tools.Names(), Skills: []string{}, Changes: []string{}})
+		return
+	}
+	eng, receipt, note := s.opts.Refreeze()
+	if eng != nil {
+		s.opts.Engine = eng
+	}
+	if note != "" {
+		s.sess.QueueNote(note)
+	}
+	s.emitEvent(receipt)
+}
+
+// modeLocked says why this session may not change the approval mode, or
+// "" when it may.
+func (s *server) modeLocked() string {
+	switch {
+	case s.opts.AgentSpawned:
+		return "this openmax was started by an agent's tool (OPENMAX_AGENT_SPAWNED is set), and an agent cannot change its own approval mode"
+	case s.opts.Untrusted:
+		if u, ok := s.opts.Modes.(interface{ Unreadable() error }); ok && u.Unreadable() != nil {
+			// The settings could not be read: that, not a missing trust,
+			// is what the client needs to hear.
+			return u.Unreadable().Error()
+		}
+		return fmt.Sprintf("the project %s is not trusted; run `openmax trust %s` first", s.opts.Project, s.opts.Project)
+	}
+	return ""
 }
