@@ -176,6 +176,9 @@ func TestMain(m *testing.M) {
 	if binDir != "" {
 		os.RemoveAll(binDir)
 	}
+	if hookProgDir != "" {
+		os.RemoveAll(hookProgDir)
+	}
 	os.Exit(code)
 }
 

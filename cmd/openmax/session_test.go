@@ -200,6 +200,7 @@ func runSession(t *testing.T, path string, prefix []string) (transcript, stdin [
 	// built-in tools touch real files); its path is the one thing
 	// normalised.
 	project := "/"
+	var hooks caseHooks // {{HOOKPROG}} and {{STATE}} in project files (hooks_session_test.go)
 	if c.project != nil {
 		project = t.TempDir()
 		for name, data := range c.project {
@@ -207,7 +208,7 @@ func runSession(t *testing.T, path string, prefix []string) (transcript, stdin [
 			if err := os.MkdirAll(filepath.Dir(p), 0o777); err != nil {
 				t.Fatal(err)
 			}
-			if err := os.WriteFile(p, data, 0o666); err != nil {
+			if err := os.WriteFile(p, hooks.expand(t, data), 0o666); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -292,6 +293,7 @@ func runSession(t *testing.T, path string, prefix []string) (transcript, stdin [
 	}
 	// Loopback ports vary from run to run; nothing else is normalised.
 	normalised := loopbackPort.ReplaceAll(out.Bytes(), []byte("127.0.0.1:PORT"))
+	normalised = hooks.normalise(normalised)
 	if project != "/" {
 		normalised = bytes.ReplaceAll(normalised, []byte(project), []byte("$PROJECT"))
 	}

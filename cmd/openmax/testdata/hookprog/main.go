@@ -1,0 +1,88 @@
+// Command hookprog is a hook program for the golden session cases of
+// cmd/openmax: it speaks the hook protocol (one JSON-RPC object a line on
+// stdin and stdout) the way its arguments say, for both lifecycles.
+//
+//	hookprog allow                     allow every intercept
+//	hookprog refuse REASON             refuse every intercept
+//	hookprog refuse-n N FILE REASON    refuse the first N intercepts (counted
+//	                                   in FILE, across processes), then allow
+//	hookprog crash                     read one message, complain on stderr, exit 2
+//	hookprog banner                    a banner on stdout, then allow
+//	hookprog hang                      read one message, never answer
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+)
+
+type message struct {
+	ID     *int64 `json:"id"`
+	Method string `json:"method"`
+}
+
+func main() {
+	if len(os.Args) < 2 {
+		os.Exit(7)
+	}
+	in := bufio.NewReader(os.Stdin)
+	next := func() message {
+		line, err := in.ReadBytes('\n')
+		if err != nil {
+			os.Exit(0)
+		}
+		var m message
+		if err := json.Unmarshal(line, &m); err != nil {
+			fmt.Fprintf(os.Stderr, "hookprog: bad message %q\n", line)
+			os.Exit(9)
+		}
+		return m
+	}
+	answer := func(decide func() (string, string)) {
+		for {
+			m := next()
+			if m.ID == nil {
+				continue // a notification: nothing to answer
+			}
+			d, r := decide()
+			b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": *m.ID, "result": map[string]string{"decision": d, "reason": r}})
+			os.Stdout.Write(append(b, '\n'))
+		}
+	}
+	args := os.Args[1:]
+	switch args[0] {
+	case "allow":
+		answer(func() (string, string) { return "allow", "" })
+	case "refuse":
+		answer(func() (string, string) { return "refuse", args[1] })
+	case "refuse-n":
+		n, _ := strconv.Atoi(args[1])
+		answer(func() (string, string) {
+			data, _ := os.ReadFile(args[2])
+			k, _ := strconv.Atoi(string(data))
+			k++
+			os.WriteFile(args[2], []byte(strconv.Itoa(k)), 0o600)
+			if k <= n {
+				return "refuse", fmt.Sprintf("%s (%d)", args[3], k)
+			}
+			return "allow", ""
+		})
+	case "crash":
+		next()
+		fmt.Fprintln(os.Stderr, "hookprog: crashed on purpose")
+		os.Exit(2)
+	case "banner":
+		fmt.Println("hookprog 1.0 starting up")
+		answer(func() (string, string) { return "allow", "" })
+	case "hang":
+		next()
+		for {
+			time.Sleep(time.Hour) // until the harness kills it
+		}
+	}
+	os.Exit(7)
+}
