@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/openmax/openmax/core/wire"
 	"github.com/openmax/openmax/provider"
@@ -59,7 +60,7 @@ func (t *turn) sourceGate(ctx context.Context, c provider.ToolCall, sg SourceGat
 		announce := func() {
 			t.emit(wire.ApprovalRequest{
 				ApprovalID: id, Name: c.Name, Reason: "unapproved_source",
-				Summary:    fmt.Sprintf("%s is an external tool whose %s (sha %s) no human has approved", c.Name, path, short),
+				Summary:    fmt.Sprintf("%s is an external tool whose %s (sha %s) no human has approved; `openmax --approve %s` approves it from a terminal", c.Name, path, short, shellWord(path)),
 				Detail:     sg.SourceDetail(),
 				SourcePath: path, SourceSHA: short, Env: sg.EnvGrant(),
 			})
@@ -86,4 +87,20 @@ func (t *turn) sourceGate(ctx context.Context, c provider.ToolCall, sg SourceGat
 			return fmt.Sprintf("the approval of %s could not be saved: %v", path, err), asked
 		}
 	}
+}
+
+// shellWord is s as one word a POSIX shell reads back as s: as it is when
+// it holds only safe characters, else single-quoted.
+func shellWord(s string) string {
+	safe := s != ""
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("._/-+=:,@", r)) {
+			safe = false
+			break
+		}
+	}
+	if safe {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
