@@ -18,6 +18,7 @@ import (
 	"strings"
 
 	"github.com/openmax/openmax/core"
+	"github.com/openmax/openmax/core/hook"
 	"github.com/openmax/openmax/core/stdio"
 	"github.com/openmax/openmax/core/tool"
 	"github.com/openmax/openmax/core/tool/builtin"
@@ -54,6 +55,9 @@ type Deps struct {
 	// none (a replay answers hook calls from the recording instead).
 	Hooks   core.Hooks
 	NoHooks bool
+	// HookExchange, when set, is told of every exchange with a hook
+	// loaded from the hook files (a recording keeps them).
+	HookExchange func(hook.Exchange)
 }
 
 func (d Deps) getenv(key string) string {
@@ -131,7 +135,7 @@ func assemble(cfg Config, deps Deps) (*Harness, error) {
 		OnPanic: func(r any, stack []byte) {
 			fmt.Fprintf(log, "openmax: recovered from a crash inside a turn: %v\n%s", r, stack)
 		},
-		Hooks: sessionHooks(deps),
+		Hooks: sessionHooks(project, deps),
 	}
 	if !deps.NoBuiltin {
 		// A replay answers from the recording, so only a live harness

@@ -7,16 +7,50 @@ import (
 	"sync"
 
 	"github.com/openmax/openmax/core"
+	"github.com/openmax/openmax/core/config"
+	"github.com/openmax/openmax/core/hook"
 	"github.com/openmax/openmax/core/wire"
 )
 
 // sessionHooks are the hooks the engine runs: Deps.Hooks when set, none
-// with Deps.NoHooks.
-func sessionHooks(deps Deps) core.Hooks {
-	if deps.NoHooks {
+// with Deps.NoHooks, else those of the user's hook file (hooks.json in the
+// configuration directory) and the project's (.openmax/hooks.json), see
+// core/hook and docs/hooks.md. nil when there are none and nothing failed
+// to load, so a session without hook files runs exactly as before.
+func sessionHooks(project string, deps Deps) core.Hooks {
+	switch {
+	case deps.NoHooks:
 		return nil
+	case deps.Hooks != nil:
+		return deps.Hooks
 	}
-	return deps.Hooks
+	userDir, err := config.Dir(deps.getenv)
+	if err != nil {
+		userDir = "" // no configuration directory: no user hooks
+	}
+	return LoadHooks(project, userDir, deps.HookExchange)
+}
+
+// LoadHooks loads the hooks of the hook files under project
+// (.openmax/hooks.json) and userDir (hooks.json), either "" to skip it,
+// with onExchange (when set) told of every exchange with a hook. It
+// returns nil when neither file defines a hook and neither failed to
+// load; a file that failed is reported as hook_failed with the first
+// hook call (see withLoadFailures). `openmax replay --live-hooks DIR`
+// uses it to run a project's hooks against a recording.
+func LoadHooks(project, userDir string, onExchange func(hook.Exchange)) core.Hooks {
+	set, failed := hook.Load(project, userDir, hook.Options{OnExchange: onExchange})
+	switch {
+	case set.Len() == 0 && len(failed) == 0:
+		_ = set.Close()
+		return nil
+	case set.Len() == 0:
+		_ = set.Close()
+		return &withLoadFailures{pending: failed}
+	case len(failed) == 0:
+		return set
+	}
+	return &withLoadFailures{next: set, pending: failed}
 }
 
 // withLoadFailures reports the failures of loading the hook files (an

@@ -3,6 +3,8 @@ package harness_test
 import (
 	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -114,5 +116,56 @@ func TestServeWithNoHooksIgnoresDepsHooks(t *testing.T) {
 		}); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// A hook file that is not valid is reported once, as hook_failed naming
+// the file, with the first turn; both turns proceed.
+func TestInvalidHookFileIsReportedOnce(t *testing.T) {
+	w := newWorld(t, true)
+	dir := filepath.Join(w.project, ".openmax")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "hooks.json")
+	if err := os.WriteFile(file, []byte(`{"hooks": [{"name": "x"`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h := w.harness(t, nil)
+	var out bytes.Buffer
+	if _, err := h.Serve(context.Background(), strings.NewReader(`{"cmd":"user","text":"one"}`+"\n"), &out); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := strings.Join(types(t, out.Bytes()), " "), "hello hook_failed budget token message_done done"; got != want {
+		t.Errorf("lines %s, want %s\n%s", got, want, out.String())
+	}
+	if !strings.Contains(out.String(), `"hook":"`+file+`"`) {
+		t.Errorf("hook_failed does not name %s:\n%s", file, out.String())
+	}
+	// Once per harness: later turns run without the report.
+	h = w.harness(t, nil)
+	var failed []string
+	for _, text := range []string{"one", "two"} {
+		stop := h.Engine().RunTurn(context.Background(), core.NewSession("s"), text, func(ev wire.Event) {
+			if f, ok := ev.(wire.HookFailed); ok {
+				failed = append(failed, text+":"+f.Hook)
+			}
+		})
+		if stop != "stop" {
+			t.Errorf("turn %s: %s", text, stop)
+		}
+	}
+	if want := []string{"one:" + file}; strings.Join(failed, " ") != strings.Join(want, " ") {
+		t.Errorf("hook_failed %q, want %q", failed, want)
+	}
+}
+
+func TestNoHookFilesMeansNoHooks(t *testing.T) {
+	w := newWorld(t, true)
+	if hooks := w.harness(t, nil).Engine().Hooks; hooks != nil {
+		t.Errorf("Engine.Hooks = %T with no hook file, want nil", hooks)
+	}
+	if harness.LoadHooks(w.project, "", nil) != nil {
+		t.Errorf("LoadHooks of a project without hooks is not nil")
 	}
 }
