@@ -96,8 +96,23 @@ func Open(dir string) (*Projects, error) {
 // Path is the projects file.
 func (p *Projects) Path() string { return p.path }
 
+// Canonical is the key a project's settings are kept under: its absolute
+// path with every symbolic link resolved, so one directory reached through
+// different links is one project (its trust and its approval mode). When
+// the path cannot be resolved (it does not exist) it is the cleaned path.
+func Canonical(project string) string {
+	if real, err := filepath.EvalSymlinks(project); err == nil {
+		if abs, err := filepath.Abs(real); err == nil {
+			return abs
+		}
+	}
+	return filepath.Clean(project)
+}
+
 // Get reads project's settings from the file as it is now (the zero
-// Project when the project has none).
+// Project when the project has none), under its canonical key; settings
+// saved before keys were canonical, under the path as given, are read
+// when the canonical key has none.
 func (p *Projects) Get(project string) (Project, error) {
 	parsed, err := read(p.path)
 	if err != nil {
@@ -106,7 +121,16 @@ func (p *Projects) Get(project string) (Project, error) {
 	p.mu.Lock()
 	p.last = parsed.typed
 	p.mu.Unlock()
-	return parsed.typed[project], nil
+	return lookup(parsed.typed, project), nil
+}
+
+// lookup is project's settings in m: under its canonical key, else as
+// given.
+func lookup(m map[string]Project, project string) Project {
+	if pr, ok := m[Canonical(project)]; ok {
+		return pr
+	}
+	return m[project]
 }
 
 // Trusted reports whether project is trusted, as the file says now; a file
@@ -128,7 +152,7 @@ func (p *Projects) Mode(project string) string {
 	pr, err := p.Get(project)
 	if err != nil {
 		p.mu.Lock()
-		pr = p.last[project]
+		pr = lookup(p.last, project)
 		p.mu.Unlock()
 	}
 	if pr.Mode == "" {
@@ -143,8 +167,11 @@ func (p *Projects) SetMode(project, mode string) error {
 }
 
 // update changes project's settings in the file as it is now, under the
-// lock, keeping every other project and every key it does not know.
+// lock and under the project's canonical key, keeping every other project
+// and every key it does not know.
 func (p *Projects) update(project string, change func(*Project)) error {
+	given := project
+	project = Canonical(project)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	dir := filepath.Dir(p.path)
@@ -169,7 +196,10 @@ func (p *Projects) update(project string, change func(*Project)) error {
 			return fmt.Errorf("config: %s: project %q is not an object (nothing was saved)", p.path, project)
 		}
 	}
-	pr := cur.typed[project]
+	pr, ok := cur.typed[project]
+	if !ok && given != project {
+		pr = cur.typed[given] // saved under the path as given, before keys were canonical
+	}
 	change(&pr)
 	entry["trusted"] = mustJSON(pr.Trusted)
 	if pr.Mode != "" {
