@@ -248,6 +248,7 @@ func (f *freezer) refreeze() (*core.Engine, wire.Refrozen, string) {
 			changes = append(changes, "system prompt: changed ("+SystemFile+")")
 		}
 	}
+	changed := len(changes) > 0 // files left out are reported every time; the note is for what the model sees
 	for _, n := range next.notLoaded {
 		changes = append(changes, "not loaded: "+n)
 	}
@@ -255,7 +256,7 @@ func (f *freezer) refreeze() (*core.Engine, wire.Refrozen, string) {
 	eng := f.engine(next)
 	receipt := wire.Refrozen{Tools: append([]string{}, next.toolOrder...), Skills: next.skillNames(), Changes: append([]string{}, changes...)}
 	note := ""
-	if len(changes) > 0 {
+	if changed {
 		note = fmt.Sprintf("[openmax harness note] Your tools, skills and system prompt were re-frozen on reload. Changes: %s. Tools now: %s. Skills now: %s.",
 			strings.Join(changes, "; "), listOrNone(receipt.Tools), listOrNone(receipt.Skills))
 	}
