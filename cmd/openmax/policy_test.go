@@ -1,0 +1,147 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/openmax/openmax/core/config"
+	"github.com/openmax/openmax/provider/clock"
+)
+
+// TestApprovalModePolicy: approval_mode over the wire is saved only for a
+// trusted project, under its canonical path (a symlinked project directory
+// is the directory it points to), never from an openmax an agent's tool
+// started (OPENMAX_AGENT_SPAWNED), and a save that fails leaves the mode
+// unchanged with a protocol_error saying so.
+func TestApprovalModePolicy(t *testing.T) {
+	tests := []struct {
+		name    string
+		trust   bool
+		link    bool              // run with --project a symlink to the trusted directory
+		env     map[string]string // extra environment of the session
+		breakFS bool              // make the settings unsavable after trust
+		ack     bool
+		errHas  string
+		mode    string // the saved mode afterwards, read through the real path
+	}{
+		{"trusted: saved", true, false, nil, false, true, "", "auto"},
+		{"untrusted: refused", false, false, nil, false, false, "is not trusted", "ask"},
+		{"trusted through a symlink: saved for the real directory", true, true, nil, false, true, "", "auto"},
+		{"agent-spawned: refused", true, false, map[string]string{"OPENMAX_AGENT_SPAWNED": "1"}, false, false, "OPENMAX_AGENT_SPAWNED", "ask"},
+		{"save fails: refused, unchanged", true, false, nil, true, false, `could not save mode \"auto\", so it is unchanged (still \"ask\")`, "ask"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			base := t.TempDir()
+			real := filepath.Join(base, "real")
+			if err := os.Mkdir(real, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			project := real
+			if tt.link {
+				project = filepath.Join(base, "link")
+				if err := os.Symlink(real, project); err != nil {
+					t.Fatal(err)
+				}
+			}
+			cfg := filepath.Join(t.TempDir(), "openmax")
+			p, err := config.Open(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.trust {
+				if err := p.Trust(real); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tt.breakFS {
+				// The lock file replaced by a directory: the settings still
+				// read, but no update can take the lock.
+				lock := filepath.Join(cfg, "projects.json.lock")
+				os.Remove(lock)
+				if err := os.Mkdir(lock, 0o700); err != nil {
+					t.Fatal(err)
+				}
+			}
+			getenv := func(k string) string {
+				if k == "XDG_CONFIG_HOME" {
+					return filepath.Dir(cfg)
+				}
+				return tt.env[k]
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			var out, errb bytes.Buffer
+			stdin := `{"cmd":"approval_mode","mode":"auto"}` + "\n"
+			code := run(ctx, []string{"--stdio", "--provider", "echo", "--project", project}, strings.NewReader(stdin), &out, &errb, env{clock: clock.Real{}, getenv: getenv})
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, errb.String())
+			}
+			got := out.String()
+			if acked := strings.Contains(got, `{"type":"approval_mode","mode":"auto"}`); acked != tt.ack {
+				t.Errorf("acknowledged %v, want %v:\n%s", acked, tt.ack, got)
+			}
+			if !tt.ack && (!strings.Contains(got, `"type":"protocol_error"`) || !strings.Contains(got, tt.errHas)) {
+				t.Errorf("want a protocol_error naming %q:\n%s", tt.errHas, got)
+			}
+			if m := p.Mode(real); m != tt.mode {
+				t.Errorf("saved mode %q, want %q", m, tt.mode)
+			}
+		})
+	}
+}
+
+// TestAgentSpawnedOpenmaxCannotChangeMode: the real binary, in auto mode,
+// runs a scripted model whose run_command starts another `openmax --stdio`
+// on the same trusted project and sends it approval_mode readonly. The
+// child finds the marker every tool's process gets and answers with a
+// protocol_error, so the mode stays auto.
+func TestAgentSpawnedOpenmaxCannotChangeMode(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the real binary; skipped in -short mode")
+	}
+	bin := buildBinary(t)
+	project := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	env := trustedBinaryEnv(t, ctx, bin, project, "")
+	var cfgHome string
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "XDG_CONFIG_HOME="); ok {
+			cfgHome = v
+		}
+	}
+	// The child gets only PATH, HOME and LANG (and the marker), so the
+	// command names the settings directory itself.
+	inner := `printf '%s\n' '{"cmd":"approval_mode","mode":"readonly"}' | XDG_CONFIG_HOME=` + cfgHome + ` ` + bin + ` --stdio --provider echo --project ` + project
+	args := jsonString(inner)
+	sc := filepath.Join(t.TempDir(), "s.yaml")
+	writeFile(t, sc, "replies:\n  - tool_calls: [{id: c1, name: run_command, args: {argv: [/bin/sh, -c, "+args+"]}}]\n  - text: done\n")
+	cmd := exec.CommandContext(ctx, bin, "--stdio", "--provider", "script", "--script", sc, "--project", project)
+	cmd.Env = env
+	cmd.Stdin = strings.NewReader(`{"cmd":"approval_mode","mode":"auto"}` + "\n" + `{"cmd":"user","text":"go"}` + "\n")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	s := string(out)
+	if !strings.Contains(s, `{"type":"approval_mode","mode":"auto"}`) {
+		t.Fatalf("the outer session's own approval_mode was not saved:\n%s", s)
+	}
+	if !strings.Contains(s, `protocol_error`) || !strings.Contains(s, `OPENMAX_AGENT_SPAWNED`) || strings.Contains(s, `\"type\":\"approval_mode\"`) {
+		t.Errorf("the agent-spawned openmax did not refuse approval_mode:\n%s", s)
+	}
+	p, err := config.Open(filepath.Join(cfgHome, "openmax"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := p.Mode(project); m != "auto" {
+		t.Errorf("mode %q after the agent's attempt, want auto", m)
+	}
+}
