@@ -2,9 +2,11 @@ package core
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 
+	"github.com/openmax/openmax/core/tool"
 	"github.com/openmax/openmax/core/wire"
 	"github.com/openmax/openmax/provider"
 )
@@ -26,6 +28,24 @@ type SourceGated interface {
 	EnvGrant() []string
 	// SourceDetail describes what runs, for the request's detail.
 	SourceDetail() string
+	// RunApproved is Run, refusing the call when a file's bytes, read
+	// again just before the program starts, are not approved: a file
+	// swapped while its approval was pending does not run.
+	RunApproved(ctx context.Context, args json.RawMessage) tool.Result
+}
+
+// pinned is the tool a call of tl runs: for an external tool outside auto
+// mode (where its files passed the gate by a human's approval), one that
+// checks the approval again just before its program starts.
+func (t *turn) pinned(tl tool.Tool) tool.Tool {
+	sg, ok := tl.(SourceGated)
+	if !ok {
+		return tl
+	}
+	if modeOf, _ := t.s.approvals(); modeOf == nil || modeOf() == "auto" {
+		return tl
+	}
+	return tool.Func{ToolSpec: tl.Spec(), Fn: sg.RunApproved}
 }
 
 // maxSourceRequests bounds the unapproved_source requests of one call (a

@@ -43,7 +43,7 @@ func (t *turn) runTools(ctx context.Context, calls []provider.ToolCall) string {
 				res = tool.Failed("not run: %s", outcome)
 				break
 			}
-			res, crash = t.runTool(ctx, tl, args)
+			res, crash = t.runTool(ctx, t.pinned(tl), args)
 		}
 		if ctx.Err() != nil && !res.OK && res.Output == "" {
 			res.Output = "cancelled"

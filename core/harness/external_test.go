@@ -371,3 +371,27 @@ func TestEOFDrainIsBoundedByTheToolTimeout(t *testing.T) {
 	s.next("done")
 	<-s.done
 }
+
+// A code file rewritten while its approval is pending is asked for again
+// with its new bytes: the approval covers the bytes the human was shown.
+func TestSwapWhilePendingAsksAgain(t *testing.T) {
+	w := extWorld(t, "ask", nil)
+	s := w.serve(t, turns(1), nil)
+	s.send(`{"cmd":"user","text":"show"}`)
+	s.approve(s.next("approval_request", "tool_end"), true) // the manifest
+	r := s.next("approval_request", "tool_end")
+	swapped := []byte("echo swapped\n")
+	if err := os.WriteFile(filepath.Join(w.project, showCodePath), swapped, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s.approve(r, true)
+	r = s.next("approval_request", "tool_end")
+	checkSourceRequest(t, r, showCodePath, sha12(swapped))
+	if r.str("approval_id") != "approve-c1#3" {
+		t.Errorf("id %q", r.str("approval_id"))
+	}
+	s.approve(r, true)
+	if end := s.next("tool_end", "approval_request"); end.m["ok"] != true || end.str("output") != "swapped\n" {
+		t.Errorf("tool_end %s", end.raw)
+	}
+}

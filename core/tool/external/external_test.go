@@ -213,3 +213,38 @@ func TestRunCancelKillsTheGroup(t *testing.T) {
 		t.Errorf("a call on a done context: %+v", res)
 	}
 }
+
+func TestRunApprovedChecksTheBytesAtTheStart(t *testing.T) {
+	dir := project(t, map[string]string{".openmax/tools/show.json": showManifest, "tools/show.sh": "@show.sh"})
+	appr := &memApprovals{}
+	opts := external.Options{Approvals: appr, Getenv: func(k string) string { return map[string]string{"PATH": os.Getenv("PATH")}[k] }}
+	tl, err := external.LoadManifest(dir, ".openmax/tools/show.json", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		path, sum, err := tl.UnapprovedSource()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if path == "" {
+			break
+		}
+		tl.ApproveSource(path, sum)
+	}
+	if res := tl.RunApproved(context.Background(), json.RawMessage(`{}`)); !res.OK {
+		t.Fatalf("approved bytes: %s", res.Output)
+	}
+	// Swapped after the approval: refused when checked, as auto would run it.
+	swapped := "echo swapped\n"
+	if err := os.WriteFile(filepath.Join(dir, "tools/show.sh"), []byte(swapped), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := "not run: tools/show.sh changed after it was approved (its bytes are now sha " + external.Sum([]byte(swapped))[:12] + ", which no human approved)"
+	if res := tl.RunApproved(context.Background(), json.RawMessage(`{}`)); res.OK || res.Output != want {
+		t.Errorf("swapped code, checked: %+v\nwant %q", res, want)
+	}
+	if res := tl.Run(context.Background(), json.RawMessage(`{}`)); !res.OK || res.Output != "swapped\n" {
+		t.Errorf("swapped code, unchecked: %+v", res)
+	}
+}

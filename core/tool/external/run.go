@@ -33,9 +33,29 @@ var pipeDrainWait = 2 * time.Second
 // times out, when ctx ends, and when the program exits (whatever it left
 // running goes too), so the call never outlives its timeout.
 func (t *Tool) Run(ctx context.Context, args json.RawMessage) tool.Result {
+	return t.run(ctx, args, false)
+}
+
+// RunApproved is Run, refusing the call unless the manifest as loaded and
+// the code, hashed again just before the program starts, are approved: a
+// file swapped while its approval was pending does not run.
+func (t *Tool) RunApproved(ctx context.Context, args json.RawMessage) tool.Result {
+	return t.run(ctx, args, true)
+}
+
+func (t *Tool) run(ctx context.Context, args json.RawMessage, approvedOnly bool) tool.Result {
 	code, err := resolve(t.project, t.code)
 	if err != nil {
 		return tool.Failed("cannot run %s: code %s: %v", t.m.Name, t.code, err)
+	}
+	if approvedOnly {
+		path, sum, err := t.UnapprovedSource()
+		if err != nil {
+			return tool.Failed("not run: %v", err)
+		}
+		if path != "" {
+			return tool.Failed("not run: %s changed after it was approved (its bytes are now sha %s, which no human approved)", path, sum[:12])
+		}
 	}
 	env := t.environ()
 	argv := append(append(append([]string(nil), t.m.Interpreter...), code), t.m.Args...)
