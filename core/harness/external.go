@@ -10,6 +10,7 @@ import (
 	"github.com/openmax/openmax/core"
 	"github.com/openmax/openmax/core/config"
 	"github.com/openmax/openmax/core/tool"
+	"github.com/openmax/openmax/core/tool/builtin"
 	"github.com/openmax/openmax/core/tool/external"
 )
 
@@ -30,7 +31,9 @@ func (h *Harness) ExternalTools() ([]tool.Tool, []error) {
 }
 
 func loadExternal(project string, deps Deps) ([]tool.Tool, []error) {
-	opts := external.Options{Getenv: deps.getenv, Clock: deps.Clock}
+	// The marker of a process openmax's tools started: an openmax run
+	// by an external tool cannot change the approval mode either.
+	opts := external.Options{Getenv: deps.getenv, Clock: deps.Clock, ExtraEnv: []string{builtin.AgentSpawnedEnv + "=1"}}
 	if dir, err := config.Dir(deps.getenv); err == nil {
 		if s, err := config.OpenSources(dir); err == nil {
 			opts.Approvals = config.SourceStore{S: s, Project: project}

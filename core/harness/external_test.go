@@ -198,7 +198,7 @@ func TestExternalToolApprovalOverTheWire(t *testing.T) {
 	if end.m["ok"] != true || !strings.Contains(out, `args: {"n":1}`) {
 		t.Fatalf("approved call: %s", end.raw)
 	}
-	for _, want := range []string{"GRANTED=granted-value", "HOME=/home/tester", "PATH="} {
+	for _, want := range []string{"GRANTED=granted-value", "HOME=/home/tester", "PATH=", "OPENMAX_AGENT_SPAWNED=1"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the tool did not get %s:\n%s", want, out)
 		}
