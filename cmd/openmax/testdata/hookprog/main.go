@@ -7,7 +7,7 @@
 //	hookprog refuse-n N FILE REASON    refuse the first N intercepts (counted
 //	                                   in FILE, across processes), then allow
 //	hookprog crash                     read one message, complain on stderr, exit 2
-//	hookprog banner                    a banner on stdout, then allow
+//	hookprog banner                    a banner on stdout instead of an answer, exit 0
 //	hookprog hang                      read one message, never answer
 package main
 
@@ -77,7 +77,8 @@ func main() {
 		os.Exit(2)
 	case "banner":
 		fmt.Println("hookprog 1.0 starting up")
-		answer(func() (string, string) { return "allow", "" })
+		next()
+		os.Exit(0)
 	case "hang":
 		next()
 		for {
