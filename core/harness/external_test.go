@@ -395,3 +395,19 @@ func TestSwapWhilePendingAsksAgain(t *testing.T) {
 		t.Errorf("tool_end %s", end.raw)
 	}
 }
+
+// A tool that forwards no variable carries no env key on its request.
+func TestNoEnvGrantOmitsEnv(t *testing.T) {
+	w := extWorld(t, "ask", map[string]string{showManifestPath: `{"code": "tools/show.sh", "interpreter": ["/bin/sh"]}`})
+	s := w.serve(t, turns(1), nil)
+	s.send(`{"cmd":"user","text":"show"}`)
+	r := s.next("approval_request", "tool_end")
+	if r.str("reason") != "unapproved_source" || strings.Contains(r.raw, `"env"`) {
+		t.Errorf("request %s, want unapproved_source without an env key", r.raw)
+	}
+	s.approve(r, true)
+	s.approve(s.next("approval_request", "tool_end"), true)
+	if end := s.next("tool_end", "approval_request"); end.m["ok"] != true || strings.Contains(end.str("output"), "GRANTED") {
+		t.Errorf("tool_end %s", end.raw)
+	}
+}
