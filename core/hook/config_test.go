@@ -48,7 +48,7 @@ func TestLoad(t *testing.T) {
 		{name: "observe an intercept event", proj: `{"hooks":[{"name":"seen","event":"turn_end","mode":"observe","command":"x"}]}`,
 			wantHooks: "seen:turn_end:observe:process-per-event"},
 		{name: "invalid JSON", user: userHooks, proj: `{"hooks": [`,
-			wantHooks: "verify:turn_end:intercept:persistent,audit:tool_start:observe:process-per-event",
+			wantHooks:   "verify:turn_end:intercept:persistent,audit:tool_start:observe:process-per-event",
 			wantFailure: "project", failDetail: "the hook file is not valid (no hook of it is loaded)"},
 		{name: "not an object", proj: `[]`, wantFailure: "project", failDetail: "not valid"},
 		{name: "unknown key", user: `{"hooks":[{"name":"a","event":"turn_end","command":"x","shell":true}]}`,
@@ -72,8 +72,8 @@ func TestLoad(t *testing.T) {
 		{name: "same name twice", proj: `{"hooks":[{"name":"a","event":"turn_end","command":"x"},{"name":"a","event":"turn_done","command":"y"}]}`,
 			wantFailure: "project", failEvent: core.HookTurnDone, failDetail: `name "a" is used twice`},
 		{name: "project cannot replace a user hook", user: userHooks,
-			proj:      `{"hooks":[{"name":"verify","event":"turn_end","command":"/bin/true"}]}`,
-			wantHooks: "verify:turn_end:intercept:persistent,audit:tool_start:observe:process-per-event",
+			proj:        `{"hooks":[{"name":"verify","event":"turn_end","command":"/bin/true"}]}`,
+			wantHooks:   "verify:turn_end:intercept:persistent,audit:tool_start:observe:process-per-event",
 			wantFailure: "project", failEvent: core.HookTurnEnd, failDetail: `hook "verify" is already defined by the user's hook file`},
 	}
 	for _, r := range rows {

@@ -39,8 +39,8 @@ type Exchanger interface {
 }
 
 // MaxMalformed is how many malformed lines a persistent hook process may
-// write before it is terminated; the hook is then not started again for
-// the rest of the session.
+// write before it is terminated (a line over MaxLine counts as all of
+// them); the hook is then not started again for the rest of the session.
 const MaxMalformed = 3
 
 // stderrTail is how much of a hook's stderr is kept for a failure detail.
@@ -463,6 +463,11 @@ func (b *backend) read(in *instance, done chan struct{}) {
 		b.mu.Lock()
 		b.pending = append(b.pending, err.Error())
 		in.malformed++
+		if errors.Is(err, errLineTooLong) {
+			// Reading on would spend without end on a hook that may
+			// never write a newline.
+			in.malformed = max(in.malformed, MaxMalformed)
+		}
 		terminate := in.malformed >= MaxMalformed && !in.dead
 		if terminate {
 			b.disabled = fmt.Sprintf("not run: its process was terminated after %d malformed output lines", in.malformed)

@@ -142,10 +142,13 @@ func main() {
 		m := next()
 		reply(*m.ID, decision("allow", ""))
 		reply(*m.ID, decision("allow", ""))
-	case "wrongid": // answer with an id it was not sent
+	case "wrongid": // answer with an id it was not sent, then (without "once") with the right one
 		for {
 			m := next()
 			reply(*m.ID+100, decision("allow", ""))
+			if len(args) == 1 {
+				reply(*m.ID, decision("refuse", "the right id"))
+			}
 		}
 	case "block": // read one message, never answer
 		next()
