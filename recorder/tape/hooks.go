@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/openmax/openmax/core"
+	"github.com/openmax/openmax/core/hook"
 	"github.com/openmax/openmax/recorder/cassette"
 )
 
@@ -138,4 +139,10 @@ func (r *replayedHooks) problems() []string {
 		out = append(out, fmt.Sprintf("%d recorded hook call(s) never made, from call %d (%s) on", left, r.next+1, r.calls[r.next].Event))
 	}
 	return out
+}
+
+// exchangeOf is a hook exchange as the cassette keeps it (env values were
+// already redacted by core/hook).
+func exchangeOf(x hook.Exchange) cassette.HookExchange {
+	return cassette.HookExchange{Hook: x.Hook, Sent: string(x.Request), Received: string(x.Response), Failure: x.Failure}
 }

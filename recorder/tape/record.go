@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/openmax/openmax/core/harness"
+	"github.com/openmax/openmax/core/hook"
 	"github.com/openmax/openmax/core/stdio"
 	"github.com/openmax/openmax/core/tool"
 	"github.com/openmax/openmax/core/wire"
@@ -56,6 +57,14 @@ func Record(ctx context.Context, in io.Reader, out io.Writer, o RecordOptions) (
 	deps := o.Deps
 	deps.Transport = roundTripFunc(func(r *http.Request) (*http.Response, error) { return rec.RoundTrip(r) })
 	deps.Seed = sess.Seed
+	var hooks *recordingHooks // set once the harness is built; hooks run only in turns
+	if deps.HookExchange == nil {
+		deps.HookExchange = func(x hook.Exchange) {
+			if hooks != nil {
+				hooks.exchanged(exchangeOf(x))
+			}
+		}
+	}
 	h, err := harness.New(cfg, deps)
 	if err != nil {
 		return 0, err
@@ -76,7 +85,8 @@ func Record(ctx context.Context, in io.Reader, out io.Writer, o RecordOptions) (
 		return 0, errors.Join(err, rec.Close())
 	}
 	if eng.Hooks != nil {
-		eng.Hooks = &recordingHooks{next: eng.Hooks, c: c}
+		hooks = &recordingHooks{next: eng.Hooks, c: c}
+		eng.Hooks = hooks
 	}
 	if err := rec.SetSession(c.snapshot()); err != nil {
 		return 0, errors.Join(err, rec.Close())
