@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/openmax/openmax/core"
+	"github.com/openmax/openmax/core/tool/builtin"
 )
 
 // File names of the two hook files.
@@ -214,6 +215,9 @@ func check(fh fileHook, base string) (*Hook, error) {
 		for k, v := range fh.Env {
 			if !envName.MatchString(k) {
 				return nil, fmt.Errorf("hook %q: env name %q is not a valid variable name", h.Name, k)
+			}
+			if k == builtin.AgentSpawnedEnv {
+				return nil, fmt.Errorf("hook %q: env %s is openmax's to set", h.Name, k)
 			}
 			if strings.ContainsRune(v, 0) {
 				return nil, fmt.Errorf("hook %q: the value of env %s contains a NUL byte", h.Name, k)

@@ -67,6 +67,8 @@ func TestLoad(t *testing.T) {
 			wantFailure: "project", failEvent: core.HookTurnEnd, failDetail: `timeout "1h"`},
 		{name: "bad env name, value kept out", proj: `{"hooks":[{"name":"a","event":"turn_end","command":"x","env":{"BAD-NAME":"topsecretvalue"}}]}`,
 			wantFailure: "project", failEvent: core.HookTurnEnd, failDetail: `env name "BAD-NAME" is not a valid variable name`},
+		{name: "the agent marker is openmax's", proj: `{"hooks":[{"name":"a","event":"turn_end","command":"x","env":{"OPENMAX_AGENT_SPAWNED":""}}]}`,
+			wantFailure: "project", failEvent: core.HookTurnEnd, failDetail: `env OPENMAX_AGENT_SPAWNED is openmax's to set`},
 		{name: "env value not a string", proj: `{"hooks":[{"name":"a","event":"turn_end","command":"x","env":{"N":1}}]}`,
 			wantFailure: "project", failDetail: "cannot unmarshal number"},
 		{name: "same name twice", proj: `{"hooks":[{"name":"a","event":"turn_end","command":"x"},{"name":"a","event":"turn_done","command":"y"}]}`,

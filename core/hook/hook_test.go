@@ -317,12 +317,12 @@ func TestEnvironment(t *testing.T) {
 					t.Errorf("%s=%q, want %q literally", k, got[k], v)
 				}
 			}
-			if got["LC_TIME"] != "C" || got["PATH"] != os.Getenv("PATH") {
+			if got["LC_TIME"] != "C" || got["PATH"] != os.Getenv("PATH") || got["OPENMAX_AGENT_SPAWNED"] != "1" {
 				t.Errorf("base variables missing: %v", got)
 			}
 			for k := range got {
 				switch {
-				case h.Env[k] != "" || k == "G", k == "PATH", k == "HOME", k == "TMPDIR", strings.HasPrefix(k, "LC_"):
+				case h.Env[k] != "" || k == "G", k == "PATH", k == "HOME", k == "TMPDIR", k == "OPENMAX_AGENT_SPAWNED", strings.HasPrefix(k, "LC_"):
 				default:
 					t.Errorf("%s reached the hook", k)
 				}

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/openmax/openmax/core/tool/builtin"
 )
 
 // Message is one AHP message for one hook.
@@ -71,13 +73,20 @@ func (p *Processes) Exchange(ctx context.Context, h *Hook, m Message) Reply {
 		}
 		b := p.backends[h]
 		if b == nil {
-			b = &backend{h: h, env: hookEnv(p.base, h.Env)}
+			b = &backend{h: h, env: p.env(h)}
 			p.backends[h] = b
 		}
 		p.mu.Unlock()
 		return b.exchange(ctx, m)
 	}
-	return perEvent(ctx, h, hookEnv(p.base, h.Env), m)
+	return perEvent(ctx, h, p.env(h), m)
+}
+
+// env is h's environment: the base, its env entries, and the marker that
+// tells an openmax it starts that it runs under an agent's session (so it
+// cannot change the approval mode; docs/policy.md).
+func (p *Processes) env(h *Hook) []string {
+	return builtin.WithAgentMarker(hookEnv(p.base, h.Env))
 }
 
 // Close terminates every persistent hook process.
