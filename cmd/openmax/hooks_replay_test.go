@@ -86,3 +86,41 @@ func anyExchange(calls []cassette.HookCall) bool {
 	}
 	return false
 }
+
+// TestReplayLiveHooks: `openmax replay --live-hooks DIR` runs DIR's hooks
+// against a recorded session instead of the recorded hook calls. The
+// recording had its completion refused twice; a new hook refusing once
+// (with the same reason, so the next request is the recorded one) gives
+// one turn_refused and the second completion stands.
+func TestReplayLiveHooks(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "refused.yaml")
+	runSession(t, sessionPath("hook_turn_refused_persistent"), []string{"record", "--cassette", path})
+
+	dir := t.TempDir()
+	state := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, ".openmax"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	conf := `{"hooks": [{"name": "newcheck", "event": "turn_end", "command": "` + hookProgram(t) + `", "args": ["refuse-n", "1", "` + filepath.Join(state, "n") + `", "run the tests first"]}]}`
+	if err := os.WriteFile(filepath.Join(dir, ".openmax", "hooks.json"), []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, code := runCLI(t, "", "replay", path, "--live-hooks", dir, "--allow-unused")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, stderr)
+	}
+	if n := strings.Count(out, `"type":"turn_refused"`); n != 1 || !strings.Contains(out, `"hook":"newcheck","reason":"run the tests first (1)","continuation":0`) ||
+		!strings.Contains(out, `"text":"Done, really."}`+"\n"+`{"session_id":"s1","type":"done","stop_reason":"stop"}`) {
+		t.Errorf("live hook replay: %d turn_refused\n%s", n, out)
+	}
+
+	for _, tc := range []struct{ args []string }{
+		{[]string{"replay", path, "--live-hooks", t.TempDir()}},             // no hooks there
+		{[]string{"replay", filepath.Dir(path), "--live-hooks", dir}},       // a directory of cassettes
+		{[]string{"replay", path, "--live-hooks", filepath.Join(dir, "x")}}, // not a directory
+	} {
+		if _, stderr, code := runCLI(t, "", tc.args...); code != 2 || !strings.Contains(stderr, "--live-hooks") {
+			t.Errorf("%q: exit %d, %s", tc.args, code, stderr)
+		}
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/openmax/openmax/core"
 	"github.com/openmax/openmax/core/wire/view"
 	"github.com/openmax/openmax/internal/golden"
 	"github.com/openmax/openmax/internal/report"
@@ -22,7 +23,7 @@ import (
 
 var replayCommand = command{
 	name:    "openmax replay",
-	usage:   "CASSETTE|DIR [--view] [--golden FILE|DIR [--update]] [--pace instant|recorded|xN] [--allow-unused] [--junit FILE] [--json FILE]",
+	usage:   "CASSETTE|DIR [--view] [--golden FILE|DIR [--update]] [--pace instant|recorded|xN] [--allow-unused] [--junit FILE] [--json FILE] [--live-hooks DIR]",
 	purpose: "Replay recorded sessions through the real turn engine and stdio wire, offline, on virtual time.",
 }
 
@@ -39,6 +40,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer, e e
 	colorFlag := fs.String("color", "auto", "with --view: colour when stdout is a terminal (auto), always or never")
 	junitFlag := fs.String("junit", "", "for a directory: also write the results as JUnit XML to this file (- for stdout)")
 	jsonFlag := fs.String("json", "", "for a directory: also write the results as one JSON document to this file (- for stdout)")
+	liveHooks := fs.String("live-hooks", "", "run the hooks of this project directory (DIR/.openmax/hooks.json) live instead of the recorded hook calls, to try a hook against a recorded session")
 	pos, code, ok := c.parse(fs, args, stdout, stderr)
 	if !ok {
 		return code
@@ -62,6 +64,9 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer, e e
 		return c.usageError(stderr, "--junit and --json cannot both go to stdout")
 	}
 	if fi.IsDir() {
+		if *liveHooks != "" {
+			return c.usageError(stderr, "--live-hooks tries hooks against one cassette, not a directory")
+		}
 		if *viewFlag {
 			return c.usageError(stderr, "--view shows one cassette, not a directory")
 		}
@@ -78,7 +83,11 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer, e e
 		fmt.Fprintf(stderr, "openmax replay: %v\n", err)
 		return 1
 	}
-	r, err := replayCassette(ctx, f, pace, ignore, stderr, e)
+	live, err := loadLiveHooks(*liveHooks)
+	if err != nil {
+		return c.usageError(stderr, "%v", err)
+	}
+	r, err := replayCassetteWith(ctx, f, pace, ignore, stderr, e, live)
 	if err != nil {
 		fmt.Fprintf(stderr, "openmax replay: %s: %v\n", pos[0], err)
 		return 1
@@ -146,13 +155,19 @@ func replayFile(ctx context.Context, f *cassette.File, name string, pace replay.
 
 // replayCassette replays f through the real harness (package tape).
 func replayCassette(ctx context.Context, f *cassette.File, pace replay.Pace, ignore *matchFlags, stderr io.Writer, e env) (tape.Result, error) {
+	return replayCassetteWith(ctx, f, pace, ignore, stderr, e, nil)
+}
+
+// replayCassetteWith is replayCassette with live hooks (nil: the recorded
+// hook calls answer).
+func replayCassetteWith(ctx context.Context, f *cassette.File, pace replay.Pace, ignore *matchFlags, stderr io.Writer, e env, live core.Hooks) (tape.Result, error) {
 	var paceClock clock.Clock = clock.Real{}
 	if e.clock != nil {
 		paceClock = e.clock
 	}
 	opts := replay.Options{Clock: paceClock, Pace: pace}
 	ignore.apply(&opts)
-	r, err := tape.Replay(ctx, f, tape.ReplayOptions{Serving: opts, Log: stderr})
+	r, err := tape.Replay(ctx, f, tape.ReplayOptions{Serving: opts, Log: stderr, LiveHooks: live})
 	if errors.Is(err, tape.ErrNoSession) {
 		return r, fmt.Errorf("%w\n  serve it to the client that made it: openmax fake-provider --cassette FILE\n  or make up a session from its first request: openmax cassette import FILE OUT.yaml, then openmax replay OUT.yaml", err)
 	}
