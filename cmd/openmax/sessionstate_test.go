@@ -10,11 +10,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openmax/openmax/core/wire"
 	"github.com/openmax/openmax/provider/clock"
 )
 
 // stateSession runs `openmax --stdio` in process on project with a fixed
-// state directory, and returns stdout's lines decoded.
+// state directory, checks stdout against the contract and returns its
+// lines decoded.
 type stateSession struct {
 	t       *testing.T
 	project string
@@ -43,6 +45,13 @@ func (s *stateSession) run(scenario, stdin string, flags ...string) []map[string
 	args := append([]string{"--stdio", "--provider", "script", "--script", sc, "--project", s.project}, flags...)
 	if code := run(ctx, args, strings.NewReader(stdin), &out, &errb, env{clock: clock.Real{}, getenv: s.getenv}); code != 0 {
 		s.t.Fatalf("%v: exit %d\n%s\n%s", flags, code, out.String(), errb.String())
+	}
+	if _, err := wire.CheckStream(strings.NewReader(out.String()), func(v wire.Verdict) {
+		if v.Err != nil {
+			s.t.Errorf("line %d: %v\n%s", v.Line, v.Err, out.String())
+		}
+	}); err != nil {
+		s.t.Fatal(err)
 	}
 	var lines []map[string]any
 	for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n") {
