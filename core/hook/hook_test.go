@@ -239,6 +239,7 @@ func TestKillsProcessGroup(t *testing.T) {
 	for _, lc := range lifecycles {
 		for _, how := range []string{"timeout", "cancel"} {
 			t.Run(lc+"/"+how, func(t *testing.T) {
+				t.Parallel()
 				fifo := filepath.Join(t.TempDir(), "fifo")
 				if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 					t.Skip("no FIFOs here:", err)
@@ -281,6 +282,51 @@ func TestKillsProcessGroup(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// Close ends a persistent hook that ignores EOF on its stdin: its group,
+// grandchild included, is killed after the grace.
+func TestCloseKillsPersistent(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skip("no FIFOs here:", err)
+	}
+	opened := make(chan struct{})
+	eof := make(chan error, 1)
+	go func() {
+		f, err := os.Open(fifo)
+		close(opened)
+		if err != nil {
+			eof <- err
+			return
+		}
+		defer f.Close()
+		_, err = io.Copy(io.Discard, f)
+		eof <- err
+	}()
+	h := testHook(t, "h1", core.HookTurnDone, Persistent, "grandchild", fifo)
+	h.Timeout = 300 * time.Millisecond // the grace of Close
+	s := New([]*Hook{h}, Options{})
+	if fs := s.Observe(context.Background(), core.HookTurnDone, core.TurnDonePayload{SessionID: "s1"}); len(fs) != 0 {
+		t.Fatal(fs)
+	}
+	<-opened
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	guard := time.NewTimer(20 * time.Second)
+	defer guard.Stop()
+	select {
+	case err := <-eof:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-guard.C:
+		t.Fatal("the hook's grandchild survived Close")
+	}
+	if fs := s.Observe(context.Background(), core.HookTurnDone, core.TurnDonePayload{SessionID: "s1"}); len(fs) != 1 || fs[0].Detail != "the hooks are closed" {
+		t.Errorf("after Close: %+v", fs)
 	}
 }
 

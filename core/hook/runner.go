@@ -331,7 +331,7 @@ func (b *backend) exchange(ctx context.Context, m Message) Reply {
 		select {
 		case err := <-written:
 			if err != nil {
-				fail = "could not deliver the notification: " + b.ended(in)
+				fail = "could not deliver the notification: " + b.ended(ctx, in)
 			}
 		case <-ctx.Done():
 			fail = deadlineFailure(ctx, b.h)
@@ -352,7 +352,7 @@ func (b *backend) exchange(ctx context.Context, m Message) Reply {
 			select {
 			case resp = <-in.responses:
 			default:
-				fail = "no response: " + b.ended(in)
+				fail = "no response: " + b.ended(ctx, in)
 			}
 		case <-ctx.Done():
 			fail = deadlineFailure(ctx, b.h)
@@ -373,10 +373,14 @@ func (b *backend) exchange(ctx context.Context, m Message) Reply {
 	return Reply{Response: resp, Failure: strings.Join(problems, "; ")}
 }
 
-// ended describes how an instance ended, waiting for its exit (bounded by
-// the kill that made it end, or by its exit).
-func (b *backend) ended(in *instance) string {
-	<-in.done
+// ended describes how an instance ended, waiting for its exit; when ctx
+// ends first (a hook that closed its stdin and lives on), it is killed.
+func (b *backend) ended(ctx context.Context, in *instance) string {
+	select {
+	case <-in.done:
+	case <-ctx.Done():
+		b.kill(in)
+	}
 	return "the process " + describe(in.waitErr)
 }
 
