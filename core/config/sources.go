@@ -57,9 +57,10 @@ func OpenSources(dir string) (*Sources, error) {
 func (s *Sources) Path() string { return s.path }
 
 // Approved reports whether a human approved the bytes whose sha256 is sum
-// (hex) for file path of project. A file that cannot be read approves
-// nothing.
+// (hex) for file path of project (keyed by its canonical path, as the
+// project settings are). A file that cannot be read approves nothing.
 func (s *Sources) Approved(project, path, sum string) bool {
+	project = Canonical(project)
 	cur, err := readSources(s.path)
 	if err != nil {
 		return false
@@ -73,11 +74,12 @@ func (s *Sources) Approved(project, path, sum string) bool {
 }
 
 // Approve remembers that a human approved the bytes whose sha256 is sum
-// (hex) for file path of project.
+// (hex) for file path of project, under its canonical path.
 func (s *Sources) Approve(project, path, sum string) error {
 	if len(sum) != 64 {
 		return fmt.Errorf("config: approve %s: %q is not a sha256 digest", path, sum)
 	}
+	project = Canonical(project)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := os.MkdirAll(filepath.Dir(s.path), 0o700); err != nil {

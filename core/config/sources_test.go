@@ -121,3 +121,25 @@ func TestSourcesBadFileIsNeverOverwritten(t *testing.T) {
 		t.Errorf("the bad file was rewritten: %q", got)
 	}
 }
+
+func TestSourcesKeyTheCanonicalProject(t *testing.T) {
+	root := t.TempDir()
+	real := filepath.Join(root, "real")
+	link := filepath.Join(root, "link")
+	if err := os.Mkdir(real, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	s, err := OpenSources(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Approve(link, "t.sh", sum('a')); err != nil {
+		t.Fatal(err)
+	}
+	if !s.Approved(real, "t.sh", sum('a')) || !s.Approved(link, "t.sh", sum('a')) {
+		t.Error("an approval made through a link does not hold for the real directory")
+	}
+}
