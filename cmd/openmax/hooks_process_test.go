@@ -1,0 +1,155 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/openmax/openmax/core/wire"
+	"github.com/openmax/openmax/provider/clock"
+)
+
+// hookProject makes a project whose hook file is conf, with {{HOOKPROG}}
+// standing for the test hook program.
+func hookProject(t *testing.T, conf string) string {
+	t.Helper()
+	project := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(project, ".openmax"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	conf = strings.ReplaceAll(conf, "{{HOOKPROG}}", hookProgram(t))
+	if err := os.WriteFile(filepath.Join(project, ".openmax", "hooks.json"), []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return project
+}
+
+// nineReplies is a scenario with more completions than a turn_end hook
+// may refuse.
+const nineReplies = `replies:
+  - text: "Done 1."
+  - text: "Done 2."
+  - text: "Done 3."
+  - text: "Done 4."
+  - text: "Done 5."
+  - text: "Done 6."
+  - text: "Done 7."
+  - text: "Done 8."
+  - text: "Done 9."
+`
+
+// TestPromptExitsFourWhenUnverified: under -p, a turn_end hook refusing
+// every completion ends the turn unverified after eight continuations and
+// openmax exits 4; each refusal is on stderr, each completion on stdout.
+func TestPromptExitsFourWhenUnverified(t *testing.T) {
+	project := hookProject(t, `{"hooks": [{"name": "verify", "event": "turn_end", "lifecycle": "persistent", "command": "{{HOOKPROG}}", "args": ["refuse", "not verified"]}]}`)
+	sc := filepath.Join(t.TempDir(), "s.yaml")
+	if err := os.WriteFile(sc, []byte(nineReplies), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var out, errb bytes.Buffer
+	code := run(ctx, []string{"-p", "fix it", "--provider", "script", "--script", sc, "--project", project},
+		strings.NewReader(""), &out, &errb, env{clock: clock.Real{}, getenv: trustedEnv(t, testEnv, project)})
+	if code != 4 {
+		t.Fatalf("exit %d, want 4\nstdout:\n%s\nstderr:\n%s", code, out.String(), errb.String())
+	}
+	if n := strings.Count(out.String(), "Done "); n != 9 {
+		t.Errorf("%d completions on stdout, want 9:\n%s", n, out.String())
+	}
+	if n := strings.Count(errb.String(), "openmax: hook verify refused the reply"); n != 8 {
+		t.Errorf("%d refusals on stderr, want 8:\n%s", n, errb.String())
+	}
+}
+
+// TestHookRefusalThatCannotBePersistedIsUnverified runs the real binary
+// with a file size limit (prlimit) that the session file reaches with the
+// refusal's long reason: the refusal cannot be written to disk, so no
+// turn_refused goes out and the turn ends unverified, its reply standing;
+// the session on disk holds no trace of the refusal.
+func TestHookRefusalThatCannotBePersistedIsUnverified(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary; skipped in -short mode")
+	}
+	prlimit, err := exec.LookPath("prlimit")
+	if err != nil {
+		t.Skip("needs prlimit (util-linux) to limit the session file's size")
+	}
+	bin := buildBinary(t)
+	reason := "verify first: " + strings.Repeat("r", 64<<10)
+	project := hookProject(t, `{"hooks": [{"name": "verify", "event": "turn_end", "command": "{{HOOKPROG}}", "args": ["refuse", "`+reason+`"]}]}`)
+	sc := filepath.Join(t.TempDir(), "s.yaml")
+	if err := os.WriteFile(sc, []byte(nineReplies), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	state := t.TempDir()
+	cmdEnv := trustedBinaryEnv(t, ctx, bin, project, state)
+	cmd := exec.CommandContext(ctx, prlimit, "--fsize=16384", "--", bin, "--stdio", "--provider", "script", "--script", sc, "--project", project, "--session-id", "s1")
+	cmd.Env = cmdEnv
+	cmd.Stdin = strings.NewReader(`{"cmd":"user","text":"fix it"}` + "\n")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("openmax: %v\n%s", err, stderr.String())
+	}
+	var types []string
+	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		o := rpLine(t, l)
+		types = append(types, o)
+	}
+	if got, want := strings.Join(types, " "), "hello budget token message_done done:unverified"; got != want {
+		t.Errorf("stdout %s, want %s\n%s\nstderr:\n%s", got, want, out, stderr.String())
+	}
+	if _, err := wire.CheckStream(bytes.NewReader(out), func(v wire.Verdict) {
+		if v.Err != nil {
+			t.Errorf("checker: line %d: %v", v.Line, v.Err)
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// The session file holds the reply, and nothing of the refusal.
+	saved := false
+	err = filepath.Walk(state, func(p string, fi os.FileInfo, err error) error {
+		if err != nil || fi.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		if err == nil && bytes.Contains(data, []byte("verify first")) {
+			t.Errorf("%s holds the refusal that was reported as not persisted", p)
+		}
+		saved = saved || bytes.Contains(data, []byte("Done 1."))
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !saved {
+		t.Errorf("no session file under %s holds the reply: the session was not saved, so nothing was tested", state)
+	}
+}
+
+// rpLine is a stdout line's type, with the stop_reason for done.
+func rpLine(t *testing.T, line string) string {
+	t.Helper()
+	var l struct {
+		Type       string `json:"type"`
+		StopReason string `json:"stop_reason"`
+	}
+	if err := json.Unmarshal([]byte(line), &l); err != nil {
+		t.Fatalf("not a JSON line: %q", line)
+	}
+	if l.Type == "done" {
+		return "done:" + l.StopReason
+	}
+	return l.Type
+}
