@@ -153,3 +153,63 @@ func rpLine(t *testing.T, line string) string {
 	}
 	return l.Type
 }
+
+// onDiskWatcher is stdout: when a turn_refused line is written, the
+// refusal's reason must already be in a session file under state.
+type onDiskWatcher struct {
+	t       *testing.T
+	state   string
+	buf     bytes.Buffer
+	checked int
+}
+
+func (w *onDiskWatcher) Write(p []byte) (int, error) {
+	for _, l := range bytes.SplitAfter(p, []byte("\n")) {
+		var ev struct{ Type, Reason string }
+		if json.Unmarshal(bytes.TrimSpace(l), &ev) == nil && ev.Type == "turn_refused" {
+			w.checked++
+			if !treeContains(w.state, ev.Reason) {
+				w.t.Errorf("turn_refused (%s) went out before its reason was in the session file", ev.Reason)
+			}
+		}
+	}
+	return w.buf.Write(p)
+}
+
+func treeContains(dir, s string) bool {
+	found := false
+	filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
+		if err == nil && !fi.IsDir() {
+			data, _ := os.ReadFile(p)
+			found = found || bytes.Contains(data, []byte(s))
+		}
+		return nil
+	})
+	return found
+}
+
+// TestTurnRefusedReasonIsOnDiskFirst: over a saved session, each refusal's
+// reason is in the session file when its turn_refused line is written.
+func TestTurnRefusedReasonIsOnDiskFirst(t *testing.T) {
+	project := hookProject(t, `{"hooks": [{"name": "verify", "event": "turn_end", "command": "{{HOOKPROG}}", "args": ["refuse", "check the edge case"]}]}`)
+	sc := filepath.Join(t.TempDir(), "s.yaml")
+	if err := os.WriteFile(sc, []byte(nineReplies), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	state := t.TempDir()
+	getenv := trustedEnv(t, func(k string) string {
+		if k == "XDG_STATE_HOME" {
+			return state
+		}
+		return testEnv(k)
+	}, project)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	w := &onDiskWatcher{t: t, state: state}
+	var errb bytes.Buffer
+	code := run(ctx, []string{"--stdio", "--provider", "script", "--script", sc, "--project", project},
+		strings.NewReader(`{"cmd":"user","text":"fix it"}`+"\n"), w, &errb, env{clock: clock.Real{}, getenv: getenv})
+	if code != 0 || w.checked != 8 || !strings.Contains(w.buf.String(), `"stop_reason":"unverified"`) {
+		t.Errorf("exit %d, %d turn_refused checked (want 8)\n%s\n%s", code, w.checked, w.buf.String(), errb.String())
+	}
+}
