@@ -143,3 +143,22 @@ func TestForcedCompaction(t *testing.T) {
 		})
 	}
 }
+
+// TestForcedCompactionRecordReplay: --compact is part of a recording's
+// configuration: the recorded session and its replay both open the first
+// turn with the forced compaction's receipt.
+func TestForcedCompactionRecordReplay(t *testing.T) {
+	dir := t.TempDir()
+	sc, cas := filepath.Join(dir, "s.yaml"), filepath.Join(dir, "c.yaml")
+	if err := os.WriteFile(sc, []byte("replies:\n  - text: ok\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rec, stderr, code := runCLI(t, `{"cmd":"user","text":"hi"}`+"\n", "record", "--cassette", cas, "--provider", "script", "--script", sc, "--session-id", "s", "--compact")
+	if code != 0 || !strings.Contains(rec, `"type":"compacted","tokens_before":`) {
+		t.Fatalf("record: exit %d\n%s\n%s", code, rec, stderr)
+	}
+	rep, stderr, code := runCLI(t, "", "replay", cas)
+	if code != 0 || !strings.Contains(rep, `"type":"compacted","tokens_before":`) {
+		t.Fatalf("replay: exit %d\n%s\n%s", code, rep, stderr)
+	}
+}

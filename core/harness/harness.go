@@ -207,6 +207,10 @@ func (h *Harness) ServeConn(ctx context.Context, conn stdio.Conn, o ServeOptions
 	sid := h.sessionID()
 	if o.NoSave {
 		opts.SessionID = sid
+		if h.cfg.Compact { // a recording or a replay of --compact (sessionstate.go)
+			opts.Session = core.NewSession(sid)
+			opts.Session.RequestCompaction()
+		}
 	} else {
 		s, err := h.openSession(sid)
 		if err != nil {
