@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/openmax/openmax/core"
 )
@@ -425,6 +426,27 @@ func TestRequest(t *testing.T) {
 	want := `{"version":"openmax.hooks/1","hook":"shape","event":"user_prompt_submit","session_id":"s9","payload":{"prompt":"my key is [redacted]\nsecond line"}}`
 	if v.Reason != want {
 		t.Errorf("params\n%s\nwant\n%s", v.Reason, want)
+	}
+}
+
+// A message is one line of valid UTF-8 whatever the payload holds: raw
+// JSON with newlines between tokens, newlines in strings, invalid bytes.
+func TestMessageOneLine(t *testing.T) {
+	s := newSet(t, Options{Exchanger: Recorded(nil)}, testHook(t, "h", core.HookToolStart, PerEvent))
+	payload := core.ToolStartPayload{SessionID: "s1", CallID: "c1", Name: "write_file",
+		Args: json.RawMessage("{\n  \"text\": \"a\\nb\xff\"\n}")}
+	for _, id := range []int64{0, 7} {
+		line, err := s.message(s.hooks[0], core.HookToolStart, id, payload)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.ContainsAny(string(line), "\n\r") || !utf8.Valid(line) || !json.Valid(line) {
+			t.Errorf("not one valid UTF-8 JSON line: %q", line)
+		}
+		want := `"payload":{"session_id":"s1","call_id":"c1","name":"write_file","args":{"text":"a\nb�"}}}}`
+		if !strings.HasSuffix(string(line), want) {
+			t.Errorf("line %s\nwant suffix %s", line, want)
+		}
 	}
 }
 

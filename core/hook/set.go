@@ -6,6 +6,7 @@
 package hook
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -222,7 +223,9 @@ func (s *Set) message(h *Hook, event core.HookEvent, id int64, payload any) ([]b
 	if s.secrets != nil {
 		line = []byte(s.secrets.Replace(string(line)))
 	}
-	return line, nil
+	// Invalid UTF-8 can only sit inside strings (a raw payload part such
+	// as a tool's arguments): replacing it keeps the line valid JSON.
+	return bytes.ToValidUTF8(line, []byte("\uFFFD")), nil
 }
 
 func (s *Set) record(e Exchange) {
