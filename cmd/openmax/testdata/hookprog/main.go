@@ -9,6 +9,8 @@
 //	hookprog crash                     read one message, complain on stderr, exit 2
 //	hookprog banner                    a banner on stdout instead of an answer, exit 0
 //	hookprog hang                      read one message, never answer
+//	hookprog env-check NAME=VALUE...   refuse every intercept, saying whether
+//	                                   each NAME holds exactly VALUE
 package main
 
 import (
@@ -17,6 +19,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -79,6 +82,19 @@ func main() {
 		fmt.Println("hookprog 1.0 starting up")
 		next()
 		os.Exit(0)
+	case "env-check":
+		answer(func() (string, string) {
+			var lit, changed []string
+			for _, a := range args[1:] {
+				name, want, _ := strings.Cut(a, "=")
+				if got, ok := os.LookupEnv(name); ok && got == want {
+					lit = append(lit, name)
+				} else {
+					changed = append(changed, name)
+				}
+			}
+			return "refuse", fmt.Sprintf("literal: %s; changed: %s", strings.Join(lit, " "), strings.Join(changed, " "))
+		})
 	case "hang":
 		next()
 		for {
