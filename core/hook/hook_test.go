@@ -599,3 +599,25 @@ func (r *repeat) Read(p []byte) (int, error) {
 	r.n -= n
 	return n, nil
 }
+
+// The stderr tail keeps the last bytes, says when it dropped some, and
+// gives one exchange's part of a persistent hook's stderr.
+func TestStderrTail(t *testing.T) {
+	tl := &tail{max: 16}
+	tl.Write([]byte("old line\n"))
+	m := tl.mark()
+	tl.Write([]byte("new\n"))
+	if got := tl.since(m); got != "new" {
+		t.Errorf("since mark: %q", got)
+	}
+	if got := tl.String(); got != "old line\nnew" {
+		t.Errorf("whole: %q", got)
+	}
+	tl.Write([]byte(strings.Repeat("z", 20) + "\xff"))
+	if got := tl.String(); got != "…"+strings.Repeat("z", 15)+"\uFFFD" {
+		t.Errorf("after overflow: %q", got)
+	}
+	if got := tl.since(m); got != "…"+strings.Repeat("z", 15)+"\uFFFD" {
+		t.Errorf("since a mark before the kept bytes: %q", got)
+	}
+}

@@ -76,16 +76,18 @@ func (r *lineReader) next() ([]byte, error) {
 
 // tail keeps the last bytes written to it (a hook's stderr), at most max.
 type tail struct {
-	mu   sync.Mutex
-	max  int
-	buf  []byte
-	lost bool
+	mu    sync.Mutex
+	max   int
+	buf   []byte
+	lost  bool
+	total int64 // bytes ever written
 }
 
 // Write never fails, so a hook's stderr never blocks on openmax.
 func (t *tail) Write(p []byte) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.total += int64(len(p))
 	t.buf = append(t.buf, p...)
 	if over := len(t.buf) - t.max; over > 0 {
 		t.buf = append(t.buf[:0], t.buf[over:]...)
@@ -94,12 +96,28 @@ func (t *tail) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// String is what was kept, marked when the start was dropped.
-func (t *tail) String() string {
+// mark is a position in the stream, for since.
+func (t *tail) mark() int64 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	s := string(bytes.ToValidUTF8(bytes.TrimSpace(t.buf), []byte("\uFFFD")))
-	if t.lost && s != "" {
+	return t.total
+}
+
+// String is what was kept, marked when the start was dropped.
+func (t *tail) String() string { return t.since(0) }
+
+// since is what was kept of the bytes written after mark (a persistent
+// hook's diagnostics of one exchange, not of its whole life), marked when
+// the start was dropped.
+func (t *tail) since(mark int64) string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	b, lost := t.buf, t.lost
+	if n := t.total - mark; n < int64(len(b)) {
+		b, lost = b[int64(len(b))-n:], false
+	}
+	s := string(bytes.ToValidUTF8(bytes.TrimSpace(b), []byte("\uFFFD")))
+	if lost && s != "" {
 		s = "…" + s
 	}
 	return s

@@ -184,9 +184,10 @@ func (p *proc) kill() {
 	})
 }
 
-// diagnostics is the stderr the hook wrote, for a failure detail.
-func (p *proc) diagnostics() string {
-	if s := p.stderr.String(); s != "" {
+// diagnostics is the stderr the hook wrote after mark, for a failure
+// detail.
+func (p *proc) diagnostics(mark int64) string {
+	if s := p.stderr.since(mark); s != "" {
 		return "; stderr: " + s
 	}
 	return ""
@@ -276,7 +277,7 @@ func perEvent(ctx context.Context, h *Hook, env []string, m Message) Reply {
 		problems = append(problems, "exited without a response")
 	}
 	if len(problems) > 0 {
-		return Reply{Failure: strings.Join(problems, "; ") + p.diagnostics()}
+		return Reply{Failure: strings.Join(problems, "; ") + p.diagnostics(0)}
 	}
 	return Reply{Response: resp}
 }
@@ -315,6 +316,7 @@ func (b *backend) exchange(ctx context.Context, m Message) Reply {
 	if in == nil {
 		return Reply{Failure: strings.Join(problems, "; ")}
 	}
+	mark := in.p.stderr.mark()
 	if m.ID != 0 {
 		b.mu.Lock()
 		in.awaiting = m.ID
@@ -367,7 +369,7 @@ func (b *backend) exchange(ctx context.Context, m Message) Reply {
 	b.pending = nil
 	b.mu.Unlock()
 	if fail != "" {
-		problems = append(problems, fail+in.p.diagnostics())
+		problems = append(problems, fail+in.p.diagnostics(mark))
 		resp = nil
 	}
 	return Reply{Response: resp, Failure: strings.Join(problems, "; ")}
@@ -437,7 +439,7 @@ func (b *backend) instance() (*instance, []string) {
 		if !in.dead && in.awaiting == 0 {
 			// Not ended by openmax and not during an intercept (which
 			// reports it): a crash between messages, told at the next use.
-			b.pending = append(b.pending, "the process "+describe(err)+" after its last message; it is started again on the next"+p.diagnostics())
+			b.pending = append(b.pending, "the process "+describe(err)+" after its last message; it is started again on the next"+p.diagnostics(0))
 		}
 		in.dead = true
 		b.mu.Unlock()
