@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -82,5 +83,44 @@ func TestSkillsReachTheModel(t *testing.T) {
 		if got, want := strings.Contains(s, "Deploy with make deploy."), i == 3; got != want {
 			t.Errorf("request %d: the skill added mid-session seen %v, want %v (only after reload)", i+1, got, want)
 		}
+	}
+}
+
+// TestSkillsRecordReplay: a session recorded in a project with skills
+// replays without the project's files: the recording keeps the frozen
+// system prompt (Config.System), so the replayed requests match.
+func TestSkillsRecordReplay(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, `data: {"id":"x","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"ok"},"finish_reason":"stop"}]}`+"\n\ndata: [DONE]\n\n")
+	}))
+	defer srv.Close()
+	project := t.TempDir()
+	writeFile(t, filepath.Join(project, ".openmax/skills/review.md"), "Review diffs line by line.\n")
+	cas := filepath.Join(t.TempDir(), "c.yaml")
+	getenv := trustedEnv(t, func(k string) string {
+		if k == "OPENAI_API_KEY" {
+			return testOpenAIKey
+		}
+		return ""
+	}, project)
+	cli := func(stdin string, args ...string) (string, string, int) {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		var out, errb bytes.Buffer
+		code := run(ctx, args, strings.NewReader(stdin), &out, &errb, env{clock: clock.Real{}, getenv: getenv})
+		return out.String(), errb.String(), code
+	}
+	rec, stderr, code := cli(`{"cmd":"user","text":"hi"}`+"\n", "record", "--cassette", cas, "--provider", "openai", "--base-url", srv.URL+"/v1", "--project", project, "--session-id", "s")
+	if code != 0 || !strings.Contains(rec, `"stop_reason":"stop"`) {
+		t.Fatalf("record: exit %d\n%s\n%s", code, rec, stderr)
+	}
+	if err := os.RemoveAll(filepath.Join(project, ".openmax")); err != nil {
+		t.Fatal(err)
+	}
+	rep, stderr, code := cli("", "replay", cas)
+	if code != 0 || !strings.Contains(rep, `"stop_reason":"stop"`) {
+		t.Fatalf("replay: exit %d\n%s\n%s", code, rep, stderr)
 	}
 }

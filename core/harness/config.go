@@ -67,6 +67,11 @@ type Config struct {
 	// Continue resumes the project's latest saved session instead of
 	// starting one. A recording never continues.
 	Continue bool `yaml:"-"`
+	// System is the system prompt frozen from the project when the harness
+	// was built (its .openmax/system.md and skills, docs/policy.md). It is
+	// not a flag: New sets it, so a recording keeps the prompt its requests
+	// carried and a replay sends the same.
+	System string `yaml:"system,omitempty"`
 	// Compact forces a compaction at the start of the session's first
 	// turn, answered by a compacted line (docs/policy.md).
 	Compact bool `yaml:"compact,omitempty"`

@@ -63,29 +63,47 @@ type snapshot struct {
 // freezer re-freezes one session's configuration.
 type freezer struct {
 	h    *Harness
-	base *core.Engine
+	base *core.Engine // the engine the session started with
 	cur  snapshot
 }
 
-// freeze reads the session's configuration as it starts: the engine's
-// tools as assembled, and the project's skills and system file, which the
-// returned engine's system prompt carries (the engine itself when there
-// are none). refreeze answers reload. A replay (Deps.NoBuiltin) reads
-// nothing from the project: it answers from its recording, so refreeze is
-// nil and reload reports the tools as they are.
-func (h *Harness) freeze() (*core.Engine, func() (*core.Engine, wire.Refrozen, string)) {
+// freezeStart freezes, as New builds the harness, the project's skills and
+// system file into the engine's system prompt, and records the prompt in
+// the Config (Config.System), so a recording keeps what its requests
+// carried. A replay (Deps.NoBuiltin) reads nothing from the project: its
+// recorded Config.System is the prompt.
+func (h *Harness) freezeStart() {
 	if h.deps.NoBuiltin {
-		return h.engine, nil
+		return
 	}
 	f := &freezer{h: h, base: h.engine}
-	f.cur = f.read(h.engine.Tools)
-	return f.engine(f.cur), f.refreeze
+	snap := f.read(h.engine.Tools)
+	snap.promptBase = h.cfg.System
+	h.engine.System = snap.prompt()
+	h.cfg.System = h.engine.System
+	h.frozen = &snap
+}
+
+// refreezer returns a session's answer to reload (stdio.Options.Refreeze),
+// starting from what New froze; nil in a replay, where reload reports the
+// tools as they are.
+func (h *Harness) refreezer() func() (*core.Engine, wire.Refrozen, string) {
+	if h.frozen == nil {
+		return nil
+	}
+	f := &freezer{h: h, base: h.engine, cur: *h.frozen}
+	return f.refreeze
 }
 
 // read takes a snapshot: tools from reg (nil: read them again), skills and
 // the system file from disk.
 func (f *freezer) read(reg *tool.Registry) snapshot {
-	s := snapshot{tools: map[string]frozenItem{}, skills: map[string]frozenItem{}, skillText: map[string]string{}, promptBase: f.base.System}
+	s := snapshot{tools: map[string]frozenItem{}, skills: map[string]frozenItem{}, skillText: map[string]string{}, promptBase: f.cur.promptBase}
+	if reg == nil && f.base.Tools != f.h.tools {
+		// The caller replaced the tools New assembled (a recording wraps
+		// them to keep their results): they are the caller's, and stay.
+		reg = f.base.Tools
+	}
 	if reg == nil {
 		reg, s.notLoaded = f.tools()
 		s.reread = true
@@ -185,13 +203,13 @@ func (f *freezer) tools() (*tool.Registry, []string) {
 	return reg, notLoaded
 }
 
-// engine is the engine a snapshot freezes: the assembled one with the
-// snapshot's tools (and, on a reload, the deny rules read again) and the
-// system prompt carrying the system file and the skills. At the start,
-// with nothing to add, it is the assembled engine itself.
+// engine is the engine a snapshot freezes: the session's first one with
+// the snapshot's tools (and, when they were read again, the deny rules
+// read again too) and the system prompt carrying the system file and the
+// skills; the first engine itself when nothing differs.
 func (f *freezer) engine(s snapshot) *core.Engine {
 	prompt := s.prompt()
-	if !s.reread && prompt == f.base.System {
+	if s.registry == f.base.Tools && !s.reread && prompt == f.base.System {
 		return f.base
 	}
 	e := *f.base

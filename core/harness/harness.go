@@ -75,6 +75,8 @@ type Harness struct {
 	deps    Deps
 	engine  *core.Engine
 	project string
+	frozen  *snapshot      // what New froze from the project (freeze.go); nil in a replay
+	tools   *tool.Registry // the tools New assembled
 }
 
 // ConfigError is a configuration mistake New found: an unknown provider, a
@@ -129,6 +131,7 @@ func assemble(cfg Config, deps Deps) (*Harness, error) {
 		Provider:       prov,
 		Tools:          tools,
 		Model:          cfg.Model,
+		System:         cfg.System,
 		MaxIterations:  cfg.MaxIterations,
 		MaxAgentTokens: cfg.MaxAgentTokens,
 		ContextTokens:  window,
@@ -148,7 +151,9 @@ func assemble(cfg Config, deps Deps) (*Harness, error) {
 			eng.Deny = rules
 		}
 	}
-	return &Harness{cfg: cfg, deps: deps, engine: eng, project: project}, nil
+	h := &Harness{cfg: cfg, deps: deps, engine: eng, project: project, tools: tools}
+	h.freezeStart() // skills and system prompt (freeze.go)
+	return h, nil
 }
 
 // Engine is the assembled turn engine. A caller may adjust it (wrap its
@@ -199,7 +204,7 @@ func (h *Harness) ServeConn(ctx context.Context, conn stdio.Conn, o ServeOptions
 		ApprovalTimeout: h.cfg.ApprovalTimeout, Clock: h.deps.Clock,
 		Handled: o.Handled, Stepped: o.Stepped, Acting: o.Acting,
 	}
-	opts.Engine, opts.Refreeze = h.freeze()                          // freeze.go
+	opts.Refreeze = h.refreezer()                                    // freeze.go
 	opts.AgentSpawned = h.deps.getenv(builtin.AgentSpawnedEnv) != "" // docs/policy.md
 	if o.Project != "" {
 		opts.Project = o.Project

@@ -27,8 +27,7 @@ func (h *Harness) Prompt(ctx context.Context, text string, w io.Writer) (string,
 	sess.SetApprovals(func() string { return "ask" }, nil)
 	log := h.deps.Log
 	endsLine := true
-	eng, _ := h.freeze() // the project's skills and system prompt, as a session has them (freeze.go)
-	stop := eng.RunTurn(ctx, sess, text, func(ev wire.Event) {
+	stop := h.engine.RunTurn(ctx, sess, text, func(ev wire.Event) {
 		switch ev := ev.(type) {
 		case wire.Token:
 			fmt.Fprint(w, ev.Text)
