@@ -117,8 +117,8 @@ func TestIntercept(t *testing.T) {
 			PerEvent:   {fail: "exited without a response"}, // EOF after its one message, then it exits 0
 			Persistent: {fail: "timed out after 300ms; its process group was killed"}}},
 		{"answer then nonzero exit", []string{"exit3"}, 0, map[string]want{
-			PerEvent:   {fail: "exited with status 3"},
-			Persistent: {}}}, // the answer came; the exit is told at the next use
+			// persistent: TestPersistentExitBetweenMessages
+			PerEvent: {fail: "exited with status 3"}}},
 		{"wrong id", []string{"wrongid"}, 0, map[string]want{
 			// the first line is its one response
 			PerEvent: {fail: "malformed output: more than one line written for one request"},
@@ -178,7 +178,8 @@ func TestPersistentRestartsAfterCrash(t *testing.T) {
 // A persistent hook that exits after answering: the answer stands, the
 // exit is reported, and the next use starts it again.
 func TestPersistentExitBetweenMessages(t *testing.T) {
-	s := newSet(t, Options{}, testHook(t, "h1", core.HookUserPromptSubmit, Persistent, "exit3"))
+	marker := filepath.Join(t.TempDir(), "exited")
+	s := newSet(t, Options{}, testHook(t, "h1", core.HookUserPromptSubmit, Persistent, "exit3", marker))
 	v1, f1 := s.Intercept(context.Background(), core.HookUserPromptSubmit, prompt)
 	v2, f2 := s.Intercept(context.Background(), core.HookUserPromptSubmit, prompt)
 	// The exit is told once: as an exit between messages by the first call

@@ -134,7 +134,13 @@ func main() {
 		for {
 			next()
 		}
-	case "exit3": // answer allow, then exit 3
+	case "exit3": // exit3 [MARKER]: answer allow, then exit 3 (with MARKER: the first time only)
+		if len(args) > 1 {
+			if _, err := os.Stat(args[1]); err == nil {
+				serve(func(msg) any { return decision("allow", "") })
+			}
+			os.WriteFile(args[1], nil, 0o600)
+		}
 		m := next()
 		reply(*m.ID, decision("allow", ""))
 		os.Exit(3)
