@@ -411,3 +411,28 @@ func TestNoEnvGrantOmitsEnv(t *testing.T) {
 		t.Errorf("tool_end %s", end.raw)
 	}
 }
+
+// A manifest that does not load, or whose name a built-in tool has, is
+// left out and named on the log; the others load.
+func TestExternalToolsLeftOutAreLogged(t *testing.T) {
+	w := extWorld(t, "auto", map[string]string{
+		".openmax/tools/read_file.json": `{"code": "tools/show.sh"}`,
+		".openmax/tools/broken.json":    `{"code": `,
+	})
+	var log strings.Builder
+	cfg := harness.Defaults()
+	cfg.Provider, cfg.Project = "echo", w.project
+	h, err := harness.New(cfg, harness.Deps{Getenv: w.getenv, Log: &log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := strings.Join(h.Engine().Tools.Names(), " ")
+	if !strings.HasSuffix(names, " show") || strings.Count(names, "read_file") != 1 || strings.Contains(names, "broken") {
+		t.Errorf("tools %s", names)
+	}
+	for _, want := range []string{"external tool read_file: the name is taken", "external tool .openmax/tools/broken.json: not a valid manifest"} {
+		if !strings.Contains(log.String(), want) {
+			t.Errorf("log lacks %q:\n%s", want, log.String())
+		}
+	}
+}
