@@ -622,3 +622,18 @@ func TestStderrTail(t *testing.T) {
 		t.Errorf("since a mark before the kept bytes: %q", got)
 	}
 }
+
+// A cancelled turn runs no more hooks.
+func TestCancelledRunsNothing(t *testing.T) {
+	var ran []string
+	s := newSet(t, Options{OnExchange: func(e Exchange) { ran = append(ran, e.Hook) }},
+		testHook(t, "gate", core.HookUserPromptSubmit, PerEvent, "answer", "refuse", "no"),
+		testHook(t, "seer", core.HookTurnDone, Persistent, "answer", "allow"))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	v, fs := s.Intercept(ctx, core.HookUserPromptSubmit, prompt)
+	fs = append(fs, s.Observe(ctx, core.HookTurnDone, core.TurnDonePayload{SessionID: "s1"})...)
+	if v.Refused || len(fs) != 0 || len(ran) != 0 {
+		t.Errorf("verdict %+v failures %+v ran %v", v, fs, ran)
+	}
+}
