@@ -83,13 +83,14 @@ func (e *Engine) RunTurn(ctx context.Context, s *Session, text string, emit Emit
 	t := &turn{e: e, s: s, emit: emit}
 	if e.Hooks != nil {
 		// Runs after the recover below has settled stop.
-		defer func() {
-			t.observe(context.WithoutCancel(ctx), HookTurnDone, TurnDonePayload{SessionID: s.ID, StopReason: stop})
-		}()
+		defer t.turnDone(ctx, &stop)
 	}
 	defer func() {
 		if r := recover(); r != nil {
 			e.panicked(r)
+			if !t.opened { // a hook crashed before the turn opened
+				t.emit(e.budget(s))
+			}
 			t.emit(wire.Error{Message: fmt.Sprintf("internal error: %v", r)})
 			stop = wire.StopError
 		}
@@ -102,6 +103,7 @@ func (e *Engine) RunTurn(ctx context.Context, s *Session, text string, emit Emit
 	notes := s.takeNotes()
 	err := s.append(append(notes, provider.Message{Role: provider.RoleUser, Text: text})...)
 	emit(e.budget(s))
+	t.opened = true
 	if err != nil {
 		emit(wire.Error{Message: err.Error()})
 		return wire.StopError

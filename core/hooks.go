@@ -132,6 +132,19 @@ func (t *turn) observe(ctx context.Context, event HookEvent, payload any) {
 	t.hookFailed(t.e.Hooks.Observe(ctx, event, payload))
 }
 
+// turnDone notifies the turn_done observers once the turn's stop_reason is
+// settled (even by a crash), whatever the turn's context says. A crash of
+// the hooks here is only logged (OnPanic): the stop_reason stands, and an
+// error line now would contradict it.
+func (t *turn) turnDone(ctx context.Context, stop *string) {
+	defer func() {
+		if r := recover(); r != nil {
+			t.e.panicked(r)
+		}
+	}()
+	t.observe(context.WithoutCancel(ctx), HookTurnDone, TurnDonePayload{SessionID: t.s.ID, StopReason: *stop})
+}
+
 // submit runs the user_prompt_submit intercept on text. When a hook
 // refuses, the prompt never enters the transcript (it is not sent to the
 // model, now or later); a harness note saying that a prompt was blocked,
@@ -147,6 +160,7 @@ func (t *turn) submit(ctx context.Context, text string) (stop string) {
 	note := blockedNote(v)
 	err := t.s.append(provider.Message{Role: provider.RoleUser, Text: note})
 	t.emit(t.e.budget(t.s))
+	t.opened = true
 	if err != nil {
 		t.emit(wire.Error{Message: err.Error()})
 		return wire.StopError

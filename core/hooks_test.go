@@ -375,3 +375,41 @@ func TestHookEventKinds(t *testing.T) {
 		}
 	}
 }
+
+// A crash inside the hooks is a crash of the turn (error), or, at
+// turn_done, only logged: RunTurn always returns a stop_reason.
+func TestHookCrashes(t *testing.T) {
+	for _, tc := range []struct {
+		at    core.HookEvent
+		stop  string
+		types string
+	}{
+		{core.HookUserPromptSubmit, wire.StopError, "budget error"},
+		{core.HookTurnEnd, wire.StopError, "budget token message_done error"},
+		{core.HookTurnDone, "stop", "budget token message_done"},
+	} {
+		t.Run(string(tc.at), func(t *testing.T) {
+			e := newEngine(t, mustScript(t, replies(1)))
+			crash := func(event core.HookEvent) {
+				if event == tc.at {
+					panic("hook bug")
+				}
+			}
+			e.Hooks = &fakeHooks{
+				intercept: func(_ int, event core.HookEvent, _ any) (core.HookVerdict, []core.HookFailure) {
+					crash(event)
+					return core.HookVerdict{}, nil
+				},
+				observe: func(event core.HookEvent, _ any) []core.HookFailure { crash(event); return nil },
+			}
+			var panics int
+			e.OnPanic = func(any, []byte) { panics++ }
+			var rec recorder
+			stop := e.RunTurn(context.Background(), core.NewSession("s"), "go", rec.emit)
+			if stop != tc.stop || rec.types() != tc.types || panics != 1 {
+				t.Errorf("stop %q events %q panics %d; want %q %q 1", stop, rec.types(), panics, tc.stop, tc.types)
+			}
+			checkWire(t, rec.events, stop)
+		})
+	}
+}

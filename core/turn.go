@@ -14,9 +14,10 @@ type turn struct {
 	e        *Engine
 	s        *Session
 	emit     Emit
-	requests int // model requests made so far
-	spent    int // tokens this turn has spent
-	refusals int // turn_end refusals honored (hooks.go)
+	requests int  // model requests made so far
+	spent    int  // tokens this turn has spent
+	refusals int  // turn_end refusals honored (hooks.go)
+	opened   bool // budget, the turn's first line, went out
 }
 
 func (t *turn) run(ctx context.Context) string {
