@@ -129,19 +129,39 @@ func (t *turn) observe(ctx context.Context, event HookEvent, payload any) {
 	if t.e.Hooks == nil {
 		return
 	}
-	t.hookFailed(t.e.Hooks.Observe(ctx, event, payload))
+	var fails []HookFailure
+	func() {
+		defer t.hookCrash(event, &fails)
+		fails = t.e.Hooks.Observe(ctx, event, payload)
+	}()
+	t.hookFailed(fails)
+}
+
+// intercept runs the intercept hooks of event, a crash counting as a
+// failure (fail-open) like any other.
+func (t *turn) intercept(ctx context.Context, event HookEvent, payload any) (v HookVerdict) {
+	var fails []HookFailure
+	func() {
+		defer t.hookCrash(event, &fails)
+		v, fails = t.e.Hooks.Intercept(ctx, event, payload)
+	}()
+	t.hookFailed(fails)
+	return v
+}
+
+// hookCrash, deferred around a call of the hooks, turns a panic of the
+// hook runner into a failure of the call (reported as hook_failed, the
+// stack to OnPanic): a hook, working or not, never breaks a turn.
+func (t *turn) hookCrash(event HookEvent, fails *[]HookFailure) {
+	if r := recover(); r != nil {
+		t.e.panicked(r)
+		*fails = append(*fails, HookFailure{Hook: "hooks", Event: event, Detail: fmt.Sprintf("the hook runner crashed: %v", r)})
+	}
 }
 
 // turnDone notifies the turn_done observers once the turn's stop_reason is
-// settled (even by a crash), whatever the turn's context says. A crash of
-// the hooks here is only logged (OnPanic): the stop_reason stands, and an
-// error line now would contradict it.
+// settled (even by a crash), whatever the turn's context says.
 func (t *turn) turnDone(ctx context.Context, stop *string) {
-	defer func() {
-		if r := recover(); r != nil {
-			t.e.panicked(r)
-		}
-	}()
 	t.observe(context.WithoutCancel(ctx), HookTurnDone, TurnDonePayload{SessionID: t.s.ID, StopReason: *stop})
 }
 
@@ -152,8 +172,7 @@ func (t *turn) turnDone(ctx context.Context, stop *string) {
 // opens the turn, harness_note reports the note and the turn ends blocked.
 // It returns "" when the prompt may go on.
 func (t *turn) submit(ctx context.Context, text string) (stop string) {
-	v, fails := t.e.Hooks.Intercept(ctx, HookUserPromptSubmit, PromptPayload{SessionID: t.s.ID, Prompt: text})
-	t.hookFailed(fails)
+	v := t.intercept(ctx, HookUserPromptSubmit, PromptPayload{SessionID: t.s.ID, Prompt: text})
 	if !v.Refused {
 		return ""
 	}
@@ -186,11 +205,10 @@ func blockedNote(v HookVerdict) string {
 // unverified. Otherwise stop is the turn's stop_reason.
 func (t *turn) turnEnd(ctx context.Context, r reply, stop string) (again bool, _ string) {
 	left := MaxContinuations - t.refusals
-	v, fails := t.e.Hooks.Intercept(ctx, HookTurnEnd, TurnEndPayload{
+	v := t.intercept(ctx, HookTurnEnd, TurnEndPayload{
 		SessionID: t.s.ID, Text: r.text, StopReason: stop,
 		Continuation: t.refusals, ContinuationsLeft: left,
 	})
-	t.hookFailed(fails)
 	switch {
 	case !v.Refused:
 		return false, stop

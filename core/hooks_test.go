@@ -376,20 +376,27 @@ func TestHookEventKinds(t *testing.T) {
 	}
 }
 
-// A crash inside the hooks is a crash of the turn (error), or, at
-// turn_done, only logged: RunTurn always returns a stop_reason.
-func TestHookCrashes(t *testing.T) {
+// A crash of the hook runner is a failure of that call like any other: a
+// hook_failed, the stack to OnPanic, and the turn goes on (intercepts fail
+// open).
+func TestHookRunnerCrashIsAFailure(t *testing.T) {
 	for _, tc := range []struct {
 		at    core.HookEvent
-		stop  string
 		types string
 	}{
-		{core.HookUserPromptSubmit, wire.StopError, "budget error"},
-		{core.HookTurnEnd, wire.StopError, "budget token message_done error"},
-		{core.HookTurnDone, "stop", "budget token message_done"},
+		{core.HookUserPromptSubmit, "hook_failed budget tool_start tool_end token message_done"},
+		{core.HookToolStart, "budget tool_start hook_failed tool_end token message_done"},
+		{core.HookTurnEnd, "budget tool_start tool_end token message_done hook_failed"},
+		{core.HookTurnDone, "budget tool_start tool_end token message_done hook_failed"},
 	} {
 		t.Run(string(tc.at), func(t *testing.T) {
-			e := newEngine(t, mustScript(t, replies(1)))
+			e := newEngine(t, mustScript(t, `
+replies:
+  - chunks:
+      - tool_call: {id: c1, name: echo_args, args: {}}
+      - finish: tool_calls
+  - text: "Done."
+`), echoTool())
 			crash := func(event core.HookEvent) {
 				if event == tc.at {
 					panic("hook bug")
@@ -406,8 +413,13 @@ func TestHookCrashes(t *testing.T) {
 			e.OnPanic = func(any, []byte) { panics++ }
 			var rec recorder
 			stop := e.RunTurn(context.Background(), core.NewSession("s"), "go", rec.emit)
-			if stop != tc.stop || rec.types() != tc.types || panics != 1 {
-				t.Errorf("stop %q events %q panics %d; want %q %q 1", stop, rec.types(), panics, tc.stop, tc.types)
+			if stop != "stop" || rec.types() != tc.types || panics != 1 {
+				t.Errorf("stop %q events %q panics %d; want stop %q 1", stop, rec.types(), panics, tc.types)
+			}
+			for _, ev := range rec.events {
+				if f, ok := ev.(wire.HookFailed); ok && (f.Event != string(tc.at) || !strings.Contains(f.Detail, "hook bug")) {
+					t.Errorf("hook_failed %+v", f)
+				}
 			}
 			checkWire(t, rec.events, stop)
 		})

@@ -1,8 +1,8 @@
 package stdio_test
 
 // TestRapidHooksKeepDoneExactlyOnce: whatever the session's hooks do on
-// each call (allow, refuse, fail, or take an hour on the fake clock before
-// answering, the turn sometimes cancelled meanwhile), every user command
+// each call (allow, refuse, fail, crash, or take an hour on the fake clock
+// before answering, the turn sometimes cancelled meanwhile), every user command
 // is answered by exactly one done, turn_refused never exceeds the 8
 // continuations, and wire.Checker accepts the whole stdout.
 
@@ -35,7 +35,8 @@ const (
 	rhAllow rhAct = iota
 	rhRefuse
 	rhFail
-	rhSlow // an hour on the fake clock, then allow (or refuse, for an intercept)
+	rhSlow  // an hour on the fake clock, then allow (or refuse, for an intercept)
+	rhPanic // the hook implementation crashes
 )
 
 // rhHooks plays a drawn list of acts, one per call, cyclically.
@@ -57,6 +58,8 @@ func (h *rhHooks) act() rhAct {
 func (h *rhHooks) Intercept(ctx context.Context, event core.HookEvent, _ any) (core.HookVerdict, []core.HookFailure) {
 	refuse := core.HookVerdict{Refused: true, Hook: "rapid", Reason: "again: " + string(event)}
 	switch h.act() {
+	case rhPanic:
+		panic("rapid hook crash")
 	case rhRefuse:
 		return refuse, nil
 	case rhFail:
@@ -72,6 +75,8 @@ func (h *rhHooks) Intercept(ctx context.Context, event core.HookEvent, _ any) (c
 
 func (h *rhHooks) Observe(ctx context.Context, event core.HookEvent, _ any) []core.HookFailure {
 	switch h.act() {
+	case rhPanic:
+		panic("rapid observer crash")
 	case rhFail, rhRefuse:
 		return []core.HookFailure{{Hook: "rapid-observer", Event: event, Detail: "exited 3"}}
 	case rhSlow:
@@ -88,7 +93,7 @@ func TestRapidHooksKeepDoneExactlyOnce(t *testing.T) {
 	rapidchecks.Use(t, rapidchecks.Pick(300, 30))
 	rapid.Check(t, func(rt *rapid.T) {
 		clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-		hooks := &rhHooks{clk: clk, acts: rapid.SliceOfN(rapid.SampledFrom([]rhAct{rhAllow, rhRefuse, rhFail, rhSlow}), 1, 12).Draw(rt, "acts")}
+		hooks := &rhHooks{clk: clk, acts: rapid.SliceOfN(rapid.SampledFrom([]rhAct{rhAllow, rhRefuse, rhFail, rhSlow, rhPanic}), 1, 12).Draw(rt, "acts")}
 		// Which model requests ask for a tool (cyclically), so tool
 		// observers run too.
 		toolAt := rapid.SliceOfN(rapid.Bool(), 1, 5).Draw(rt, "tool_at")
