@@ -3,13 +3,18 @@ package tape_test
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"pgregory.net/rapid"
+
 	"github.com/openmax/openmax/core"
+	"github.com/openmax/openmax/internal/rapidchecks"
 	"github.com/openmax/openmax/recorder/cassette"
 	"github.com/openmax/openmax/recorder/tape"
 	"github.com/openmax/openmax/replay"
@@ -162,3 +167,66 @@ func (allowAll) Intercept(context.Context, core.HookEvent, any) (core.HookVerdic
 }
 func (allowAll) Observe(context.Context, core.HookEvent, any) []core.HookFailure { return nil }
 func (allowAll) Close() error                                                    { return nil }
+
+// drawnHooks answer each call with the next drawn act, cyclically: 0
+// allow, 1 refuse, 2 fail.
+type drawnHooks struct {
+	mu   sync.Mutex
+	acts []int
+	n    int
+}
+
+func (d *drawnHooks) next() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	a := d.acts[d.n%len(d.acts)]
+	d.n++
+	return a
+}
+
+func (d *drawnHooks) Intercept(_ context.Context, event core.HookEvent, _ any) (core.HookVerdict, []core.HookFailure) {
+	switch d.next() {
+	case 1:
+		return core.HookVerdict{Refused: true, Hook: "drawn", Reason: "no: " + string(event)}, nil
+	case 2:
+		return core.HookVerdict{}, []core.HookFailure{{Hook: "drawn", Event: event, Detail: "crashed"}}
+	}
+	return core.HookVerdict{}, nil
+}
+
+func (d *drawnHooks) Observe(_ context.Context, event core.HookEvent, _ any) []core.HookFailure {
+	if d.next() == 2 {
+		return []core.HookFailure{{Hook: "drawn-observer", Event: event, Detail: "exited 1"}}
+	}
+	return nil
+}
+
+func (d *drawnHooks) Close() error { return nil }
+
+// TestRapidHookedSessionReplays: whatever the hooks answered live, the
+// cassette replays the very transcript, with no hook run.
+func TestRapidHookedSessionReplays(t *testing.T) {
+	rapidchecks.Use(t, rapidchecks.Pick(40, 5))
+	rapid.Check(t, func(t *rapid.T) {
+		acts := rapid.SliceOfN(rapid.IntRange(0, 2), 1, 10).Draw(t, "acts")
+		turns := rapid.IntRange(1, 3).Draw(t, "turns")
+		var steps []clientStep
+		for i := 0; i < turns; i++ {
+			steps = append(steps, clientStep{line: fmt.Sprintf(`{"cmd":"user","text":"turn %d"}`, i), wait: true})
+		}
+		// Enough replies for every continuation a refusing hook allows.
+		replies := make([]string, turns*(core.MaxContinuations+1))
+		for i := range replies {
+			replies[i] = fmt.Sprintf("reply %d", i)
+		}
+		dir, err := os.MkdirTemp("", "tape-hooks")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer os.RemoveAll(dir)
+		want := live(t, dir, replies, steps, false, &drawnHooks{acts: acts})
+		if got := replayOf(t, filepath.Join(dir, "c.yaml")); !bytes.Equal(got, want) {
+			t.Fatalf("replay differs from the live session:\n--- live\n%s--- replay\n%s", want, got)
+		}
+	})
+}
