@@ -67,6 +67,23 @@ func TestPromptExitsFourWhenUnverified(t *testing.T) {
 	if n := strings.Count(errb.String(), "openmax: hook verify refused the reply"); n != 8 {
 		t.Errorf("%d refusals on stderr, want 8:\n%s", n, errb.String())
 	}
+	if !strings.HasSuffix(errb.String(), "openmax: the turn ended unverified\n") {
+		t.Errorf("stderr does not end saying the turn ended unverified:\n%s", errb.String())
+	}
+}
+
+// TestPromptBlocked: under -p a refused prompt prints nothing on stdout,
+// says so on stderr, and exits 0 (blocked is not one of -p's exit-4 stops).
+func TestPromptBlocked(t *testing.T) {
+	project := hookProject(t, `{"hooks": [{"name": "guard", "event": "user_prompt_submit", "command": "{{HOOKPROG}}", "args": ["refuse", "not today"]}]}`)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var out, errb bytes.Buffer
+	code := run(ctx, []string{"-p", "hello", "--provider", "echo", "--project", project},
+		strings.NewReader(""), &out, &errb, env{clock: clock.Real{}, getenv: trustedEnv(t, testEnv, project)})
+	if code != 0 || out.Len() != 0 || !strings.Contains(errb.String(), `blocked by hook "guard" and was not sent: not today`) {
+		t.Errorf("exit %d, stdout %q, stderr:\n%s", code, out.String(), errb.String())
+	}
 }
 
 // TestHookRefusalThatCannotBePersistedIsUnverified runs the real binary
