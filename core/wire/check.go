@@ -39,6 +39,7 @@ type Checker struct {
 	afterErr  bool // the error line was the last turn line
 	tools     map[string]int
 	approvals map[string]bool
+	asked     bool // a line of a model reply went out in this turn
 
 	input *clientInput // set by SetInput
 
@@ -167,6 +168,15 @@ func (c *Checker) shape(d *Def, m object) error {
 	return checkLineFields(d.Fields, m, extra)
 }
 
+// replyLine reports whether an event type shows the model was asked.
+func replyLine(typ string) bool {
+	switch typ {
+	case "token", "thinking", "retry", "usage", "message_done", "tool_start":
+		return true
+	}
+	return false
+}
+
 // outsideTurn lists the event types that may appear outside a turn.
 var outsideTurn = map[string]bool{
 	"refrozen": true, "hook_failed": true, "schemas_over_budget": true,
@@ -249,6 +259,9 @@ func (c *Checker) sequence(d *Def, m object) error {
 	case "tool_start":
 		c.closed = false
 	}
+	if replyLine(typ) {
+		c.asked = true
+	}
 	switch typ {
 	case "harness_note":
 		if id := m.str("call_id"); id != "" {
@@ -318,7 +331,7 @@ func (c *Checker) sequence(d *Def, m object) error {
 
 func (c *Checker) openTurn() {
 	c.turn, c.run, c.turnError, c.afterErr = true, false, false, false
-	c.closed, c.errRun = false, false
+	c.closed, c.errRun, c.asked = false, false, false
 	clear(c.tools)
 }
 
@@ -340,6 +353,12 @@ func (c *Checker) closeTurn(reason string) error {
 	for id, pending := range c.approvals {
 		if pending {
 			return fmt.Errorf("approval %s still pending at done", quoteShort(id))
+		}
+	}
+	switch reason {
+	case StopBlocked:
+		if c.asked {
+			return fmt.Errorf("done blocked after the model was asked: a refused prompt sends nothing to the model")
 		}
 	}
 	switch reason {

@@ -1,0 +1,51 @@
+package wire
+
+import (
+	"strings"
+	"testing"
+)
+
+// A blocked turn is one whose prompt a hook refused: nothing went to the
+// model, so no line of a reply may precede its done.
+func TestCheckerBlockedTurnHasNoReply(t *testing.T) {
+	const hello = `{"type":"hello","proto":"openmax-stdio/6","protocol_version":6,"session_id":"s","version":"0","project":"/p","continued":false}`
+	for _, tc := range []struct {
+		name  string
+		lines []string
+		want  string // "" to accept
+	}{
+		{"note only", []string{`{"session_id":"s","type":"budget","used_tokens":1,"context_tokens":2}`,
+			`{"session_id":"s","type":"harness_note","call_id":"","text":"blocked"}`,
+			`{"session_id":"s","type":"done","stop_reason":"blocked"}`}, ""},
+		{"hook_failed before", []string{`{"session_id":"s","type":"hook_failed","hook":"h","event":"user_prompt_submit","detail":"x"}`,
+			`{"session_id":"s","type":"budget","used_tokens":1,"context_tokens":2}`,
+			`{"session_id":"s","type":"done","stop_reason":"blocked"}`}, ""},
+		{"a reply", []string{`{"session_id":"s","type":"budget","used_tokens":1,"context_tokens":2}`,
+			`{"session_id":"s","type":"token","text":"hi"}`, `{"session_id":"s","type":"message_done","text":"hi"}`,
+			`{"session_id":"s","type":"done","stop_reason":"blocked"}`}, "done blocked after the model was asked"},
+		{"a retry", []string{`{"session_id":"s","type":"budget","used_tokens":1,"context_tokens":2}`,
+			`{"session_id":"s","type":"retry","attempt":2,"max_attempts":3,"reason":"x"}`,
+			`{"session_id":"s","type":"done","stop_reason":"blocked"}`}, "done blocked after the model was asked"},
+		{"a previous turn's reply", []string{`{"session_id":"s","type":"budget","used_tokens":1,"context_tokens":2}`,
+			`{"session_id":"s","type":"token","text":"hi"}`, `{"session_id":"s","type":"message_done","text":"hi"}`,
+			`{"session_id":"s","type":"done","stop_reason":"stop"}`,
+			`{"session_id":"s","type":"budget","used_tokens":1,"context_tokens":2}`,
+			`{"session_id":"s","type":"done","stop_reason":"blocked"}`}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := NewChecker()
+			var got error
+			for _, l := range append([]string{hello}, tc.lines...) {
+				if err := c.Line([]byte(l)); err != nil && got == nil {
+					got = err
+				}
+			}
+			switch {
+			case tc.want == "" && got != nil:
+				t.Errorf("rejected: %v", got)
+			case tc.want != "" && (got == nil || !strings.Contains(got.Error(), tc.want)):
+				t.Errorf("got %v, want an error containing %q", got, tc.want)
+			}
+		})
+	}
+}
