@@ -40,6 +40,7 @@ type Checker struct {
 	tools     map[string]int
 	approvals map[string]bool
 	asked     bool // a line of a model reply went out in this turn
+	refused   int  // turn_refused lines in this turn
 
 	input *clientInput // set by SetInput
 
@@ -168,6 +169,10 @@ func (c *Checker) shape(d *Def, m object) error {
 	return checkLineFields(d.Fields, m, extra)
 }
 
+// maxContinuations is how many turn_end refusals a turn honors (the
+// stop_reason table's unverified: "more times than the harness honors (8)").
+const maxContinuations = 8
+
 // replyLine reports whether an event type shows the model was asked.
 func replyLine(typ string) bool {
 	switch typ {
@@ -255,6 +260,10 @@ func (c *Checker) sequence(d *Def, m object) error {
 		if !c.closed {
 			return fmt.Errorf("turn_refused must follow the refused completion's message_done")
 		}
+		if n := m.num("continuation"); n != c.refused || n >= maxContinuations {
+			return fmt.Errorf("turn_refused continuation %d: it counts the refusals honored before it in the turn (%d here), at most %d in all", n, c.refused, maxContinuations)
+		}
+		c.refused++
 		c.closed = false
 	case "tool_start":
 		c.closed = false
@@ -331,7 +340,7 @@ func (c *Checker) sequence(d *Def, m object) error {
 
 func (c *Checker) openTurn() {
 	c.turn, c.run, c.turnError, c.afterErr = true, false, false, false
-	c.closed, c.errRun, c.asked = false, false, false
+	c.closed, c.errRun, c.asked, c.refused = false, false, false, 0
 	clear(c.tools)
 }
 

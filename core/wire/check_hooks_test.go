@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -31,6 +32,53 @@ func TestCheckerBlockedTurnHasNoReply(t *testing.T) {
 			`{"session_id":"s","type":"done","stop_reason":"stop"}`,
 			`{"session_id":"s","type":"budget","used_tokens":1,"context_tokens":2}`,
 			`{"session_id":"s","type":"done","stop_reason":"blocked"}`}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := NewChecker()
+			var got error
+			for _, l := range append([]string{hello}, tc.lines...) {
+				if err := c.Line([]byte(l)); err != nil && got == nil {
+					got = err
+				}
+			}
+			switch {
+			case tc.want == "" && got != nil:
+				t.Errorf("rejected: %v", got)
+			case tc.want != "" && (got == nil || !strings.Contains(got.Error(), tc.want)):
+				t.Errorf("got %v, want an error containing %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// turn_refused's continuation counts the refusals honored before it in the
+// turn, and a turn honors at most 8.
+func TestCheckerTurnRefusedNumbers(t *testing.T) {
+	const hello = `{"type":"hello","proto":"openmax-stdio/6","protocol_version":6,"session_id":"s","version":"0","project":"/p","continued":false}`
+	reply := []string{`{"session_id":"s","type":"token","text":"a"}`, `{"session_id":"s","type":"message_done","text":"a"}`}
+	refused := func(n, left int) string {
+		return fmt.Sprintf(`{"session_id":"s","type":"turn_refused","hook":"h","reason":"r","continuation":%d,"continuations_left":%d}`, n, left)
+	}
+	turn := func(nums ...[2]int) []string {
+		out := []string{`{"session_id":"s","type":"budget","used_tokens":1,"context_tokens":2}`}
+		out = append(out, reply...)
+		for _, n := range nums {
+			out = append(out, refused(n[0], n[1]))
+			out = append(out, reply...)
+		}
+		return append(out, `{"session_id":"s","type":"done","stop_reason":"stop"}`)
+	}
+	eight := [][2]int{{0, 8}, {1, 7}, {2, 6}, {3, 5}, {4, 4}, {5, 3}, {6, 2}, {7, 1}}
+	for _, tc := range []struct {
+		name  string
+		lines []string
+		want  string
+	}{
+		{"two", turn([2]int{0, 8}, [2]int{1, 7}), ""},
+		{"eight", turn(eight...), ""},
+		{"two turns count apart", append(turn([2]int{0, 8}), turn([2]int{0, 8})...), ""},
+		{"a ninth", turn(append(eight, [2]int{8, 0})...), "turn_refused continuation 8"},
+		{"skipped", turn([2]int{0, 8}, [2]int{2, 6}), "turn_refused continuation 2"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := NewChecker()
