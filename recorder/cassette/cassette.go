@@ -148,6 +148,31 @@ type Tool struct {
 	Name        string `yaml:"name"`
 	Description string `yaml:"description,omitempty"`
 	Schema      string `yaml:"schema,omitempty"` // JSON
+	// Mutating says the approval policy gated the tool (it changes files
+	// or runs commands, or is an external tool), so a replay gates it too.
+	Mutating bool `yaml:"mutating,omitempty"`
+	// Source is set for an external tool (its files are agent-writable):
+	// what its unapproved_source requests showed, so a replay asks them
+	// again without the files.
+	Source *ToolSource `yaml:"source,omitempty"`
+}
+
+// ToolSource is what the source gate of an external tool said while the
+// session was recorded.
+type ToolSource struct {
+	Env    []string `yaml:"env,omitempty"`    // the credential grant's names
+	Detail string   `yaml:"detail,omitempty"` // what runs
+	// Checks are the answers of each look at the tool's files, in order:
+	// the first file whose bytes no human approved (empty Path: all were),
+	// or why the files could not be read.
+	Checks []SourceCheck `yaml:"checks,omitempty"`
+}
+
+// SourceCheck is one look at an external tool's files.
+type SourceCheck struct {
+	Path  string `yaml:"path,omitempty"`
+	SHA   string `yaml:"sha,omitempty"` // hex sha256 of its bytes
+	Error string `yaml:"error,omitempty"`
 }
 
 // ToolResult is what one tool call returned.

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"sync"
 
+	"github.com/openmax/openmax/core"
 	"github.com/openmax/openmax/core/harness"
 	"github.com/openmax/openmax/core/hook"
 	"github.com/openmax/openmax/core/stdio"
@@ -166,21 +167,86 @@ func (r *recordingConn) WriteLine(line []byte) error {
 }
 
 // recordTools wraps every tool so its results are stored in the cassette.
+// A wrapped tool keeps what the approval policy reads of it: a mutating
+// tool is still gated, and an external tool still asks for unapproved
+// sources and runs pinned to approved bytes, so recording a session asks
+// the same approvals as running it.
 func (c *capture) recordTools(reg *tool.Registry) (*tool.Registry, error) {
 	var wrapped []tool.Tool
 	for _, spec := range reg.Specs() {
 		t, _ := reg.Lookup(spec.Name)
-		c.sess.Tools = append(c.sess.Tools, cassette.Tool{Name: spec.Name, Description: spec.Description, Schema: string(spec.Schema)})
-		wrapped = append(wrapped, tool.Func{ToolSpec: spec, Fn: func(ctx context.Context, args json.RawMessage) tool.Result {
-			res := t.Run(ctx, args)
-			c.mu.Lock()
-			c.sess.ToolResults = append(c.sess.ToolResults, cassette.ToolResult{Name: spec.Name, Args: string(args), OK: res.OK, Output: res.Output})
-			c.stageLocked()
-			c.mu.Unlock()
-			return res
-		}})
+		rt := recordedTool{Tool: t, capture: c}
+		ct := cassette.Tool{Name: spec.Name, Description: spec.Description, Schema: string(spec.Schema), Mutating: rt.Mutating()}
+		if src, ok := t.(core.SourceGated); ok {
+			ct.Mutating = true // gated whatever it says
+			ct.Source = &cassette.ToolSource{Env: src.EnvGrant(), Detail: src.SourceDetail()}
+			c.sess.Tools = append(c.sess.Tools, ct)
+			wrapped = append(wrapped, recordedSourceTool{recordedTool: rt, src: src, index: len(c.sess.Tools) - 1})
+			continue
+		}
+		c.sess.Tools = append(c.sess.Tools, ct)
+		wrapped = append(wrapped, rt)
 	}
 	return tool.NewRegistry(wrapped...)
+}
+
+// recordedTool is a live tool whose results go into the cassette.
+type recordedTool struct {
+	tool.Tool
+	capture *capture
+}
+
+func (r recordedTool) Run(ctx context.Context, args json.RawMessage) tool.Result {
+	return r.keep(args, r.Tool.Run(ctx, args))
+}
+
+// Mutating is the live tool's: the approval gate applies while recording.
+func (r recordedTool) Mutating() bool {
+	m, ok := r.Tool.(tool.Mutator)
+	return ok && m.Mutating()
+}
+
+func (r recordedTool) keep(args json.RawMessage, res tool.Result) tool.Result {
+	c := r.capture
+	c.mu.Lock()
+	c.sess.ToolResults = append(c.sess.ToolResults, cassette.ToolResult{Name: r.Spec().Name, Args: string(args), OK: res.OK, Output: res.Output})
+	c.stageLocked()
+	c.mu.Unlock()
+	return res
+}
+
+// recordedSourceTool is a recorded external tool: the source gate is the
+// live tool's, and its approved runs are recorded too.
+type recordedSourceTool struct {
+	recordedTool
+	src   core.SourceGated
+	index int // its entry in the session's tools
+}
+
+// UnapprovedSource is the live tool's answer, kept in the cassette.
+func (r recordedSourceTool) UnapprovedSource() (string, string, error) {
+	path, sum, err := r.src.UnapprovedSource()
+	check := cassette.SourceCheck{Path: path, SHA: sum}
+	if err != nil {
+		check.Error = err.Error()
+	}
+	c := r.capture
+	c.mu.Lock()
+	src := c.sess.Tools[r.index].Source
+	src.Checks = append(src.Checks, check)
+	c.stageLocked()
+	c.mu.Unlock()
+	return path, sum, err
+}
+
+func (r recordedSourceTool) ApproveSource(path, sum string) error {
+	return r.src.ApproveSource(path, sum)
+}
+func (r recordedSourceTool) EnvGrant() []string   { return r.src.EnvGrant() }
+func (r recordedSourceTool) SourceDetail() string { return r.src.SourceDetail() }
+
+func (r recordedSourceTool) RunApproved(ctx context.Context, args json.RawMessage) tool.Result {
+	return r.keep(args, r.src.RunApproved(ctx, args))
 }
 
 // acting re-anchors command n (stdin line n) at the protocol point where

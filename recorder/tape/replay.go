@@ -179,7 +179,7 @@ func recordedTools(s *cassette.Session) []tool.Tool {
 	var out []tool.Tool
 	for _, t := range s.Tools {
 		spec := provider.ToolSpec{Name: t.Name, Description: t.Description, Schema: json.RawMessage(t.Schema)}
-		out = append(out, tool.Func{ToolSpec: spec, Fn: func(context.Context, json.RawMessage) tool.Result {
+		fn := tool.Func{ToolSpec: spec, Fn: func(context.Context, json.RawMessage) tool.Result {
 			mu.Lock()
 			defer mu.Unlock()
 			q := queues[spec.Name]
@@ -188,7 +188,54 @@ func recordedTools(s *cassette.Session) []tool.Tool {
 			}
 			queues[spec.Name] = q[1:]
 			return tool.Result{OK: q[0].OK, Output: q[0].Output}
-		}})
+		}}
+		switch {
+		case t.Source != nil:
+			out = append(out, &sourceTool{gatedTool: gatedTool{fn}, src: *t.Source})
+			continue
+		case t.Mutating:
+			out = append(out, gatedTool{fn})
+			continue
+		}
+		out = append(out, fn)
 	}
 	return out
+}
+
+// gatedTool is a recorded tool the approval policy gated when recorded.
+type gatedTool struct{ tool.Func }
+
+func (gatedTool) Mutating() bool { return true }
+
+// sourceTool is a recorded external tool: its source gate answers as it
+// did when recorded, check by check, and approving changes nothing (no
+// file is read or remembered). Once the recorded checks run out the files
+// count as approved.
+type sourceTool struct {
+	gatedTool
+	mu  sync.Mutex
+	src cassette.ToolSource
+}
+
+func (s *sourceTool) UnapprovedSource() (string, string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.src.Checks) == 0 {
+		return "", "", nil
+	}
+	c := s.src.Checks[0]
+	s.src.Checks = s.src.Checks[1:]
+	if c.Error != "" {
+		return "", "", errors.New(c.Error)
+	}
+	return c.Path, c.SHA, nil
+}
+
+func (s *sourceTool) ApproveSource(string, string) error { return nil }
+func (s *sourceTool) EnvGrant() []string                 { return s.src.Env }
+func (s *sourceTool) SourceDetail() string               { return s.src.Detail }
+
+// RunApproved answers with the next recorded result, as Run does.
+func (s *sourceTool) RunApproved(ctx context.Context, args json.RawMessage) tool.Result {
+	return s.Run(ctx, args)
 }
