@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -18,6 +19,7 @@ import (
 	"time"
 
 	"github.com/openmax/openmax/core/config"
+	"github.com/openmax/openmax/core/tool/builtin"
 	"github.com/openmax/openmax/core/wire"
 	"github.com/openmax/openmax/provider/clock"
 )
@@ -160,7 +162,10 @@ func trustedBinaryEnv(t *testing.T, ctx context.Context, bin, project, state str
 	if state == "" {
 		state = t.TempDir()
 	}
-	env := append(os.Environ(), "XDG_STATE_HOME="+state, "XDG_CONFIG_HOME="+t.TempDir())
+	// Not the agent marker: the suite may itself run under an openmax
+	// tool, and an openmax started with it trusts nothing.
+	env := slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, builtin.AgentSpawnedEnv+"=") })
+	env = append(env, "XDG_STATE_HOME="+state, "XDG_CONFIG_HOME="+t.TempDir())
 	env = append(env, extra...)
 	trust := exec.CommandContext(ctx, bin, "trust", project)
 	trust.Env = env

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/openmax/openmax/core/config"
+	"github.com/openmax/openmax/core/tool/builtin"
 	"github.com/openmax/openmax/provider/clock"
 )
 
@@ -143,5 +144,59 @@ func TestAgentSpawnedOpenmaxCannotChangeMode(t *testing.T) {
 	}
 	if m := p.Mode(project); m != "auto" {
 		t.Errorf("mode %q after the agent's attempt, want auto", m)
+	}
+}
+
+// TestAgentSpawnedOpenmaxCannotTrustOrApprove: the model must not make
+// its own decisions a human's. An openmax that the model's run_command
+// starts (it carries OPENMAX_AGENT_SPAWNED, or its shell did before it
+// unset it) refuses `trust` and `--approve`, saves nothing, and says why;
+// the same commands from the test (a terminal) work.
+func TestAgentSpawnedOpenmaxCannotTrustOrApprove(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the real binary; skipped in -short mode")
+	}
+	bin := buildBinary(t)
+	project, other := t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(project, "tools", "t.sh"), "echo hi\n")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	env := trustedBinaryEnv(t, ctx, bin, project, "")
+	var cfgHome string
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "XDG_CONFIG_HOME="); ok {
+			cfgHome = v
+		}
+	}
+	// The second unsets the marker first: its shell still carries it.
+	inner := `XDG_CONFIG_HOME=` + cfgHome + ` ` + bin + ` trust ` + other + `; unset ` + builtin.AgentSpawnedEnv + `; XDG_CONFIG_HOME=` + cfgHome + ` ` + bin +
+		` --approve tools/t.sh --project ` + project
+	sc := filepath.Join(t.TempDir(), "s.yaml")
+	writeFile(t, sc, "replies:\n  - tool_calls: [{id: c1, name: run_command, args: {argv: [/bin/sh, -c, "+jsonString(inner)+"]}}]\n  - text: done\n")
+	cmd := exec.CommandContext(ctx, bin, "--stdio", "--provider", "script", "--script", sc, "--project", project)
+	cmd.Env = env
+	cmd.Stdin = strings.NewReader(`{"cmd":"approval_mode","mode":"auto"}` + "\n" + `{"cmd":"user","text":"go"}` + "\n")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	s := string(out)
+	if strings.Count(s, "a human's decision") != 2 || strings.Contains(s, "trusted "+other) || strings.Contains(s, "approved tools/t.sh") {
+		t.Errorf("the agent-spawned trust and --approve were not both refused:\n%s", s)
+	}
+	p, err := config.Open(filepath.Join(cfgHome, "openmax"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Trusted(other) {
+		t.Errorf("the agent-spawned openmax trusted %s", other)
+	}
+	// From a terminal both work.
+	for _, args := range [][]string{{"trust", other}, {"--approve", "tools/t.sh", "--project", project}} {
+		c := exec.CommandContext(ctx, bin, args...)
+		c.Env = env
+		if out, err := c.CombinedOutput(); err != nil {
+			t.Errorf("openmax %v from a terminal: %v\n%s", args, err, out)
+		}
 	}
 }

@@ -1,12 +1,14 @@
 package harness
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/openmax/openmax/core/config"
+	"github.com/openmax/openmax/core/tool/builtin"
 	"github.com/openmax/openmax/core/tool/external"
 )
 
@@ -26,6 +28,9 @@ type Approved struct {
 func ApproveSource(dir, path string, getenv func(string) string) (Approved, error) {
 	if getenv == nil {
 		getenv = os.Getenv
+	}
+	if err := humanOnly(getenv); err != nil {
+		return Approved{}, err
 	}
 	project, err := projectDir(dir)
 	if err != nil {
@@ -59,4 +64,20 @@ func ApproveSource(dir, path string, getenv func(string) string) (Approved, erro
 		return Approved{}, err
 	}
 	return Approved{Project: project, Path: rel, Sum: sum}, nil
+}
+
+// ErrAgentSpawned refuses a human's decision (trusting a project,
+// approving a tool's bytes) to an openmax that an agent's tool or hook
+// started: otherwise the model could approve its own external tool, or
+// trust a project, through run_command.
+var ErrAgentSpawned = errors.New("refused: this openmax was started by an agent's tool or hook (" + builtin.AgentSpawnedEnv +
+	" is set); trusting a project or approving a tool is a human's decision, made from a terminal openmax did not start")
+
+// humanOnly is ErrAgentSpawned when the environment says an agent's
+// process started this one.
+func humanOnly(getenv func(string) string) error {
+	if getenv(builtin.AgentSpawnedEnv) != "" {
+		return ErrAgentSpawned
+	}
+	return nil
 }

@@ -153,6 +153,9 @@ func Trust(dir string, getenv func(string) string) (string, error) {
 	if getenv == nil {
 		getenv = os.Getenv
 	}
+	if err := humanOnly(getenv); err != nil {
+		return "", err
+	}
 	project, err := projectDir(dir)
 	if err != nil {
 		return "", err
