@@ -30,8 +30,8 @@ import (
 type hostileWire struct {
 	provider, keyEnv, path string
 	flags                  []string // the wire's own flags
-	head                   string // what a well-behaved reply starts with
-	token                  string // one reply-text event
+	head                   string   // what a well-behaved reply starts with
+	token                  string   // one reply-text event
 }
 
 var (
@@ -41,7 +41,7 @@ var (
 	}
 	responsesWire = hostileWire{
 		provider: "openai", keyEnv: "OPENAI_API_KEY", path: "/v1", flags: []string{"--api", "responses"},
-		head: "event: response.created\ndata: {\"type\":\"response.created\",\"sequence_number\":0,\"response\":{\"id\":\"resp_1\",\"status\":\"in_progress\",\"output\":[]}}\n\n",
+		head:  "event: response.created\ndata: {\"type\":\"response.created\",\"sequence_number\":0,\"response\":{\"id\":\"resp_1\",\"status\":\"in_progress\",\"output\":[]}}\n\n",
 		token: "event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"sequence_number\":1,\"item_id\":\"msg_1\",\"output_index\":0,\"content_index\":0,\"delta\":\"tok \"}\n\n",
 	}
 	anthropicWire = hostileWire{
