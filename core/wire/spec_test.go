@@ -398,3 +398,25 @@ func TestJSONSchemaFormatting(t *testing.T) {
 		t.Errorf("schema does not open with $schema: %.40q", raw)
 	}
 }
+
+// TestSpecCarriesTheNormativeRules: the paragraphs of the contract that no
+// definition carries are in --spec stdio too: session ownership, the
+// approval-mode rules, unapproved_source and --approve, credential grants,
+// hooks and -p's exit 4.
+func TestSpecCarriesTheNormativeRules(t *testing.T) {
+	text := strings.Join(strings.Fields(specText(t)), " ")
+	for _, want := range []string{
+		"no other process holds open for writing", "keeps it for as long as it runs",
+		"canonical path", "refused with a protocol_error in a project that is not trusted", "OPENMAX_AGENT_SPAWNED",
+		"acknowledged only once it is saved", "In auto no approval_request is ever written", "deny rules",
+		"stays open until it is answered or cancelled", "after quit or end of input",
+		"reason unapproved_source", "source_sha", "must never approve one of these by itself", "openmax --approve SOURCE_PATH",
+		"approval_request.env", "left out when the list is empty",
+		"done blocked", "saved to disk before turn_refused", "done unverified", "hook_failed",
+		"openmax -p, which has no done to read, exits 4",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("--spec stdio lacks %q", want)
+		}
+	}
+}

@@ -34,6 +34,20 @@ var specIntro = []struct {
 		"openmax writes an event's session_id first, its type second and its own fields after that, in the order listed below. Any other stdout line starts with type, followed by its fields in the listed order. This ordering is a courtesy to human readers only: JSON object members carry no order, so a client must look every member up by its name.",
 		"The session_id member is present on every event and on the hello and transcript lines. The two remaining stdout lines, protocol_error and the approval_mode acknowledgement, never carry it.",
 	}},
+	{"SESSION OWNERSHIP", []string{
+		"Resuming with --continue needs a session whose index and transcript can be read and that no other process holds open for writing; otherwise openmax says why on stderr and exits nonzero before writing hello. Once it has the session, the process keeps it for as long as it runs, idle time between turns included.",
+	}},
+	{"APPROVALS AND MODES", []string{
+		"The approval mode (auto, ask or readonly) belongs to a trusted project, keyed by its canonical path (symbolic links resolved), and is kept across restarts. approval_mode is refused with a protocol_error in a project that is not trusted, and in an openmax that an agent's tool started (OPENMAX_AGENT_SPAWNED in its environment, or in the one its shell started with): a model cannot loosen its own gate. Such an openmax also refuses openmax trust and openmax --approve. A mode is acknowledged only once it is saved; when the save fails the mode stays as it was and the protocol_error says so.",
+		"In auto no approval_request is ever written, not even for an external tool whose files changed; deny rules and argument checks still refuse calls in every mode. A request written in ask stays open until it is answered or cancelled, even when the mode changes meanwhile. While a client is connected openmax waits for its approve; after quit or end of input, open and later requests are declined so that shutdown is quick. An approve for an id never issued, or already settled, is a protocol_error.",
+	}},
+	{"EXTERNAL TOOLS AND CREDENTIAL GRANTS", []string{
+		"A tool defined in the project (a manifest and code the agent could have written) is always gated. Its first call after any change to those files' exact bytes raises an approval_request with reason unapproved_source, naming the project-relative source_path and the first 12 hex digits of its sha256 as source_sha. An unattended client must never approve one of these by itself. A human approval is remembered for those exact bytes; openmax --approve SOURCE_PATH gives it from a terminal.",
+		"approval_request.env lists the names of the environment variables the tool will receive, taken from its manifest's allowlist: approving the call grants them. The key is left out when the list is empty. A client shows it on a line of its own that is never cut short, and never folds it into detail.",
+	}},
+	{"HOOKS", []string{
+		"Hooks are programs the user or the project configures. A refusing user_prompt_submit hook ends the command with done blocked, and nothing reaches the model. A turn_end hook that refuses a completed reply has its reason added to the transcript as a user message, saved to disk before turn_refused is written, and the turn goes on with no command from the client; continuation and continuations_left are the counts the hook was given. Past 8 refusals, or when a refusal cannot be saved, the turn ends with done unverified. A hook that fails to run is reported with hook_failed and the turn proceeds.",
+	}},
 }
 
 // specGuarantees are the turn-level promises WriteSpec closes with.
@@ -45,7 +59,7 @@ var specGuarantees = []string{
 	"If the provider stream fails after some token lines were already sent, an error line comes next and then done with stop_reason error; no message_done is sent and the partial text is discarded.",
 	"A turn that dies unexpectedly still reports itself: an error line, then done with stop_reason error.",
 	"A user command whose text is empty (or that cannot start a turn for another reason, such as an untrusted project) gets a protocol_error and then done with stop_reason refused.",
-	"When the process exits, its status is 1 if the last turn ended with stop_reason error, 2 if --continue found no earlier session to resume, and 0 in every other case.",
+	"When the process exits, its status is 1 if the last turn ended with stop_reason error, 2 if --continue found no earlier session to resume, and 0 in every other case, max_iterations, budget_exhausted and unverified included: a stdio client reads done and decides. openmax -p, which has no done to read, exits 4 on those three.",
 }
 
 // WriteSpec writes the protocol contract as plain text: framing, handshake
