@@ -65,6 +65,9 @@ type freezer struct {
 	h    *Harness
 	base *core.Engine // the engine the session started with
 	cur  snapshot
+	// reread reads the tools again on reload even when the caller
+	// replaced the engine's tools (a recording, which wraps what it gets).
+	reread bool
 }
 
 // freezeStart freezes, as New builds the harness, the project's skills and
@@ -84,22 +87,55 @@ func (h *Harness) freezeStart() {
 	h.frozen = &snap
 }
 
+// Reload is one answer to reload: the engine the next turns use (nil
+// keeps the current one), the refrozen receipt, and the harness note
+// queued for the next prompt ("" for none).
+type Reload struct {
+	Engine  *core.Engine
+	Receipt wire.Refrozen
+	Note    string
+}
+
+// Reloader answers reload in place of, or around, the harness's own
+// answer (ServeOptions.Reload). live reads the project's files again and
+// says what changed; it is nil in a replay, which reads nothing from the
+// project. A recording calls live and keeps what it froze (re-reading the
+// tools too: live gives them unwrapped, for the recorder to wrap again); a
+// replay answers from what was kept.
+type Reloader func(live func() Reload) Reload
+
 // refreezer returns a session's answer to reload (stdio.Options.Refreeze),
-// starting from what New froze; nil in a replay, where reload reports the
-// tools as they are.
-func (h *Harness) refreezer() func() (*core.Engine, wire.Refrozen, string) {
-	if h.frozen == nil {
-		return nil
+// starting from what New froze and going through wrap when set; nil in a
+// replay without wrap, where reload reports the tools as they are.
+func (h *Harness) refreezer(wrap Reloader) func() (*core.Engine, wire.Refrozen, string) {
+	var live func() Reload
+	if h.frozen != nil {
+		f := &freezer{h: h, base: h.engine, cur: *h.frozen, reread: wrap != nil}
+		live = func() Reload {
+			eng, receipt, note := f.refreeze()
+			return Reload{Engine: eng, Receipt: receipt, Note: note}
+		}
 	}
-	f := &freezer{h: h, base: h.engine, cur: *h.frozen}
-	return f.refreeze
+	switch {
+	case wrap != nil:
+		return func() (*core.Engine, wire.Refrozen, string) {
+			r := wrap(live)
+			return r.Engine, r.Receipt, r.Note
+		}
+	case live != nil:
+		return func() (*core.Engine, wire.Refrozen, string) {
+			r := live()
+			return r.Engine, r.Receipt, r.Note
+		}
+	}
+	return nil
 }
 
 // read takes a snapshot: tools from reg (nil: read them again), skills and
 // the system file from disk.
 func (f *freezer) read(reg *tool.Registry) snapshot {
 	s := snapshot{tools: map[string]frozenItem{}, skills: map[string]frozenItem{}, skillText: map[string]string{}, promptBase: f.cur.promptBase}
-	if reg == nil && f.base.Tools != f.h.tools {
+	if reg == nil && !f.reread && f.base.Tools != f.h.tools {
 		// The caller replaced the tools New assembled (a recording wraps
 		// them to keep their results): they are the caller's, and stay.
 		reg = f.base.Tools
@@ -172,7 +208,7 @@ func (f *freezer) tools() (*tool.Registry, []string) {
 	var notLoaded []string
 	builtins, err := builtin.New(f.h.project, builtin.Options{})
 	if err != nil {
-		return f.base.Tools, []string{fmt.Sprintf("built-in tools: %v (the previous tools stay)", err)}
+		return f.previous(), []string{fmt.Sprintf("built-in tools: %v (the previous tools stay)", err)}
 	}
 	all := append(builtins, f.h.deps.Tools...)
 	taken := map[string]bool{}
@@ -198,9 +234,18 @@ func (f *freezer) tools() (*tool.Registry, []string) {
 	}
 	reg, err := tool.NewRegistry(all...)
 	if err != nil {
-		return f.base.Tools, append(notLoaded, fmt.Sprintf("tools: %v (the previous tools stay)", err))
+		return f.previous(), append(notLoaded, fmt.Sprintf("tools: %v (the previous tools stay)", err))
 	}
 	return reg, notLoaded
+}
+
+// previous is the tools of the last freeze, kept when reading them again
+// failed.
+func (f *freezer) previous() *tool.Registry {
+	if f.cur.registry != nil {
+		return f.cur.registry
+	}
+	return f.base.Tools
 }
 
 // engine is the engine a snapshot freezes: the session's first one with

@@ -183,6 +183,10 @@ type ServeOptions struct {
 	Stepped func()
 	// Acting is stdio.Options' hook (a recording anchors commands with it).
 	Acting func(n int)
+	// Reload, when set, answers reload around the harness's own answer (a
+	// recording keeps what each reload froze, a replay answers from it;
+	// freeze.go).
+	Reload Reloader
 }
 
 // Serve runs one session over the wire: hello on out, commands read from
@@ -204,7 +208,7 @@ func (h *Harness) ServeConn(ctx context.Context, conn stdio.Conn, o ServeOptions
 		ApprovalTimeout: h.cfg.ApprovalTimeout, Clock: h.deps.Clock,
 		Handled: o.Handled, Stepped: o.Stepped, Acting: o.Acting,
 	}
-	opts.Refreeze = h.refreezer()                                    // freeze.go
+	opts.Refreeze = h.refreezer(o.Reload)                            // freeze.go
 	opts.AgentSpawned = h.deps.getenv(builtin.AgentSpawnedEnv) != "" // docs/policy.md
 	if o.Project != "" {
 		opts.Project = o.Project
