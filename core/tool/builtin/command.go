@@ -5,24 +5,23 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/openmax/openmax/core/tool"
+	"github.com/openmax/openmax/internal/procgroup"
 	"github.com/openmax/openmax/provider"
 )
 
 // pipeDrainWait is how long run_command waits, once the command has exited
 // and its process group been killed, for its output pipe to close (a
 // process that left the group may still hold it).
-const pipeDrainWait = 2 * time.Second
+const pipeDrainWait = procgroup.DrainWait
 
 type runCommand struct{ p *project }
 
@@ -97,72 +96,29 @@ func (t runCommand) Run(ctx context.Context, raw json.RawMessage) tool.Result {
 		return tool.Failed("cancelled")
 	}
 
-	r, w, err := os.Pipe()
-	if err != nil {
-		return tool.Failed("cannot run %s: %v", a.Argv[0], err)
-	}
 	cmd := &exec.Cmd{
-		Path:   prog,
-		Args:   a.Argv,
-		Dir:    dir,
-		Env:    WithAgentMarker(withPWD(t.p.env, dir)),
-		Stdout: w,
-		Stderr: w,
+		Path: prog,
+		Args: a.Argv,
+		Dir:  dir,
+		Env:  WithAgentMarker(withPWD(t.p.env, dir)),
 	}
-	setProcessGroup(cmd)
-	started := make(chan error, 1)
-	exited := make(chan error, 1)
-	go func() {
-		// The parent-death signal (Linux) fires when the thread that
-		// started the command ends, so that thread is kept for the
-		// command's lifetime.
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		if err := cmd.Start(); err != nil {
-			started <- err
-			return
-		}
-		started <- nil
-		exited <- cmd.Wait()
-	}()
-	err = <-started
-	w.Close()
+	// The command leads a process group of its own, killed with
+	// everything in it at a timeout, a cancel, and once the command
+	// exited; on Linux the kernel kills the command itself when openmax
+	// dies (what it started is then orphaned, not killed).
+	out := &capWriter{cap: t.p.cap}
+	run, err := procgroup.Run(ctx, cmd, out, procgroup.Options{Timeout: timeout})
 	if err != nil {
-		r.Close()
 		return tool.Failed("cannot run %s: %v", a.Argv[0], unwrapPath(err))
 	}
-
-	out := &capWriter{cap: t.p.cap}
-	drained := make(chan struct{})
-	go func() {
-		defer close(drained)
-		io.Copy(out, r)
-	}()
-
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
+	err = run.Err
 	var killed string
-	select {
-	case err = <-exited:
-	case <-timer.C:
+	switch run.Ending {
+	case procgroup.TimedOut:
 		killed = "timed out after " + timeout.String()
-		killProcessGroup(cmd.Process)
-		err = <-exited
-	case <-ctx.Done():
+	case procgroup.Cancelled:
 		killed = "cancelled"
-		killProcessGroup(cmd.Process)
-		err = <-exited
 	}
-	// Whatever the command left running in its group goes too, so that
-	// nothing holds the output pipe open.
-	killProcessGroup(cmd.Process)
-	select {
-	case <-drained:
-	case <-time.After(pipeDrainWait):
-		r.Close()
-		<-drained
-	}
-	r.Close()
 
 	var ee *exec.ExitError
 	if err != nil && !errors.As(err, &ee) {
@@ -226,20 +182,9 @@ func lookPath(name, dir string, env []string) (string, error) {
 		}
 		return name, nil
 	}
-	path := ""
-	for _, kv := range env {
-		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
-			path = v
-		}
-	}
-	for _, d := range filepath.SplitList(path) {
-		if d == "" || !filepath.IsAbs(d) {
-			continue
-		}
-		p := filepath.Join(d, name)
-		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
-			return p, nil
-		}
+	p, path := procgroup.SearchPath(name, env)
+	if p != "" {
+		return p, nil
 	}
 	return "", fmt.Errorf("command not found: %s (looked in PATH=%s)", name, path)
 }
