@@ -6,25 +6,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 	"unicode/utf8"
 
 	"github.com/openmax/openmax/core/tool"
-	"github.com/openmax/openmax/provider/clock"
+	"github.com/openmax/openmax/internal/procgroup"
 )
-
-// pipeDrainWait bounds the wait, once the tool has exited and its process
-// group been killed, for its output pipe to close (a process that left the
-// group may still hold it open).
-var pipeDrainWait = 2 * time.Second
 
 // Run runs one call: the tool's program with the call's arguments (a JSON
 // object) on its stdin, in the project directory, with the manifest's
@@ -68,73 +59,26 @@ func (t *Tool) run(ctx context.Context, args json.RawMessage, approvedOnly bool)
 	if ctx.Err() != nil {
 		return tool.Failed("cancelled")
 	}
-	r, w, err := os.Pipe()
-	if err != nil {
-		return tool.Failed("cannot run %s: %v", t.m.Name, err)
-	}
 	cmd := &exec.Cmd{
 		Path: prog, Args: argv, Dir: t.project, Env: env,
-		Stdin: bytes.NewReader(args), Stdout: w, Stderr: w,
+		Stdin: bytes.NewReader(args),
 	}
-	setProcessGroup(cmd)
-	started := make(chan error, 1)
-	exited := make(chan error, 1)
-	go func() {
-		// Linux's parent-death signal belongs to the starting thread.
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		if err := cmd.Start(); err != nil {
-			started <- err
-			return
-		}
-		started <- nil
-		exited <- cmd.Wait()
-	}()
-	err = <-started
-	w.Close()
+	// The tool leads a process group of its own, killed at the timeout (on
+	// the injected clock), at a cancel and once it exited; on Linux the
+	// kernel kills it when openmax dies.
+	out := &capWriter{cap: OutputCap}
+	run, err := procgroup.Run(ctx, cmd, out, procgroup.Options{Timeout: t.timeout, Clock: t.opts.Clock})
 	if err != nil {
-		r.Close()
 		return tool.Failed("cannot run %s: %v", t.m.Name, err)
 	}
-	out := &capWriter{cap: OutputCap}
-	drained := make(chan struct{})
-	go func() {
-		defer close(drained)
-		_, _ = io.Copy(out, r)
-	}()
-
-	c := t.opts.Clock
-	if c == nil {
-		c = clock.Real{}
-	}
-	waitCtx, stopWait := context.WithCancel(context.Background())
-	defer stopWait()
-	timedOut := make(chan struct{})
-	go func() {
-		if clock.Sleep(waitCtx, c, t.timeout) == nil {
-			close(timedOut)
-		}
-	}()
+	err = run.Err
 	var killed string
-	select {
-	case err = <-exited:
-	case <-timedOut:
+	switch run.Ending {
+	case procgroup.TimedOut:
 		killed = "timed out after " + t.timeout.String()
-		killProcessGroup(cmd.Process)
-		err = <-exited
-	case <-ctx.Done():
+	case procgroup.Cancelled:
 		killed = "cancelled"
-		killProcessGroup(cmd.Process)
-		err = <-exited
 	}
-	killProcessGroup(cmd.Process)
-	select {
-	case <-drained:
-	case <-time.After(pipeDrainWait):
-		r.Close()
-		<-drained
-	}
-	r.Close()
 
 	var ee *exec.ExitError
 	if err != nil && !errors.As(err, &ee) {
@@ -167,20 +111,9 @@ func lookPath(name string, env []string) (string, error) {
 	if filepath.IsAbs(name) {
 		return name, nil
 	}
-	path := ""
-	for _, kv := range env {
-		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
-			path = v
-		}
-	}
-	for _, d := range filepath.SplitList(path) {
-		if d == "" || !filepath.IsAbs(d) {
-			continue
-		}
-		p := filepath.Join(d, name)
-		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
-			return p, nil
-		}
+	p, path := procgroup.SearchPath(name, env)
+	if p != "" {
+		return p, nil
 	}
 	return "", fmt.Errorf("interpreter not found: %s (looked in PATH=%s)", name, path)
 }
