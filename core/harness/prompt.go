@@ -13,7 +13,9 @@ import (
 // Prompt runs one turn for text, as `openmax -p`: the reply text goes to w
 // as it streams (each message ending a line), errors, retries and tool
 // calls to the diagnostics log, and it returns the turn's stop_reason.
-// Nobody can answer an approval here, so mutating tool calls are declined.
+// Nobody can answer an approval here, so mutating tool calls are declined;
+// an external tool's unapproved source is named on the log with the
+// openmax --approve command that approves it.
 // The session is not saved. It fails with ErrUntrusted (wrapped) in a
 // project not trusted yet.
 func (h *Harness) Prompt(ctx context.Context, text string, w io.Writer) (string, error) {
@@ -43,6 +45,13 @@ func (h *Harness) Prompt(ctx context.Context, text string, w io.Writer) (string,
 			fmt.Fprintf(log, "openmax: retrying (attempt %d of %d): %s\n", ev.Attempt, ev.MaxAttempts, ev.Reason)
 		case wire.ToolStart:
 			fmt.Fprintf(log, "openmax: tool %s %s\n", ev.Name, ev.Args)
+		case wire.ApprovalRequest:
+			// Nobody can approve here; a source no human approved is
+			// surfaced with its openmax --approve command (in the
+			// summary) rather than declined silently.
+			if ev.Reason == "unapproved_source" {
+				fmt.Fprintf(log, "openmax: declined, nobody can approve here: %s\n", ev.Summary)
+			}
 		case wire.ToolEnd:
 			if !ev.OK {
 				fmt.Fprintf(log, "openmax: tool call %s failed: %.200s\n", ev.CallID, ev.Output)
