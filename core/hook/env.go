@@ -3,11 +3,11 @@ package hook
 import (
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/openmax/openmax/internal/procgroup"
 )
 
 // BaseEnv are the variables a hook gets from openmax's environment, when
@@ -57,20 +57,8 @@ func lookPath(command string, env []string) (string, error) {
 	if strings.ContainsRune(command, '/') {
 		return command, nil
 	}
-	path := ""
-	for _, kv := range env {
-		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
-			path = v
-		}
-	}
-	for _, dir := range filepath.SplitList(path) {
-		if dir == "" || !filepath.IsAbs(dir) {
-			continue
-		}
-		p := filepath.Join(dir, command)
-		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
-			return p, nil
-		}
+	if p, _ := procgroup.SearchPath(command, env); p != "" {
+		return p, nil
 	}
 	return "", fmt.Errorf("command %q is not in the hook's PATH", command)
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/openmax/openmax/core/tool/builtin"
+	"github.com/openmax/openmax/internal/procgroup"
 )
 
 // Message is one AHP message for one hook.
@@ -157,7 +158,7 @@ func start(h *Hook, env []string) (*proc, error) {
 		Stdout: outW,
 		Stderr: errW,
 	}
-	setProcessGroup(cmd)
+	procgroup.Setup(cmd, false)
 	if err := cmd.Start(); err != nil {
 		closeAll()
 		return nil, err
@@ -178,7 +179,7 @@ func start(h *Hook, env []string) (*proc, error) {
 // unblocks every read and write of ours.
 func (p *proc) kill() {
 	p.killed.Do(func() {
-		killGroup(p.cmd)
+		procgroup.Kill(p.cmd.Process)
 		p.stdin.Close()
 		p.stdout.Close()
 	})
@@ -260,7 +261,7 @@ func perEvent(ctx context.Context, h *Hook, env []string, m Message) Reply {
 		resp = line
 	}
 	werr := p.cmd.Wait()
-	killGroup(p.cmd) // whatever it left in its group
+	procgroup.Kill(p.cmd.Process) // whatever it left in its group
 	p.stdout.Close()
 	select {
 	case <-p.errDone:
@@ -418,7 +419,7 @@ func (b *backend) instance() (*instance, []string) {
 	go b.read(in, readerDone)
 	go func() {
 		err := p.cmd.Wait()
-		killGroup(p.cmd)
+		procgroup.Kill(p.cmd.Process)
 		// Its pipes close when its group is gone, unless something that
 		// left the group holds them: then stop reading after a grace.
 		grace := time.NewTimer(time.Second)
