@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"io/fs"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openmax/openmax/core/wire"
 	"github.com/openmax/openmax/provider/clock"
 )
 
@@ -164,4 +166,90 @@ func sessionFiles(t *testing.T, state string) (index, transcript string) {
 		t.Fatalf("index %q, transcript %q (%v) under:\n%s", index, transcript, err, strings.Join(all, "\n"))
 	}
 	return index, transcript
+}
+
+// TestCheckerParsesByFieldName: "object key order is not significant:
+// parse every line by field name" (stdio-protocol.md, Events; EV-2 in
+// docs/conformance.md). openmax's own reader of the wire, the checker
+// behind openmax --check --stdio, accepts every golden transcript with the
+// keys of each line in reverse order, and still rejects a reordered
+// violation.
+func TestCheckerParsesByFieldName(t *testing.T) {
+	paths, err := filepath.Glob(filepath.Join(sessionsDir, "*.txtar"))
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no session cases: %v", err)
+	}
+	check := func(stream []byte) (violations []string) {
+		_, err := wire.CheckStream(bytes.NewReader(stream), func(v wire.Verdict) {
+			if v.Err != nil {
+				violations = append(violations, v.Err.Error())
+			}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return violations
+	}
+	for _, path := range paths {
+		tr := loadCase(t, path).transcript
+		stream := tr[:bytes.LastIndex(tr, []byte("exit:"))]
+		var reversed bytes.Buffer
+		for _, line := range bytes.SplitAfter(stream, []byte("\n")) {
+			if len(bytes.TrimSpace(line)) == 0 {
+				continue
+			}
+			reversed.Write(reverseKeys(t, bytes.TrimSuffix(line, []byte("\n"))))
+			reversed.WriteByte('\n')
+		}
+		if bytes.Equal(reversed.Bytes(), stream) {
+			t.Fatalf("%s: reversing the keys changed nothing", path)
+		}
+		if v := check(reversed.Bytes()); len(v) > 0 {
+			t.Errorf("%s with its keys reversed: %s", filepath.Base(path), strings.Join(v, "; "))
+		}
+	}
+	hello := reverseKeys(t, []byte(`{"type":"hello","proto":"openmax-stdio/6","protocol_version":6,"session_id":"s","version":"x","project":"/","continued":false}`))
+	stray := string(hello) + "\n" + string(reverseKeys(t, []byte(`{"session_id":"s","type":"done","stop_reason":"stop"}`))) + "\n"
+	if v := check([]byte(stray)); len(v) != 1 || !strings.Contains(v[0], "done with no turn open") {
+		t.Errorf("a done with no turn open, keys reversed: violations %q, want that one", v)
+	}
+}
+
+// reverseKeys re-encodes a JSON object line with its top-level keys in
+// reverse order, each value's bytes as they were.
+func reverseKeys(t *testing.T, line []byte) []byte {
+	t.Helper()
+	dec := json.NewDecoder(bytes.NewReader(line))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		t.Fatalf("not an object: %s", line)
+	}
+	type kv struct {
+		k string
+		v json.RawMessage
+	}
+	var kvs []kv
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			t.Fatalf("%s: %v", line, err)
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			t.Fatalf("%s: %v", line, err)
+		}
+		kvs = append(kvs, kv{tok.(string), v})
+	}
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i := len(kvs) - 1; i >= 0; i-- {
+		k, _ := json.Marshal(kvs[i].k)
+		b.Write(k)
+		b.WriteByte(':')
+		b.Write(kvs[i].v)
+		if i > 0 {
+			b.WriteByte(',')
+		}
+	}
+	b.WriteByte('}')
+	return b.Bytes()
 }
