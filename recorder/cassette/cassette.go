@@ -108,6 +108,10 @@ type Session struct {
 	// Hooks are the calls the engine made of the session's hooks, in
 	// order (hooks.go); absent when the session ran without hooks.
 	Hooks []HookCall `yaml:"hooks,omitempty"`
+	// Reloads are what each reload froze, in order (reload.go); absent
+	// when the client sent none, or in a cassette recorded before they
+	// were kept.
+	Reloads []Reload `yaml:"reloads,omitempty"`
 }
 
 // Clone returns a deep copy of s.
@@ -122,9 +126,10 @@ func (s *Session) Clone() *Session {
 	}
 	c.Args = slices.Clone(s.Args)
 	c.Commands = slices.Clone(s.Commands)
-	c.Tools = slices.Clone(s.Tools)
+	c.Tools = cloneTools(s.Tools)
 	c.ToolResults = slices.Clone(s.ToolResults)
 	c.Hooks = cloneHooks(s.Hooks)
+	c.Reloads = cloneReloads(s.Reloads)
 	return &c
 }
 

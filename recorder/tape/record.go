@@ -93,7 +93,7 @@ func Record(ctx context.Context, in io.Reader, out io.Writer, o RecordOptions) (
 		return 0, errors.Join(err, rec.Close())
 	}
 	code, err := h.ServeConn(ctx, &recordingConn{StreamConn: stdio.NewStreamConn(in, out), c: c},
-		harness.ServeOptions{NoSave: true, Acting: c.acting})
+		harness.ServeOptions{NoSave: true, Acting: c.acting, Reload: c.reload})
 	serr := rec.SetSession(c.snapshot())
 	cerr := rec.Close()
 	return code, errors.Join(err, serr, cerr)
@@ -166,13 +166,23 @@ func (r *recordingConn) WriteLine(line []byte) error {
 	return r.StreamConn.WriteLine(line)
 }
 
-// recordTools wraps every tool so its results are stored in the cassette.
-// A wrapped tool keeps what the approval policy reads of it: a mutating
-// tool is still gated, and an external tool still asks for unapproved
-// sources and runs pinned to approved bytes, so recording a session asks
-// the same approvals as running it.
+// recordTools wraps every tool so its results are stored in the cassette,
+// and lists the tools offered in the session's tools.
 func (c *capture) recordTools(reg *tool.Registry) (*tool.Registry, error) {
+	wrapped, tools, err := c.wrapTools(reg)
+	c.sess.Tools = append(c.sess.Tools, tools...)
+	return wrapped, err
+}
+
+// wrapTools wraps every tool of reg so its results are stored in the
+// cassette, and says what the cassette keeps of each. A wrapped tool keeps
+// what the approval policy reads of it: a mutating tool is still gated,
+// and an external tool still asks for unapproved sources and runs pinned
+// to approved bytes, so recording a session asks the same approvals as
+// running it.
+func (c *capture) wrapTools(reg *tool.Registry) (*tool.Registry, []cassette.Tool, error) {
 	var wrapped []tool.Tool
+	var tools []cassette.Tool
 	for _, spec := range reg.Specs() {
 		t, _ := reg.Lookup(spec.Name)
 		rt := recordedTool{Tool: t, capture: c}
@@ -180,14 +190,15 @@ func (c *capture) recordTools(reg *tool.Registry) (*tool.Registry, error) {
 		if src, ok := t.(core.SourceGated); ok {
 			ct.Mutating = true // gated whatever it says
 			ct.Source = &cassette.ToolSource{Env: src.EnvGrant(), Detail: src.SourceDetail()}
-			c.sess.Tools = append(c.sess.Tools, ct)
-			wrapped = append(wrapped, recordedSourceTool{recordedTool: rt, src: src, index: len(c.sess.Tools) - 1})
+			tools = append(tools, ct)
+			wrapped = append(wrapped, recordedSourceTool{recordedTool: rt, src: src, kept: ct.Source})
 			continue
 		}
-		c.sess.Tools = append(c.sess.Tools, ct)
+		tools = append(tools, ct)
 		wrapped = append(wrapped, rt)
 	}
-	return tool.NewRegistry(wrapped...)
+	out, err := tool.NewRegistry(wrapped...)
+	return out, tools, err
 }
 
 // recordedTool is a live tool whose results go into the cassette.
@@ -219,8 +230,8 @@ func (r recordedTool) keep(args json.RawMessage, res tool.Result) tool.Result {
 // live tool's, and its approved runs are recorded too.
 type recordedSourceTool struct {
 	recordedTool
-	src   core.SourceGated
-	index int // its entry in the session's tools
+	src  core.SourceGated
+	kept *cassette.ToolSource // its entry in the cassette, under capture.mu
 }
 
 // UnapprovedSource is the live tool's answer, kept in the cassette.
@@ -232,8 +243,7 @@ func (r recordedSourceTool) UnapprovedSource() (string, string, error) {
 	}
 	c := r.capture
 	c.mu.Lock()
-	src := c.sess.Tools[r.index].Source
-	src.Checks = append(src.Checks, check)
+	r.kept.Checks = append(r.kept.Checks, check)
 	c.stageLocked()
 	c.mu.Unlock()
 	return path, sum, err

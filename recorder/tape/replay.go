@@ -16,7 +16,6 @@ import (
 	"github.com/openmax/openmax/core/harness"
 	"github.com/openmax/openmax/core/stdio"
 	"github.com/openmax/openmax/core/tool"
-	"github.com/openmax/openmax/provider"
 	"github.com/openmax/openmax/recorder"
 	"github.com/openmax/openmax/recorder/cassette"
 	"github.com/openmax/openmax/replay"
@@ -53,6 +52,7 @@ type Result struct {
 	Misses  []string // requests no recorded interaction answered
 	Unused  []int    // recorded interactions never requested
 	Hooks   []string // hook calls the replay made otherwise than recorded
+	Reloads []string // reloads the replay made otherwise than recorded
 }
 
 // Transcript is the golden form of the replay: the stdout lines, then
@@ -64,7 +64,7 @@ func (r Result) Transcript() []byte {
 // Problems lists why the replay did not reproduce the recording, unused
 // interactions left out when allowUnused.
 func (r Result) Problems(allowUnused bool) []string {
-	out := append(append(append([]string(nil), r.Refused...), r.Misses...), r.Hooks...)
+	out := append(append(append(append([]string(nil), r.Refused...), r.Misses...), r.Hooks...), r.Reloads...)
 	if len(r.Unused) > 0 && !allowUnused {
 		ids := make([]string, len(r.Unused))
 		for i, u := range r.Unused {
@@ -111,6 +111,12 @@ func Replay(ctx context.Context, f *cassette.File, o ReplayOptions) (Result, err
 		transport = &rejectionRouter{rp: rp, f: f, log: log}
 	}
 	replayed := &replayedHooks{calls: sess.Hooks}
+	results := newToolResults(sess)
+	reloads := &replayedReloads{reloads: sess.Reloads, results: results}
+	var reload harness.Reloader
+	if !legacyReloads(sess) {
+		reload = reloads.answer
+	}
 	var stdout, stdin bytes.Buffer
 	p := player{cmds: sess.Commands, stdout: &stdout, stdin: &stdin,
 		refused: func(i int, c cassette.Command, msg string) {
@@ -125,7 +131,7 @@ func Replay(ctx context.Context, f *cassette.File, o ReplayOptions) (Result, err
 				}
 				return ""
 			},
-			Tools: recordedTools(sess), NoBuiltin: true, PlaceholderKeys: true,
+			Tools: results.tools(sess.Tools), NoBuiltin: true, PlaceholderKeys: true,
 			NoHooks: true,
 		})
 		if err != nil {
@@ -138,13 +144,14 @@ func Replay(ctx context.Context, f *cassette.File, o ReplayOptions) (Result, err
 		case len(sess.Hooks) > 0:
 			eng.Hooks = replayed
 		}
+		reloads.base, reloads.cur = h.Engine(), h.Engine()
 		if sess.Imported {
 			eng := h.Engine()
 			eng.Provider = &recordingEnd{next: eng.Provider, rp: rp, log: log}
 		}
 		return h.ServeConn(ctx, conn, harness.ServeOptions{
 			NoSave: true, Trusted: true, Project: project,
-			Handled: hk.handled, Stepped: hk.stepped,
+			Handled: hk.handled, Stepped: hk.stepped, Reload: reload,
 		})
 	})
 	if err != nil {
@@ -156,6 +163,7 @@ func Replay(ctx context.Context, f *cassette.File, o ReplayOptions) (Result, err
 	if o.LiveHooks == nil {
 		r.Hooks = replayed.problems()
 	}
+	r.Reloads = reloads.problems()
 	r.Stdout, r.Exit, r.Unused, r.Stdin = stdout.Bytes(), code, rp.Unused(), stdin.Bytes()
 	return r, nil
 }
@@ -166,40 +174,6 @@ func oneLine(s string) string {
 		return s[:77] + "..."
 	}
 	return s
-}
-
-// recordedTools stand in for the recorded session's tools: each call is
-// answered with the next recorded result of that tool, and nothing runs.
-func recordedTools(s *cassette.Session) []tool.Tool {
-	queues := map[string][]cassette.ToolResult{}
-	for _, r := range s.ToolResults {
-		queues[r.Name] = append(queues[r.Name], r)
-	}
-	var mu sync.Mutex
-	var out []tool.Tool
-	for _, t := range s.Tools {
-		spec := provider.ToolSpec{Name: t.Name, Description: t.Description, Schema: json.RawMessage(t.Schema)}
-		fn := tool.Func{ToolSpec: spec, Fn: func(context.Context, json.RawMessage) tool.Result {
-			mu.Lock()
-			defer mu.Unlock()
-			q := queues[spec.Name]
-			if len(q) == 0 {
-				return tool.Failed("replay: the recording has no further result for %s", spec.Name)
-			}
-			queues[spec.Name] = q[1:]
-			return tool.Result{OK: q[0].OK, Output: q[0].Output}
-		}}
-		switch {
-		case t.Source != nil:
-			out = append(out, &sourceTool{gatedTool: gatedTool{fn}, src: *t.Source})
-			continue
-		case t.Mutating:
-			out = append(out, gatedTool{fn})
-			continue
-		}
-		out = append(out, fn)
-	}
-	return out
 }
 
 // gatedTool is a recorded tool the approval policy gated when recorded.
