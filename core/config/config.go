@@ -25,15 +25,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"sync"
 	"time"
-
-	"github.com/openmax/openmax/internal/atomicfile"
-	"github.com/openmax/openmax/internal/flock"
 )
 
 // Dir is $XDG_CONFIG_HOME/openmax, else $HOME/.config/openmax.
@@ -174,53 +168,39 @@ func (p *Projects) update(project string, change func(*Project)) error {
 	project = Canonical(project)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	dir := filepath.Dir(p.path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("config: %w", err)
-	}
-	l, err := flock.Acquire(p.lock, 0o600, lockWait)
-	if errors.Is(err, flock.ErrHeld) {
-		err = fmt.Errorf("another openmax process has held %s for over %v: %w", p.lock, lockWait, err)
-	}
-	if err != nil {
-		return fmt.Errorf("config: lock: %w", err)
-	}
-	defer l.Release()
-	cur, err := read(p.path)
-	if err != nil {
-		return fmt.Errorf("%w (nothing was saved)", err)
-	}
-	entry := map[string]json.RawMessage{}
-	if raw, ok := cur.raw[project]; ok {
-		if err := json.Unmarshal(raw, &entry); err != nil || entry == nil {
-			return fmt.Errorf("config: %s: project %q is not an object (nothing was saved)", p.path, project)
+	var saved map[string]Project
+	err := replaceLocked(p.path, p.lock, func() (any, error) {
+		cur, err := read(p.path)
+		if err != nil {
+			return nil, fmt.Errorf("%w (nothing was saved)", err)
 		}
+		entry := map[string]json.RawMessage{}
+		if raw, ok := cur.raw[project]; ok {
+			if err := json.Unmarshal(raw, &entry); err != nil || entry == nil {
+				return nil, fmt.Errorf("config: %s: project %q is not an object (nothing was saved)", p.path, project)
+			}
+		}
+		pr, ok := cur.typed[project]
+		if !ok && given != project {
+			pr = cur.typed[given] // saved under the path as given, before keys were canonical
+		}
+		change(&pr)
+		entry["trusted"] = mustJSON(pr.Trusted)
+		if pr.Mode != "" {
+			entry["mode"] = mustJSON(pr.Mode)
+		} else {
+			delete(entry, "mode")
+		}
+		cur.raw[project] = mustJSON(entry)
+		cur.top["projects"] = mustJSON(cur.raw)
+		cur.typed[project] = pr
+		saved = cur.typed
+		return cur.top, nil
+	})
+	if err != nil {
+		return err
 	}
-	pr, ok := cur.typed[project]
-	if !ok && given != project {
-		pr = cur.typed[given] // saved under the path as given, before keys were canonical
-	}
-	change(&pr)
-	entry["trusted"] = mustJSON(pr.Trusted)
-	if pr.Mode != "" {
-		entry["mode"] = mustJSON(pr.Mode)
-	} else {
-		delete(entry, "mode")
-	}
-	cur.raw[project] = mustJSON(entry)
-	cur.top["projects"] = mustJSON(cur.raw)
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(cur.top); err != nil {
-		return fmt.Errorf("config: %w", err)
-	}
-	if err := atomicfile.Write(p.path, buf.Bytes(), 0o600); err != nil {
-		return fmt.Errorf("config: save %s: %w", p.path, err)
-	}
-	cur.typed[project] = pr
-	p.last = cur.typed
+	p.last = saved
 	return nil
 }
 
@@ -236,17 +216,9 @@ type parsed struct {
 // read reads and validates the projects file; a missing file is empty.
 func read(path string) (parsed, error) {
 	p := parsed{top: map[string]json.RawMessage{}, raw: map[string]json.RawMessage{}, typed: map[string]Project{}}
-	f, err := os.Open(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return p, nil
-	}
-	if err != nil {
-		return p, fmt.Errorf("config: cannot read %s: %w", path, err)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, int64(maxFileSize)+1))
-	if err != nil {
-		return p, fmt.Errorf("config: cannot read %s: %w", path, err)
+	data, found, err := readFile(path)
+	if err != nil || !found {
+		return p, err
 	}
 	invalid := func(why error) (parsed, error) {
 		return p, fmt.Errorf("config: %s is not valid (fix or remove it; a trust lost with it is regained by `openmax trust`): %w", path, why)

@@ -1,18 +1,10 @@
 package config
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"sync"
-
-	"github.com/openmax/openmax/internal/atomicfile"
-	"github.com/openmax/openmax/internal/flock"
 )
 
 // The approved sources of external tools live in dir/sources.json, under
@@ -82,48 +74,29 @@ func (s *Sources) Approve(project, path, sum string) error {
 	project = Canonical(project)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := os.MkdirAll(filepath.Dir(s.path), 0o700); err != nil {
-		return fmt.Errorf("config: %w", err)
-	}
-	l, err := flock.Acquire(s.lock, 0o600, lockWait)
-	if errors.Is(err, flock.ErrHeld) {
-		err = fmt.Errorf("another openmax process has held %s for over %v: %w", s.lock, lockWait, err)
-	}
-	if err != nil {
-		return fmt.Errorf("config: lock: %w", err)
-	}
-	defer l.Release()
-	cur, err := readSources(s.path)
-	if err != nil {
-		return fmt.Errorf("%w (nothing was saved)", err)
-	}
-	files := cur[project]
-	if files == nil {
-		files = map[string][]string{}
-		cur[project] = files
-	}
-	sums := files[path]
-	for _, have := range sums {
-		if have == sum {
-			return nil
+	return replaceLocked(s.path, s.lock, func() (any, error) {
+		cur, err := readSources(s.path)
+		if err != nil {
+			return nil, fmt.Errorf("%w (nothing was saved)", err)
 		}
-	}
-	sums = append(sums, sum)
-	if len(sums) > maxApprovedPerFile {
-		sums = sums[len(sums)-maxApprovedPerFile:]
-	}
-	files[path] = sums
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(sourcesFile{Projects: cur}); err != nil {
-		return fmt.Errorf("config: %w", err)
-	}
-	if err := atomicfile.Write(s.path, buf.Bytes(), 0o600); err != nil {
-		return fmt.Errorf("config: save %s: %w", s.path, err)
-	}
-	return nil
+		files := cur[project]
+		if files == nil {
+			files = map[string][]string{}
+			cur[project] = files
+		}
+		sums := files[path]
+		for _, have := range sums {
+			if have == sum {
+				return nil, nil // approved already: nothing to save
+			}
+		}
+		sums = append(sums, sum)
+		if len(sums) > maxApprovedPerFile {
+			sums = sums[len(sums)-maxApprovedPerFile:]
+		}
+		files[path] = sums
+		return sourcesFile{Projects: cur}, nil
+	})
 }
 
 type sourcesFile struct {
@@ -132,17 +105,12 @@ type sourcesFile struct {
 
 // readSources reads the approved-sources file; a missing file is empty.
 func readSources(path string) (map[string]map[string][]string, error) {
-	f, err := os.Open(path)
-	if errors.Is(err, fs.ErrNotExist) {
+	data, found, err := readFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if !found {
 		return map[string]map[string][]string{}, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("config: cannot read %s: %w", path, err)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, int64(maxFileSize)+1))
-	if err != nil {
-		return nil, fmt.Errorf("config: cannot read %s: %w", path, err)
 	}
 	invalid := func(why error) (map[string]map[string][]string, error) {
 		return nil, fmt.Errorf("config: %s is not valid (fix or remove it; approvals lost with it are asked for again): %w", path, why)
