@@ -106,7 +106,7 @@ func (t runCommand) Run(ctx context.Context, raw json.RawMessage) tool.Result {
 	// everything in it at a timeout, a cancel, and once the command
 	// exited; on Linux the kernel kills the command itself when openmax
 	// dies (what it started is then orphaned, not killed).
-	out := &capWriter{cap: t.p.cap}
+	out := &procgroup.Capture{Max: t.p.cap}
 	run, err := procgroup.Run(ctx, cmd, out, procgroup.Options{Timeout: timeout})
 	if err != nil {
 		return tool.Failed("cannot run %s: %v", a.Argv[0], unwrapPath(err))
@@ -125,7 +125,7 @@ func (t runCommand) Run(ctx context.Context, raw json.RawMessage) tool.Result {
 		return tool.Failed("running %s: %v", a.Argv[0], err)
 	}
 	var sb strings.Builder
-	sb.WriteString(out.String())
+	sb.WriteString(captured(out))
 	if sb.Len() > 0 && !strings.HasSuffix(sb.String(), "\n") {
 		sb.WriteByte('\n')
 	}
@@ -189,25 +189,10 @@ func lookPath(name, dir string, env []string) (string, error) {
 	return "", fmt.Errorf("command not found: %s (looked in PATH=%s)", name, path)
 }
 
-// capWriter keeps the first cap bytes written to it and counts the rest.
-type capWriter struct {
-	cap   int
-	buf   []byte
-	total int
-}
-
-func (w *capWriter) Write(p []byte) (int, error) {
-	w.total += len(p)
-	if room := w.cap - len(w.buf); room > 0 {
-		w.buf = append(w.buf, p[:min(room, len(p))]...)
-	}
-	return len(p), nil
-}
-
-// String returns what was kept, with the cut note when that is not all.
-func (w *capWriter) String() string {
-	s := string(w.buf)
-	if w.total <= len(s) {
+// captured is the output kept, with the cut note when that is not all.
+func captured(c *procgroup.Capture) string {
+	s, total := string(c.Kept()), c.Total()
+	if total <= len(s) {
 		return s
 	}
 	s = trimPartialRune(s)
@@ -215,7 +200,7 @@ func (w *capWriter) String() string {
 	if s != "" && !strings.HasSuffix(s, "\n") {
 		s += "\n"
 	}
-	return s + cutNote(w.total, shown)
+	return s + cutNote(total, shown)
 }
 
 // trimPartialRune drops a UTF-8 sequence cut off at the end of s.

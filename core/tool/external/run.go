@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"unicode/utf8"
 
 	"github.com/openmax/openmax/core/tool"
@@ -66,7 +65,7 @@ func (t *Tool) run(ctx context.Context, args json.RawMessage, approvedOnly bool)
 	// The tool leads a process group of its own, killed at the timeout (on
 	// the injected clock), at a cancel and once it exited; on Linux the
 	// kernel kills it when openmax dies.
-	out := &capWriter{cap: OutputCap}
+	out := &procgroup.Capture{Max: OutputCap}
 	run, err := procgroup.Run(ctx, cmd, out, procgroup.Options{Timeout: t.timeout, Clock: t.opts.Clock})
 	if err != nil {
 		return tool.Failed("cannot run %s: %v", t.m.Name, err)
@@ -84,7 +83,7 @@ func (t *Tool) run(ctx context.Context, args json.RawMessage, approvedOnly bool)
 	if err != nil && !errors.As(err, &ee) {
 		return tool.Failed("running %s: %v", t.m.Name, err)
 	}
-	text := out.String()
+	text := captured(out)
 	ps := cmd.ProcessState
 	switch {
 	case killed != "":
@@ -118,35 +117,16 @@ func lookPath(name string, env []string) (string, error) {
 	return "", fmt.Errorf("interpreter not found: %s (looked in PATH=%s)", name, path)
 }
 
-// capWriter keeps the first cap bytes written to it and counts the rest.
-type capWriter struct {
-	mu    sync.Mutex
-	cap   int
-	buf   []byte
-	total int
-}
-
-func (w *capWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.total += len(p)
-	if room := w.cap - len(w.buf); room > 0 {
-		w.buf = append(w.buf, p[:min(room, len(p))]...)
-	}
-	return len(p), nil
-}
-
-// String is the output kept, valid UTF-8, with a note when some was cut.
-func (w *capWriter) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	s := strings.ToValidUTF8(string(w.buf), "\uFFFD")
-	if w.total > len(w.buf) {
-		kept := w.buf
+// captured is the output kept, valid UTF-8, with a note when some was
+// cut.
+func captured(c *procgroup.Capture) string {
+	kept, total := c.Kept(), c.Total()
+	s := strings.ToValidUTF8(string(kept), "\uFFFD")
+	if total > len(kept) {
 		for len(kept) > 0 && !utf8.Valid(kept) {
 			kept = kept[:len(kept)-1]
 		}
-		s = withNote(string(kept), fmt.Sprintf("[output cut: %d bytes, showing the first %d]", w.total, len(kept)))
+		s = withNote(string(kept), fmt.Sprintf("[output cut: %d bytes, showing the first %d]", total, len(kept)))
 	}
 	return s
 }
