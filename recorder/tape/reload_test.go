@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -198,19 +199,44 @@ func TestReloadRecordReplay(t *testing.T) {
 		t.Errorf("the replay differs from the recording (exit %d, recorded %d):\n--- replay\n%s--- recording\n%s", res.Exit, code, res.Stdout, recorded)
 	}
 
-	// The same cassette without its reload: the second turn's request
-	// carries the first prompt and tools, which the recording does not
-	// hold.
-	bare, err := cassette.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bare.Session.Reloads = nil
-	res, err = tape.Replay(ctx, bare, tape.ReplayOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(res.Misses) == 0 {
-		t.Errorf("a replay without the recorded reload matched every request:\n%s", res.Stdout)
+	// Replays that do not reproduce the recorded reloads, each a problem
+	// of the replay: without the recorded reload (as a cassette recorded
+	// before reloads were kept: the reload replays as it used to, and the
+	// second turn's request, with the first prompt and tools, is not in
+	// the recording), a reload more than recorded, a recorded reload never
+	// made.
+	for _, tc := range []struct {
+		name   string
+		change func(s *cassette.Session)
+		misses bool
+		want   string // in the reload problems; "" for none
+	}{
+		{"no recorded reloads", func(s *cassette.Session) { s.Reloads = nil }, true, ""},
+		{"a reload more", func(s *cassette.Session) {
+			i := slices.IndexFunc(s.Commands, func(c cassette.Command) bool { return strings.Contains(c.Line, "reload") })
+			s.Commands = slices.Insert(s.Commands, i+1, s.Commands[i])
+		}, false, "reload 2 is not in the recording"},
+		{"a recorded reload never made", func(s *cassette.Session) { s.Reloads = append(s.Reloads, s.Reloads[0]) }, false, "1 recorded reload(s) never made, from reload 2 on"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g, err := cassette.Load(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.change(g.Session)
+			res, err := tape.Replay(ctx, g, tape.ReplayOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := len(res.Misses) > 0; got != tc.misses {
+				t.Errorf("misses %q, want some: %v", res.Misses, tc.misses)
+			}
+			if got := strings.Join(res.Reloads, "\n"); (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+				t.Errorf("reload problems %q, want %q", res.Reloads, tc.want)
+			}
+			if tc.want != "" && !slices.Contains(res.Problems(true), res.Reloads[0]) {
+				t.Errorf("Problems leaves out the reload problems: %q", res.Problems(true))
+			}
+		})
 	}
 }
