@@ -253,3 +253,49 @@ func reverseKeys(t *testing.T, line []byte) []byte {
 	b.WriteByte('}')
 	return b.Bytes()
 }
+
+// TestApprovalModeSurvivesRestart: the mode "survives restart"
+// (stdio-protocol.md, after the event table; AM-2 in docs/conformance.md).
+// One process saves it with approval_mode and exits; the next process of
+// the same project gates a mutating tool by it, asking nothing: readonly
+// refuses the write, auto runs it.
+func TestApprovalModeSurvivesRestart(t *testing.T) {
+	project := t.TempDir()
+	e := env{clock: clock.Real{}, getenv: trustedEnv(t, func(string) string { return "" }, project)}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	sc := filepath.Join(t.TempDir(), "s.yaml")
+	scenario := "replies:\n  - tool_calls: [{id: c1, name: write_file, args: {path: out.txt, content: \"x\\n\"}}]\n  - text: done\n"
+	if err := os.WriteFile(sc, []byte(scenario), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		mode, toolEnd string
+		wrote         bool
+	}{
+		{"readonly", `"call_id":"c1","ok":false`, false},
+		{"auto", `"call_id":"c1","ok":true`, true},
+	} {
+		t.Run(tt.mode, func(t *testing.T) {
+			var out bytes.Buffer
+			if code := run(ctx, []string{"--stdio", "--provider", "echo", "--project", project},
+				strings.NewReader(`{"cmd":"approval_mode","mode":"`+tt.mode+`"}`+"\n"), &out, io.Discard, e); code != 0 ||
+				!strings.Contains(out.String(), `{"type":"approval_mode","mode":"`+tt.mode+`"}`) {
+				t.Fatalf("saving %s: exit %d\n%s", tt.mode, code, out.String())
+			}
+			out.Reset()
+			if code := run(ctx, []string{"--stdio", "--provider", "script", "--script", sc, "--project", project},
+				strings.NewReader(`{"cmd":"user","text":"write it"}`+"\n"), &out, io.Discard, e); code != 0 {
+				t.Fatalf("exit %d\n%s", code, out.String())
+			}
+			got := out.String()
+			if !strings.Contains(got, tt.toolEnd) || strings.Contains(got, `"type":"approval_request"`) {
+				t.Errorf("the restarted process in %s: want %s and no approval_request:\n%s", tt.mode, tt.toolEnd, got)
+			}
+			_, err := os.Stat(filepath.Join(project, "out.txt"))
+			if wrote := err == nil; wrote != tt.wrote {
+				t.Errorf("out.txt written: %v, want %v", wrote, tt.wrote)
+			}
+		})
+	}
+}
