@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openmax/openmax/core/config"
 	"github.com/openmax/openmax/core/wire"
 	"github.com/openmax/openmax/provider/clock"
 )
@@ -297,5 +298,50 @@ func TestApprovalModeSurvivesRestart(t *testing.T) {
 				t.Errorf("out.txt written: %v, want %v", wrote, tt.wrote)
 			}
 		})
+	}
+}
+
+// TestApprovalModeAckedAfterSave: "A successful approval_mode command is
+// acknowledged with {"type":"approval_mode","mode":"..."} after the
+// setting is persisted" (stdio-protocol.md; AP-5 in docs/conformance.md).
+// The moment the acknowledgement is read, with the process still running,
+// the settings file on disk already holds the mode.
+func TestApprovalModeAckedAfterSave(t *testing.T) {
+	project := t.TempDir()
+	getenv := trustedEnv(t, func(string) string { return "" }, project)
+	e := env{clock: clock.Real{}, getenv: getenv}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	exited := make(chan int, 1)
+	go func() {
+		exited <- run(ctx, []string{"--stdio", "--provider", "echo", "--project", project}, inR, outW, io.Discard, e)
+		outW.Close()
+	}()
+	lines := bufio.NewScanner(outR)
+	for _, mode := range []string{"readonly", "auto", "ask"} {
+		if _, err := inW.Write([]byte(`{"cmd":"approval_mode","mode":"` + mode + `"}` + "\n")); err != nil {
+			t.Fatal(err)
+		}
+		acked := false
+		for !acked && lines.Scan() {
+			acked = lines.Text() == `{"type":"approval_mode","mode":"`+mode+`"}`
+		}
+		if !acked {
+			t.Fatalf("no acknowledgement of %s", mode)
+		}
+		p, err := config.Open(filepath.Join(getenv("XDG_CONFIG_HOME"), "openmax"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := p.Mode(project); got != mode {
+			t.Errorf("acknowledged %s while the saved mode is %q", mode, got)
+		}
+	}
+	inW.Close()
+	go func() { _, _ = io.Copy(io.Discard, outR) }()
+	if code := <-exited; code != 0 {
+		t.Errorf("exit %d", code)
 	}
 }
