@@ -119,6 +119,23 @@ func writeProjectFile(t *testing.T, project, rel, text string) {
 // one), and nothing is left over. Without the recorded reload the second
 // turn's request no longer matches.
 func TestReloadRecordReplay(t *testing.T) {
+	for _, v := range []struct {
+		name  string
+		call  string       // the second turn's tool call
+		steps []reloadStep // the client's answers during it
+		want  string       // in the tool's result
+	}{
+		{"a built-in tool reads a file", callReply("read_file", `{"path":"notes.txt"}`), nil, "remember the milk"},
+		{"the new external tool runs once approved", callReply("lint", `{}`), []reloadStep{
+			{after: "approval_request", cmd: `{"cmd":"approve","approval_id":"approve-c1","approved":true}`},
+			{after: "approval_request", cmd: `{"cmd":"approve","approval_id":"approve-c1#2","approved":true}`},
+		}, `"output":"clean\n"`},
+	} {
+		t.Run(v.name, func(t *testing.T) { testReloadRecordReplay(t, v.call, v.steps, v.want) })
+	}
+}
+
+func testReloadRecordReplay(t *testing.T, call string, answers []reloadStep, want string) {
 	project := t.TempDir()
 	conf := t.TempDir()
 	getenv := func(k string) string {
@@ -134,7 +151,7 @@ func TestReloadRecordReplay(t *testing.T) {
 		t.Fatal(err)
 	}
 	const skill = "Review diffs line by line."
-	srv := &chatServer{replies: []string{textReply("one"), callReply("read_file", `{"path":"notes.txt"}`), textReply("two")}}
+	srv := &chatServer{replies: []string{textReply("one"), call, textReply("two")}}
 	hs := httptest.NewServer(srv)
 	defer hs.Close()
 
@@ -151,8 +168,8 @@ func TestReloadRecordReplay(t *testing.T) {
 			writeProjectFile(t, project, "notes.txt", "remember the milk\n")
 		}, cmd: `{"cmd":"reload"}`},
 		{after: "refrozen", cmd: `{"cmd":"user","text":"second"}`},
-		{after: "done"},
 	}}
+	client.steps = append(append(client.steps, answers...), reloadStep{after: "done"})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	code, err := tape.Record(ctx, inR, client, tape.RecordOptions{Config: cfg, Deps: harness.Deps{Getenv: getenv}, Cassette: recorder.Options{Path: path}})
@@ -160,7 +177,7 @@ func TestReloadRecordReplay(t *testing.T) {
 		t.Fatal(err)
 	}
 	recorded := client.out.Bytes()
-	for _, want := range []string{`"type":"refrozen"`, `skill review: added (.openmax/skills/review.md)`, `tool lint: added (.openmax/tools/lint.json)`, `"type":"harness_note"`, `remember the milk`} {
+	for _, want := range []string{`"type":"refrozen"`, `skill review: added (.openmax/skills/review.md)`, `tool lint: added (.openmax/tools/lint.json)`, `"type":"harness_note"`, want} {
 		if !bytes.Contains(recorded, []byte(want)) {
 			t.Fatalf("the live session lacks %q:\n%s", want, recorded)
 		}
@@ -181,6 +198,16 @@ func TestReloadRecordReplay(t *testing.T) {
 	}
 	if r := f.Session.Reloads[0]; !strings.Contains(r.System, skill) || r.Note == "" || len(r.Offered) != len(r.Tools) {
 		t.Errorf("the recorded reload: %+v", r)
+	}
+	lint := slices.IndexFunc(f.Session.Reloads[0].Offered, func(tl cassette.Tool) bool { return tl.Name == "lint" })
+	if lint < 0 || f.Session.Reloads[0].Offered[lint].Source == nil {
+		t.Fatalf("the reload's tools lack the external tool lint with its source gate: %+v", f.Session.Reloads[0].Offered)
+	}
+	if checks := len(f.Session.Reloads[0].Offered[lint].Source.Checks); strings.Contains(call, "lint") != (checks > 0) {
+		t.Errorf("lint's recorded source checks: %d", checks)
+	}
+	if strings.Contains(call, "lint") && !bytes.Contains(recorded, []byte(`"reason":"unapproved_source"`)) {
+		t.Errorf("lint ran without asking for its unapproved files:\n%s", recorded)
 	}
 	for _, rel := range []string{".openmax", "lint.sh", "notes.txt"} {
 		if err := os.RemoveAll(filepath.Join(project, rel)); err != nil {
