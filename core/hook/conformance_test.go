@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/openmax/openmax/core"
 )
@@ -54,5 +55,25 @@ func TestAbsentEnvAddsNothing(t *testing.T) {
 				t.Errorf("no base environment at all: %v", absent)
 			}
 		})
+	}
+}
+
+// TestPerEventInterceptGetsOneMessageThenEOF: "A process-per-event backend
+// receives exactly one JSON-RPC message on stdin, followed by EOF"
+// (ahp-stdio-binding.md; AHP PE-1 in docs/conformance.md), for an intercept
+// request, whose process must answer: the hook (a /bin/sh script, run by
+// argv) reads stdin to its end before it answers, so an answer at all
+// means EOF came, and its reason counts the lines it read.
+func TestPerEventInterceptGetsOneMessageThenEOF(t *testing.T) {
+	const script = `n=0; first=""
+while IFS= read -r line; do n=$((n+1)); [ -n "$first" ] || first=$line; done
+id=$(printf '%s' "$first" | sed -n 's/.*"id":\([0-9][0-9]*\).*/\1/p')
+printf '{"jsonrpc":"2.0","id":%s,"result":{"decision":"refuse","reason":"%s message(s), then EOF"}}\n' "$id" "$n"`
+	h := &Hook{Name: "counter", Event: core.HookUserPromptSubmit, Mode: ModeIntercept, Command: "/bin/sh",
+		Args: []string{"-c", script}, Lifecycle: PerEvent, Timeout: 20 * time.Second, Dir: t.TempDir()}
+	s := newSet(t, Options{}, h)
+	for i := 0; i < 2; i++ {
+		v, fs := s.Intercept(context.Background(), core.HookUserPromptSubmit, prompt)
+		expect(t, v, fs, want{refused: true, reason: "1 message(s), then EOF"}, "counter")
 	}
 }
