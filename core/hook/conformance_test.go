@@ -2,6 +2,7 @@ package hook
 
 import (
 	"context"
+	"encoding/base64"
 	"os"
 	"path/filepath"
 	"sort"
@@ -75,5 +76,41 @@ printf '{"jsonrpc":"2.0","id":%s,"result":{"decision":"refuse","reason":"%s mess
 	for i := 0; i < 2; i++ {
 		v, fs := s.Intercept(context.Background(), core.HookUserPromptSubmit, prompt)
 		expect(t, v, fs, want{refused: true, reason: "1 message(s), then EOF"}, "counter")
+	}
+}
+
+// TestArgvReachesTheHookLiterally: "The harness MUST invoke the configured
+// command and argument array directly without implicit shell
+// interpolation" (ahp-stdio-binding.md; AHP S-1 in docs/conformance.md).
+// The arguments a hook process receives are the configured strings, shell
+// syntax included: $HOME, ${X}, backticks, $(...), quotes, a glob and a
+// semicolon each arrive as written, one argument each, both lifecycles.
+func TestArgvReachesTheHookLiterally(t *testing.T) {
+	t.Setenv("X", "expanded")
+	args := []string{"$HOME", "${X}", "`id`", "$(id)", `'q' "d"`, "*", "a; b"}
+	// The script answers with its arguments, one a line, base64 so that
+	// any byte survives the JSON reason.
+	const script = `IFS= read -r line
+id=$(printf '%s' "$line" | sed -n 's/.*"id":\([0-9][0-9]*\).*/\1/p')
+enc=$(for a in "$@"; do printf '%s\n' "$a"; done | base64 | tr -d '\n')
+printf '{"jsonrpc":"2.0","id":%s,"result":{"decision":"refuse","reason":"%s"}}\n' "$id" "$enc"
+if [ "$0" = persistent ]; then cat >/dev/null; fi`
+	for _, lc := range lifecycles {
+		t.Run(lc, func(t *testing.T) {
+			h := &Hook{Name: "argv", Event: core.HookUserPromptSubmit, Mode: ModeIntercept, Command: "/bin/sh",
+				Args: append([]string{"-c", script, lc}, args...), Lifecycle: lc, Timeout: 20 * time.Second, Dir: t.TempDir()}
+			s := newSet(t, Options{}, h)
+			v, fs := s.Intercept(context.Background(), core.HookUserPromptSubmit, prompt)
+			if len(fs) != 0 || !v.Refused {
+				t.Fatalf("verdict %+v, failures %+v", v, fs)
+			}
+			got, err := base64.StdEncoding.DecodeString(v.Reason)
+			if err != nil {
+				t.Fatalf("reason %q: %v", v.Reason, err)
+			}
+			if want := strings.Join(args, "\n") + "\n"; string(got) != want {
+				t.Errorf("the hook got the arguments\n%q\nwant\n%q", got, want)
+			}
+		})
 	}
 }
