@@ -345,3 +345,45 @@ func TestApprovalModeAckedAfterSave(t *testing.T) {
 		t.Errorf("exit %d", code)
 	}
 }
+
+// TestHelloProjectIsAbsolute: hello's project is "/abs/path"
+// (stdio-protocol.md, Handshake; HS-1 in docs/conformance.md): a relative
+// --project, and none at all (the working directory), both come out as the
+// absolute directory.
+func TestHelloProjectIsAbsolute(t *testing.T) {
+	parent := t.TempDir()
+	project := filepath.Join(parent, "proj")
+	if err := os.Mkdir(project, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(parent)
+	e := env{clock: clock.Real{}, getenv: trustedEnv(t, func(string) string { return "" })}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, tt := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"relative --project", []string{"--project", "proj"}, project},
+		{"relative with dots", []string{"--project", "./proj/../proj"}, project},
+		{"no --project", nil, parent},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var out bytes.Buffer
+			if code := run(ctx, append([]string{"--stdio", "--provider", "echo"}, tt.args...), strings.NewReader(""), &out, io.Discard, e); code != 0 {
+				t.Fatalf("exit %d\n%s", code, out.String())
+			}
+			first, _, _ := strings.Cut(out.String(), "\n")
+			var hello struct {
+				Type, Project string
+			}
+			if err := json.Unmarshal([]byte(first), &hello); err != nil || hello.Type != "hello" {
+				t.Fatalf("first line %q: %v", first, err)
+			}
+			if hello.Project != tt.want || !filepath.IsAbs(hello.Project) {
+				t.Errorf("hello project %q, want %q", hello.Project, tt.want)
+			}
+		})
+	}
+}
