@@ -112,6 +112,17 @@ type Session struct {
 	// when the client sent none, or in a cassette recorded before they
 	// were kept.
 	Reloads []Reload `yaml:"reloads,omitempty"`
+	// Denials are the deny rules' decisions on the session's tool calls,
+	// in dispatch order (empty Refusal: the rules let the call through);
+	// absent when no deny rules applied. A replay, which reads no policy
+	// file, refuses as recorded.
+	Denials []Denial `yaml:"denials,omitempty"`
+}
+
+// Denial is the deny rules' decision on one tool call.
+type Denial struct {
+	Tool    string `yaml:"tool"`
+	Refusal string `yaml:"refusal,omitempty"`
 }
 
 // Clone returns a deep copy of s.
@@ -130,6 +141,7 @@ func (s *Session) Clone() *Session {
 	c.ToolResults = slices.Clone(s.ToolResults)
 	c.Hooks = cloneHooks(s.Hooks)
 	c.Reloads = cloneReloads(s.Reloads)
+	c.Denials = slices.Clone(s.Denials)
 	return &c
 }
 

@@ -85,6 +85,7 @@ func Record(ctx context.Context, in io.Reader, out io.Writer, o RecordOptions) (
 	if eng.Tools, err = c.recordTools(eng.Tools); err != nil {
 		return 0, errors.Join(err, rec.Close())
 	}
+	eng.Deny = c.denying(eng.Deny) // deny.go
 	if eng.Hooks != nil {
 		hooks = &recordingHooks{next: eng.Hooks, c: c}
 		eng.Hooks = hooks

@@ -39,6 +39,7 @@ func (c *capture) reload(live func() harness.Reload) harness.Reload {
 		} else {
 			e := *r.Engine
 			e.Tools = wrapped
+			e.Deny = c.denying(e.Deny) // the rules read again, recorded the same way
 			r.Engine = &e
 			kept.System, kept.Offered = e.System, tools
 		}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -143,6 +144,9 @@ func Replay(ctx context.Context, f *cassette.File, o ReplayOptions) (Result, err
 			eng.Hooks = o.LiveHooks
 		case len(sess.Hooks) > 0:
 			eng.Hooks = replayed
+		}
+		if len(sess.Denials) > 0 { // deny.go
+			h.Engine().Deny = &replayedDenier{decisions: slices.Clone(sess.Denials)}
 		}
 		reloads.base, reloads.cur = h.Engine(), h.Engine()
 		if sess.Imported {
