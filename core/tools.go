@@ -16,6 +16,12 @@ import (
 
 // runTools dispatches the calls of a completed reply in order. It returns a
 // stop reason when the turn must end (cancel, crash), else "".
+//
+// A call the gate refuses (a deny rule, readonly or an unknown mode, an
+// approval declined, timed out or cancelled, an unapproved source) gets
+// the refusal as its tool result: a policy or approval notice riding that
+// result. Once the result is in the transcript, its tool_end is followed by
+// a harness_note with the call's id and the same text.
 func (t *turn) runTools(ctx context.Context, calls []provider.ToolCall) string {
 	for i, c := range calls {
 		if ctx.Err() != nil {
@@ -33,6 +39,7 @@ func (t *turn) runTools(ctx context.Context, calls []provider.ToolCall) string {
 		t.observe(ctx, HookToolStart, ToolStartPayload{SessionID: t.s.ID, CallID: c.ID, Name: c.Name, Args: shown})
 		var res tool.Result
 		var crash any
+		notice := false // the result is a policy or approval notice (gate)
 		switch tl, ok := t.e.Tools.Lookup(c.Name); {
 		case argErr != nil:
 			res = tool.Failed("invalid arguments: %v", argErr)
@@ -41,6 +48,7 @@ func (t *turn) runTools(ctx context.Context, calls []provider.ToolCall) string {
 		default:
 			if outcome := t.gate(ctx, c, tl, shown); outcome != "" {
 				res = tool.Failed("not run: %s", outcome)
+				notice = true
 				break
 			}
 			res, crash = t.runTool(ctx, t.pinned(tl), args)
@@ -53,6 +61,11 @@ func (t *turn) runTools(ctx context.Context, calls []provider.ToolCall) string {
 		}
 		perr := t.s.append(provider.Message{Role: provider.RoleTool, CallID: c.ID, Text: res.Output, IsError: !res.OK})
 		t.emit(wire.ToolEnd{CallID: c.ID, OK: res.OK, Output: res.Output})
+		if notice && perr == nil {
+			// The refusal is the harness's words on the tool result it
+			// rode, already in the transcript: reported as written.
+			t.emit(wire.HarnessNote{CallID: c.ID, Text: res.Output})
+		}
 		t.observe(ctx, HookToolEnd, ToolEndPayload{SessionID: t.s.ID, CallID: c.ID, Name: c.Name, OK: res.OK, Output: res.Output})
 		if perr != nil {
 			return t.fail(perr).stop

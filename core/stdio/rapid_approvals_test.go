@@ -57,12 +57,13 @@ type rpaObs struct {
 	ApprovalID string `json:"approval_id"`
 	Outcome    string `json:"outcome"`
 	Mode       string `json:"mode"`
+	CallID     string `json:"call_id"`
 }
 
 // val is the line's key field: text of token and message_done, stop_reason
 // of done, name of tool_start, ok of tool_end, approval_id of
 // approval_request, "approval_id outcome" of approval_settled, mode of the
-// approval_mode ack.
+// approval_mode ack, call_id of harness_note.
 func (o rpaObs) val() string {
 	switch o.Type {
 	case "token", "message_done":
@@ -82,6 +83,8 @@ func (o rpaObs) val() string {
 		return o.ApprovalID + " " + o.Outcome
 	case "approval_mode":
 		return o.Mode
+	case "harness_note":
+		return o.CallID
 	}
 	return ""
 }
@@ -211,11 +214,14 @@ func (s *rpaSession) probe(t *rapid.T) {
 
 // rest is what follows a settled gate: the tool's end, then the final
 // answer of the second reply and the turn's done.
-func rpaRest(ok bool) []rpWant {
-	return []rpWant{
-		{"tool_end", strconv.FormatBool(ok)},
-		{"token", rpaAnswer}, {"message_done", rpaAnswer}, {"done", "stop"}, // the provider finish reason, verbatim
+// rpaRest is the rest of a turn after the gate of call: its tool_end, the
+// harness_note of a refusal riding that result, and the answer.
+func rpaRest(ok bool, call string) []rpWant {
+	rest := []rpWant{{"tool_end", strconv.FormatBool(ok)}}
+	if !ok {
+		rest = append(rest, rpWant{"harness_note", call})
 	}
+	return append(rest, rpWant{"token", rpaAnswer}, rpWant{"message_done", rpaAnswer}, rpWant{"done", "stop"}) // the provider finish reason, verbatim
 }
 
 func (s *rpaSession) settle(id string) {
@@ -250,10 +256,10 @@ func (s *rpaSession) admit(t *rapid.T, extra string) []rpWant {
 	case "auto":
 		s.wantRuns++
 		rpaStats.auto.Add(1)
-		return rpaRest(true)
+		return rpaRest(true, call)
 	case "readonly":
 		rpaStats.readonly.Add(1)
-		return rpaRest(false)
+		return rpaRest(false, call)
 	}
 	panic(s.mode)
 }
@@ -328,7 +334,7 @@ func (s *rpaSession) approveRight(t *rapid.T) {
 		rpaStats.declined.Add(1)
 	}
 	s.settle(id)
-	s.expect(t, append([]rpWant{{"approval_settled", id + " " + outcome}}, rpaRest(approved)...)...)
+	s.expect(t, append([]rpWant{{"approval_settled", id + " " + outcome}}, rpaRest(approved, strings.TrimPrefix(id, "approve-"))...)...)
 }
 
 func (s *rpaSession) approveWrong(t *rapid.T) {
@@ -376,7 +382,7 @@ func (s *rpaSession) cancel(t *rapid.T) {
 	id := s.pending
 	s.settle(id)
 	rpaStats.cancelled.Add(1)
-	s.expect(t, rpWant{"approval_settled", id + " " + core.OutcomeCancelled}, rpWant{"tool_end", "false"}, rpWant{"done", wire.StopCancelled})
+	s.expect(t, rpWant{"approval_settled", id + " " + core.OutcomeCancelled}, rpWant{"tool_end", "false"}, rpWant{"harness_note", strings.TrimPrefix(id, "approve-")}, rpWant{"done", wire.StopCancelled})
 }
 
 // finish ends the session with quit, EOF or both, possibly sent right
@@ -420,7 +426,7 @@ func (s *rpaSession) finish(t *rapid.T) {
 		s.settle(id)
 		rpaStats.quitDeclined.Add(1)
 		after = append(after, rpWant{"approval_settled", id + " " + core.OutcomeDeclined})
-		after = append(after, rpaRest(false)...)
+		after = append(after, rpaRest(false, strings.TrimPrefix(id, "approve-"))...)
 	}
 	s.expect(t, after...)
 	s.check(t)
