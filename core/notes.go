@@ -1,6 +1,10 @@
 package core
 
-import "github.com/openmax/openmax/provider"
+import (
+	"fmt"
+
+	"github.com/openmax/openmax/provider"
+)
 
 // QueueNote queues a harness note (a refreeze receipt, a policy or
 // settings notice) for the session's next turn: it is written into the
@@ -24,4 +28,22 @@ func (s *Session) takeNotes() []provider.Message {
 	}
 	s.notes = nil
 	return msgs
+}
+
+// ModeNote is the settings notice written into the transcript when a
+// client changes the approval mode from one mode to another during a
+// session (queued with QueueNote): what the model's calls now meet.
+func ModeNote(from, to string) string {
+	var now string
+	switch to {
+	case "auto":
+		now = "calls run without asking (deny rules still apply)"
+	case "ask":
+		now = "calls that change the project, and external tools, wait for a human's approval"
+	case "readonly":
+		now = "calls that change the project are refused without asking"
+	default:
+		now = "calls that change the project are refused (a mode openmax does not know)"
+	}
+	return fmt.Sprintf("[openmax] The approval mode of this project was changed from %s to %s: %s.", from, to, now)
 }

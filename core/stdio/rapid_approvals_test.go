@@ -99,6 +99,7 @@ type rpaSession struct {
 	pending  string   // the pending approval_id, "" when none
 	settled  []string // approval ids already settled
 	turns    int      // admitted users so far (names the call ids)
+	notes    int      // mode changes since the last admitted turn (each a harness_note "" when it opens)
 	wantRuns int64
 
 	admitted, wantProtoErrs, wantRequests, wantSettled int
@@ -245,7 +246,11 @@ func (s *rpaSession) admit(t *rapid.T, extra string) []rpWant {
 	text := rapid.SampledFrom(rpUserTexts).Draw(t, "text")
 	s.send(t, rpUserLine(text, "\n")+extra)
 	s.admitted++
-	s.expect(t, rpWant{typ: "budget"}, rpWant{"tool_start", rpaTool})
+	open := []rpWant{{typ: "budget"}}
+	for ; s.notes > 0; s.notes-- { // the mode notices queued since the last turn
+		open = append(open, rpWant{typ: "harness_note"})
+	}
+	s.expect(t, append(open, rpWant{"tool_start", rpaTool})...)
 	switch s.mode {
 	case "ask":
 		id := "approve-" + call
@@ -367,6 +372,9 @@ func (s *rpaSession) switchMode(t *rapid.T) {
 	mode := rapid.SampledFrom([]string{"auto", "ask", "readonly"}).Draw(t, "mode")
 	s.send(t, `{"cmd":"approval_mode","mode":"`+mode+`"}`+"\n")
 	s.expect(t, rpWant{"approval_mode", mode})
+	if mode != s.mode {
+		s.notes++
+	}
 	s.mode = mode
 	if s.pending != "" {
 		rpaStats.modeWhilePending.Add(1)
@@ -399,6 +407,7 @@ func (s *rpaSession) finish(t *rapid.T) {
 				s.send(t, `{"cmd":"approval_mode","mode":"ask"}`+"\n")
 				s.expect(t, rpWant{"approval_mode", "ask"})
 				s.mode = "ask"
+				s.notes++
 			}
 			s.expect(t, s.admit(t, "")...)
 		case 2: // a user right before the quit or EOF, in the current mode

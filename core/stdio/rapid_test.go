@@ -348,6 +348,8 @@ type rpSession struct {
 	state    rpState
 	stalled  rpPlan // the in-flight turn when state is not idle
 	lastStop string // stop_reason of the last admitted turn's done
+	mode     string // the approval mode ("" is the server's initial ask)
+	notes    int    // mode changes since the last admitted turn
 
 	// What the model predicts and what stdout showed.
 	admitted, wantRefused, wantProtoErrs int
@@ -534,6 +536,7 @@ func (s *rpSession) user(t *rapid.T) {
 		return
 	}
 	p := rpGenPlan(t, rpReplyKinds)
+	p.head = s.withNotes(p.head)
 	s.cur.Store(script.New(p.sc, s.clk))
 	s.send(t, rpUserLine(text, eol))
 	s.admitted++
@@ -591,6 +594,7 @@ func (s *rpSession) raceCancel(t *rapid.T) {
 		t.Skip("needs an idle session")
 	}
 	p := rpGenPlan(t, rpRacyKinds) // none stalls: the turn ends on its own
+	p.head = s.withNotes(p.head)
 	s.cur.Store(script.New(p.sc, s.clk))
 	s.send(t, rpUserLine("race", "\n")+`{"cmd":"cancel"}`+"\n")
 	s.admitted++
@@ -691,6 +695,10 @@ func (s *rpSession) misc(t *rapid.T) {
 		mode := rapid.SampledFrom([]string{"auto", "ask", "readonly"}).Draw(t, "mode")
 		s.send(t, `{"cmd":"approval_mode","mode":"`+mode+`"}`+s.eol(t))
 		s.expect(t, rpWant{typ: "approval_mode"})
+		if old := s.mode; mode != old && (old != "" || mode != "ask") {
+			s.notes++ // a settings notice before the next prompt
+		}
+		s.mode = mode
 	case 2:
 		s.send(t, `{"cmd":"approve","approval_id":"never-issued","approved":true}`+s.eol(t))
 		s.protoErr(t)
@@ -865,6 +873,17 @@ func rpClosed(ws []rpWant, texts []string) []rpWant {
 		return ws
 	}
 	return append(ws, rpWant{"message_done", strings.Join(texts, "")})
+}
+
+// withNotes is the head of a turn's lines (its budget first) with the
+// harness_note of each mode change since the last turn right after the
+// budget; the notes are then taken.
+func (s *rpSession) withNotes(head []rpWant) []rpWant {
+	out := append([]rpWant{}, head[0])
+	for ; s.notes > 0; s.notes-- {
+		out = append(out, rpWant{typ: "harness_note"})
+	}
+	return append(out, head[1:]...)
 }
 
 func rpGenPlan(t *rapid.T, kinds []string) rpPlan {

@@ -454,6 +454,10 @@ func (s *server) handle(in input) {
 			s.protocolError(in.n, "approval_mode: could not save mode %q, so it is unchanged (still %q): %v", c.Mode, old, err)
 			return
 		}
+		if c.Mode != old {
+			// A settings notice for the model, before its next prompt.
+			s.sess.QueueNote(core.ModeNote(old, c.Mode))
+		}
 		s.emitLine(wire.ApprovalModeAck{Mode: c.Mode})
 	}
 }
