@@ -176,3 +176,18 @@ func TestNoNoticeWhenResultNotPersisted(t *testing.T) {
 		t.Errorf("events %s; want tool_end then error and no harness_note", got)
 	}
 }
+
+// TestModeNote: the settings notice names both modes and what calls of
+// the new one meet.
+func TestModeNote(t *testing.T) {
+	for _, tt := range []struct{ from, to, want string }{
+		{"ask", "auto", "[openmax] The approval mode of this project was changed from ask to auto: calls run without asking (deny rules still apply)."},
+		{"auto", "ask", "[openmax] The approval mode of this project was changed from auto to ask: calls that change the project, and external tools, wait for a human's approval."},
+		{"ask", "readonly", "[openmax] The approval mode of this project was changed from ask to readonly: calls that change the project are refused without asking."},
+		{"ask", "yolo", "[openmax] The approval mode of this project was changed from ask to yolo: calls that change the project are refused (a mode openmax does not know)."},
+	} {
+		if got := core.ModeNote(tt.from, tt.to); got != tt.want {
+			t.Errorf("ModeNote(%q, %q) = %q; want %q", tt.from, tt.to, got, tt.want)
+		}
+	}
+}
