@@ -22,7 +22,7 @@ import (
 // unapproved_source requests replay from what its source gate said while
 // recording, without its files.
 func TestRecordKeepsApprovalGates(t *testing.T) {
-	for _, name := range []string{"approval_approved", "approval_declined", "external_tool_unapproved_source", "deny_rule"} {
+	for _, name := range []string{"approval_approved", "approval_declined", "external_tool_unapproved_source", "deny_rule", "approval_cancelled"} {
 		t.Run(name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), name+".yaml")
 			casePath := sessionPath(name)

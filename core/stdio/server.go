@@ -191,6 +191,18 @@ func (a *approvals) answer(id string, approved bool) error {
 	return nil
 }
 
+// cancelAll settles what is pending as cancelled: the turn that asked was
+// cancelled. It settles them at once, so a quit or end of input read
+// right after the cancel cannot decline them first.
+func (a *approvals) cancelAll() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for id, ch := range a.pending {
+		ch <- core.OutcomeCancelled
+		delete(a.pending, id)
+	}
+}
+
 // declineAll declines what is pending and everything asked from now on.
 func (a *approvals) declineAll() {
 	a.mu.Lock()
@@ -497,6 +509,7 @@ func (s *server) startTurn(text string) {
 
 func (s *server) cancelTurn() {
 	if s.running != nil {
+		s.approvals.cancelAll() // only the running turn asks
 		s.running.cancel()
 	}
 }
