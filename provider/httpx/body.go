@@ -2,6 +2,7 @@ package httpx
 
 import (
 	"compress/gzip"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -77,4 +78,26 @@ func ReadFailure(err error, what string) error {
 func IsJSON(contentType string) bool {
 	mt, _, err := mime.ParseMediaType(contentType)
 	return err == nil && (mt == "application/json" || strings.HasSuffix(mt, "+json"))
+}
+
+// ReadReply reads the body of a 2xx reply: it undoes its encoding
+// (DecodeBody) and hands it to whole when its Content-Type names JSON (a
+// server that ignored stream:true, or an error object sent with a 2xx),
+// to stream otherwise. A body that cannot be decoded ends the reply with
+// one Error part, its message prefixed by vendor.
+func ReadReply(ctx context.Context, resp *http.Response, maxBytes int64, vendor string,
+	whole func(ctx context.Context, body io.Reader, yield func(provider.Part) bool),
+	stream func(ctx context.Context, body io.Reader, contentType string, yield func(provider.Part) bool),
+	yield func(provider.Part) bool) {
+	body, err := DecodeBody(resp, maxBytes)
+	if err != nil {
+		yield(provider.Error{Err: fmt.Errorf("%s: %w", vendor, err)})
+		return
+	}
+	ct := resp.Header.Get("Content-Type")
+	if IsJSON(ct) {
+		whole(ctx, body, yield)
+		return
+	}
+	stream(ctx, body, ct, yield)
 }

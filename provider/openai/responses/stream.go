@@ -45,17 +45,7 @@ const truncated = "stream ended before response.completed"
 // read turns a 2xx response into parts. maxBytes caps the body once
 // decoded (0: no cap).
 func read(ctx context.Context, resp *http.Response, maxBytes int64, yield func(provider.Part) bool) {
-	body, err := httpx.DecodeBody(resp, maxBytes)
-	if err != nil {
-		yield(provider.Error{Err: fmt.Errorf("responses: %w", err)})
-		return
-	}
-	ct := resp.Header.Get("Content-Type")
-	if httpx.IsJSON(ct) {
-		readWhole(ctx, body, yield)
-		return
-	}
-	readStream(ctx, body, ct, yield)
+	httpx.ReadReply(ctx, resp, maxBytes, "responses", readWhole, readStream, yield)
 }
 
 // ParseStream reads the event stream of a Responses reply and yields its
