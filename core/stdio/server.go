@@ -509,8 +509,10 @@ func (s *server) startTurn(text string) {
 
 func (s *server) cancelTurn() {
 	if s.running != nil {
-		s.approvals.cancelAll() // only the running turn asks
+		// The turn's context first, so whatever the settled approval
+		// wakes already sees the turn cancelled.
 		s.running.cancel()
+		s.approvals.cancelAll() // only the running turn asks
 	}
 }
 
