@@ -229,6 +229,7 @@ const codexTool = `replies:
 // CODEX_HOMEs, then with faults injected into it), a rate limit and a
 // stream cut short.
 func TestCodex(t *testing.T) {
+	t.Parallel() // waits on child processes: overlaps the package's other slow tests
 	codex := codexBinary(t)
 	bin := buildBinary(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)

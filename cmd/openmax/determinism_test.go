@@ -35,6 +35,7 @@ func replayRuns(t *testing.T) int {
 // as many ways as it will), and requires every transcript to equal the
 // golden byte for byte: a replay must not depend on goroutine timing.
 func TestReplayIsDeterministic(t *testing.T) {
+	t.Parallel() // CPU-bound: overlaps the tests that wait on child processes
 	paths, _ := filepath.Glob(filepath.Join(libraryDir, "*.yaml"))
 	if len(paths) == 0 {
 		t.Fatal("no cassettes in " + libraryDir)

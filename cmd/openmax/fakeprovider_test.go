@@ -246,6 +246,7 @@ func recordForeign(t *testing.T, ctx context.Context, bin, work, home string) (s
 //     surfaces; the log has the MISS with the nearest interaction and the
 //     differing field, and the fake provider exits 1.
 func TestForeignClients(t *testing.T) {
+	t.Parallel() // waits on child processes: overlaps the package's other slow tests
 	work := npmModules(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -21,6 +21,7 @@ import (
 // recorded hook calls answer, so blocked, turn_refused ×N, unverified and
 // every hook_failed come back byte for byte.
 func TestHookSessionsReplayWithoutTheirHooks(t *testing.T) {
+	t.Parallel() // waits on child processes: overlaps the package's other slow tests
 	paths, err := filepath.Glob(filepath.Join(sessionsDir, "hook_*.txtar"))
 	if err != nil || len(paths) == 0 {
 		t.Fatalf("no hook_* session cases: %v", err)

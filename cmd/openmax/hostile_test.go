@@ -61,6 +61,7 @@ func TestHostileProviders(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the real binary; skipped in -short mode")
 	}
+	t.Parallel() // waits on child processes: overlaps the package's other slow tests
 	dataLines := "data: " + strings.Repeat("x", 1000) + "\n"
 	tests := []struct {
 		name    string

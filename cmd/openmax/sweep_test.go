@@ -16,6 +16,7 @@ import (
 // fails it when the two differ; that doubles the time, so CI leaves it to
 // the golden library test, which replays every cassette twice.)
 func TestSweepLibrary(t *testing.T) {
+	t.Parallel() // waits on child processes: overlaps the package's other slow tests
 	paths, _ := filepath.Glob(filepath.Join(libraryDir, "*.yaml"))
 	if len(paths) == 0 {
 		t.Fatal("no cassettes in " + libraryDir)
