@@ -80,13 +80,17 @@ func IsJSON(contentType string) bool {
 	return err == nil && (mt == "application/json" || strings.HasSuffix(mt, "+json"))
 }
 
+// MaxWholeReply caps a whole (non-streamed) JSON reply body.
+const MaxWholeReply = 64 << 20
+
 // ReadReply reads the body of a 2xx reply: it undoes its encoding
-// (DecodeBody) and hands it to whole when its Content-Type names JSON (a
-// server that ignored stream:true, or an error object sent with a 2xx),
-// to stream otherwise. A body that cannot be decoded ends the reply with
-// one Error part, its message prefixed by vendor.
+// (DecodeBody) and, when its Content-Type names JSON (a server that
+// ignored stream:true, or an error object sent with a 2xx), reads it whole
+// (up to MaxWholeReply) for whole; otherwise it hands the body to stream.
+// A body that cannot be decoded or read ends the reply with one Error
+// part, a decoding error prefixed by vendor.
 func ReadReply(ctx context.Context, resp *http.Response, maxBytes int64, vendor string,
-	whole func(ctx context.Context, body io.Reader, yield func(provider.Part) bool),
+	whole func(ctx context.Context, data []byte, yield func(provider.Part) bool),
 	stream func(ctx context.Context, body io.Reader, contentType string, yield func(provider.Part) bool),
 	yield func(provider.Part) bool) {
 	body, err := DecodeBody(resp, maxBytes)
@@ -95,9 +99,16 @@ func ReadReply(ctx context.Context, resp *http.Response, maxBytes int64, vendor 
 		return
 	}
 	ct := resp.Header.Get("Content-Type")
-	if IsJSON(ct) {
-		whole(ctx, body, yield)
+	if !IsJSON(ct) {
+		stream(ctx, body, ct, yield)
 		return
 	}
-	stream(ctx, body, ct, yield)
+	data, err := io.ReadAll(io.LimitReader(body, MaxWholeReply))
+	if err != nil {
+		if ctx.Err() == nil {
+			yield(provider.Error{Err: ReadFailure(err, "response body broke")})
+		}
+		return
+	}
+	whole(ctx, data, yield)
 }

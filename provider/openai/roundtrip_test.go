@@ -67,7 +67,7 @@ func TestRoundTripCompletion(t *testing.T) {
 			want = append([]provider.Part{provider.ThinkingDelta{Text: thinking}}, want...)
 		}
 		var got []provider.Part
-		readWhole(context.Background(), bytes.NewReader(body), func(p provider.Part) bool {
+		readWhole(context.Background(), body, func(p provider.Part) bool {
 			got = append(got, p)
 			return true
 		})

@@ -210,19 +210,9 @@ func readStream(ctx context.Context, body io.Reader, contentType string, yield f
 	}
 }
 
-// maxWhole caps a non-streamed completion.
-const maxWhole = 64 << 20
-
 // readWhole parses a non-streamed completion, which servers that ignore
 // stream:true send.
-func readWhole(ctx context.Context, body io.Reader, yield func(provider.Part) bool) {
-	data, err := io.ReadAll(io.LimitReader(body, maxWhole))
-	if err != nil {
-		if ctx.Err() == nil {
-			yield(provider.Error{Err: httpx.ReadFailure(err, "response body broke")})
-		}
-		return
-	}
+func readWhole(ctx context.Context, data []byte, yield func(provider.Part) bool) {
 	var ch Chunk
 	if err := json.Unmarshal(data, &ch); err != nil {
 		if ctx.Err() != nil {

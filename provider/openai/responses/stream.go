@@ -65,7 +65,14 @@ func ParseStream(body io.Reader) iter.Seq[provider.Part] {
 // yields for it. An error object in place of a response is one Error part
 // holding a provider.StreamError.
 func ParseResponse(body io.Reader) iter.Seq[provider.Part] {
-	return func(yield func(provider.Part) bool) { readWhole(context.Background(), body, yield) }
+	return func(yield func(provider.Part) bool) {
+		data, err := io.ReadAll(io.LimitReader(body, httpx.MaxWholeReply))
+		if err != nil {
+			yield(provider.Error{Err: httpx.ReadFailure(err, "response body broke")})
+			return
+		}
+		readWhole(context.Background(), data, yield)
+	}
 }
 
 // item is one output item of the reply, by output_index.
@@ -479,19 +486,9 @@ func joinSummary(parts []Content) string {
 	return strings.Join(texts, "\n\n")
 }
 
-// maxWhole caps a non-streamed response.
-const maxWhole = 64 << 20
-
 // readWhole parses a whole JSON body: a response (a server that ignored
 // stream:true), or an error object sent with a 2xx status.
-func readWhole(ctx context.Context, body io.Reader, yield func(provider.Part) bool) {
-	data, err := io.ReadAll(io.LimitReader(body, maxWhole))
-	if err != nil {
-		if ctx.Err() == nil {
-			yield(provider.Error{Err: httpx.ReadFailure(err, "response body broke")})
-		}
-		return
-	}
+func readWhole(ctx context.Context, data []byte, yield func(provider.Part) bool) {
 	var head struct {
 		Object string          `json:"object"`
 		Status string          `json:"status"`
