@@ -762,8 +762,10 @@ func TestRunCommandKill(t *testing.T) {
 		{"cancel", plain, deadline, m{"argv": []string{"sleep", "10"}}, false, "[killed: cancelled]"},
 		{"cancelled before", plain, cancelled, m{"argv": []string{"sleep", "10"}}, false, "cancelled"},
 		// The helper's child holds the output pipe; its process group dies
-		// with it.
-		{"timeout kills the group", helper("spawn-wait"), background, m{"argv": []string{exe}, "timeout_ms": 50}, false, "spawned\n[killed: timed out after 50ms]"},
+		// with it. The timeout leaves the helper (a race-built test binary,
+		// slow to start on a loaded machine) time to say it spawned: at
+		// 50ms a busy CI run saw the kill come first.
+		{"timeout kills the group", helper("spawn-wait"), background, m{"argv": []string{exe}, "timeout_ms": 500}, false, "spawned\n[killed: timed out after 500ms]"},
 		{"exit kills the group", helper("spawn"), background, m{"argv": []string{exe}}, true, "spawned\n[exit code: 0]"},
 	}
 	for _, tc := range tests {
