@@ -117,48 +117,7 @@ func TestHostileProviders(t *testing.T) {
 			defer srv.Close()
 			r := runHostile(t, bin, tt.wire, srv.URL, tt.flags)
 			t.Logf("done after %v, peak RSS %d MiB, exit %d", r.toDone.Round(time.Millisecond), r.maxRSS>>20, r.code)
-			var dones, messageDones int
-			var errs []string
-			for _, l := range r.lines {
-				var ev struct {
-					Type       string `json:"type"`
-					StopReason string `json:"stop_reason"`
-					Message    string `json:"message"`
-					Text       string `json:"text"`
-				}
-				if err := json.Unmarshal([]byte(l), &ev); err != nil {
-					t.Fatalf("stdout line %q: %v", l, err)
-				}
-				switch ev.Type {
-				case "done":
-					dones++
-					if ev.StopReason != tt.stop {
-						t.Errorf("done %s, want stop_reason %s", l, tt.stop)
-					}
-				case "message_done":
-					messageDones++
-				case "error":
-					errs = append(errs, ev.Message)
-				case "tool_start", "approval_request":
-					t.Errorf("a tool was dispatched: %s", l)
-				}
-			}
-			if dones != 1 {
-				t.Errorf("%d done lines, want exactly one:\n%s", dones, strings.Join(r.lines, "\n"))
-			}
-			if (messageDones == 1) != tt.text || messageDones > 1 {
-				t.Errorf("%d message_done lines (reply text streamed: %v)", messageDones, tt.text)
-			}
-			if len(errs) != 1 || !strings.Contains(errs[0], tt.errHas) {
-				t.Errorf("error lines %q, want one naming %q", errs, tt.errHas)
-			}
-			wantCode := 0
-			if tt.stop == wire.StopError {
-				wantCode = 1
-			}
-			if r.code != wantCode {
-				t.Errorf("exit %d, want %d; stderr:\n%s", r.code, wantCode, r.stderr)
-			}
+			checkHostileRun(t, r, tt.stop, tt.errHas, tt.text)
 			if r.maxRSS > 512<<20 {
 				t.Errorf("peak RSS %d MiB", r.maxRSS>>20)
 			}
@@ -170,6 +129,56 @@ func TestHostileProviders(t *testing.T) {
 				t.Fatal(err)
 			}
 		})
+	}
+}
+
+// checkHostileRun checks what one run of the binary showed: exactly one
+// done with stop_reason stop, one message_done when reply text streamed
+// first (text) and none otherwise, one error line containing errHas, no
+// tool dispatched, and the exit code the stop reason calls for.
+func checkHostileRun(t *testing.T, r hostileRun, stop, errHas string, text bool) {
+	t.Helper()
+	var dones, messageDones int
+	var errs []string
+	for _, l := range r.lines {
+		var ev struct {
+			Type       string `json:"type"`
+			StopReason string `json:"stop_reason"`
+			Message    string `json:"message"`
+			Text       string `json:"text"`
+		}
+		if err := json.Unmarshal([]byte(l), &ev); err != nil {
+			t.Fatalf("stdout line %q: %v", l, err)
+		}
+		switch ev.Type {
+		case "done":
+			dones++
+			if ev.StopReason != stop {
+				t.Errorf("done %s, want stop_reason %s", l, stop)
+			}
+		case "message_done":
+			messageDones++
+		case "error":
+			errs = append(errs, ev.Message)
+		case "tool_start", "approval_request":
+			t.Errorf("a tool was dispatched: %s", l)
+		}
+	}
+	if dones != 1 {
+		t.Errorf("%d done lines, want exactly one:\n%s", dones, strings.Join(r.lines, "\n"))
+	}
+	if (messageDones == 1) != text || messageDones > 1 {
+		t.Errorf("%d message_done lines (reply text streamed: %v)", messageDones, text)
+	}
+	if len(errs) != 1 || !strings.Contains(errs[0], errHas) {
+		t.Errorf("error lines %q, want one naming %q", errs, errHas)
+	}
+	wantCode := 0
+	if stop == wire.StopError {
+		wantCode = 1
+	}
+	if r.code != wantCode {
+		t.Errorf("exit %d, want %d; stderr:\n%s", r.code, wantCode, r.stderr)
 	}
 }
 

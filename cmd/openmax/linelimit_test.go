@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -36,43 +35,7 @@ func TestStreamLineOverLimit(t *testing.T) {
 			t.Run(name, func(t *testing.T) {
 				srv := httptestServer(t, hostiletest.Endless(head+"data: ", x, false, 0))
 				r := runHostile(t, bin, w.hostileWire, srv, []string{"--max-attempts", "1"})
-				var dones, messageDones int
-				var errs []string
-				for _, l := range r.lines {
-					var ev struct {
-						Type       string `json:"type"`
-						StopReason string `json:"stop_reason"`
-						Message    string `json:"message"`
-					}
-					if err := json.Unmarshal([]byte(l), &ev); err != nil {
-						t.Fatalf("stdout line %q: %v", l, err)
-					}
-					switch ev.Type {
-					case "done":
-						dones++
-						if ev.StopReason != wire.StopTruncated {
-							t.Errorf("done %s, want stop_reason truncated", l)
-						}
-					case "message_done":
-						messageDones++
-					case "error":
-						errs = append(errs, ev.Message)
-					case "tool_start", "approval_request":
-						t.Errorf("a tool was dispatched: %s", l)
-					}
-				}
-				if dones != 1 {
-					t.Errorf("%d done lines, want one:\n%s", dones, strings.Join(r.lines, "\n"))
-				}
-				if want := map[bool]int{false: 0, true: 1}[afterText]; messageDones != want {
-					t.Errorf("%d message_done lines, want %d", messageDones, want)
-				}
-				if len(errs) != 1 || !strings.Contains(errs[0], "(SSE line cap)") {
-					t.Errorf("error lines %q, want one naming the SSE line cap", errs)
-				}
-				if r.code != 0 {
-					t.Errorf("exit %d, want 0; stderr:\n%s", r.code, r.stderr)
-				}
+				checkHostileRun(t, r, wire.StopTruncated, "(SSE line cap)", afterText)
 			})
 		}
 	}
