@@ -1,10 +1,11 @@
 package wire
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/openmax/openmax/internal/lines"
 )
 
 // MaxLine is the longest stdin line accepted, not counting its newline.
@@ -22,14 +23,13 @@ func (e *LineTooLongError) Error() string {
 // holding more than max bytes of one line: a longer line is consumed and
 // dropped up to its newline, and reported as a *LineTooLongError. A final
 // line without a newline is still a line. It is not safe for concurrent use.
-type LineReader struct {
-	br  *bufio.Reader
-	max int
-}
+// The framing is internal/lines'; this type names its errors in the wire's
+// words.
+type LineReader struct{ r *lines.Reader }
 
 // NewLineReader reads lines of at most max bytes from r.
 func NewLineReader(r io.Reader, max int) *LineReader {
-	return &LineReader{br: bufio.NewReaderSize(r, 64<<10), max: max}
+	return &LineReader{r: lines.NewReader(r, max)}
 }
 
 // Next returns the next line without its newline (and without a trailing
@@ -37,53 +37,12 @@ func NewLineReader(r io.Reader, max int) *LineReader {
 // freshly allocated. At the end of input it returns io.EOF; a read failure
 // is returned as is.
 func (lr *LineReader) Next() ([]byte, error) {
-	var line []byte
-	var size int64
-	var last byte // the line's last byte so far
-	tooLong := false
-	// Hold one byte past the cap: it may be the CR of a CRLF ending.
-	hold := lr.max + 1
-	for {
-		chunk, err := lr.br.ReadSlice('\n')
-		complete := err == nil
-		if complete {
-			chunk = chunk[:len(chunk)-1]
-		}
-		size += int64(len(chunk))
-		if len(chunk) > 0 {
-			last = chunk[len(chunk)-1]
-		}
-		if !tooLong {
-			if size > int64(hold) {
-				tooLong, line = true, nil
-			} else {
-				line = grow(line, len(chunk), hold)
-				line = append(line, chunk...)
-			}
-		}
-		switch {
-		case complete:
-		case errors.Is(err, bufio.ErrBufferFull):
-			continue
-		case errors.Is(err, io.EOF) && size > 0:
-			// An unterminated last line.
-		default:
-			return nil, err
-		}
-		if size > 0 && last == '\r' {
-			size--
-			if !tooLong {
-				line = line[:len(line)-1]
-			}
-		}
-		if tooLong || size > int64(lr.max) {
-			return nil, &LineTooLongError{Size: size}
-		}
-		if line == nil {
-			line = []byte{}
-		}
-		return line, nil
+	line, err := lr.r.Next()
+	var tooLong *lines.TooLongError
+	if errors.As(err, &tooLong) {
+		return nil, &LineTooLongError{Size: tooLong.Size}
 	}
+	return line, err
 }
 
 // IsBlank reports whether line holds nothing but JSON whitespace (space,
@@ -101,22 +60,5 @@ func IsBlank(line []byte) bool {
 	return true
 }
 
-// grow makes room for n more bytes, doubling the capacity but never past
-// max, so reading a line allocates at most about twice the cap in total
-// (append's gentler growth for large slices would allocate several times it).
-func grow(b []byte, n, max int) []byte {
-	need := len(b) + n
-	if need <= cap(b) {
-		return b
-	}
-	c := 2 * cap(b)
-	if c < need {
-		c = need
-	}
-	if c > max {
-		c = max
-	}
-	nb := make([]byte, len(b), c)
-	copy(nb, b)
-	return nb
-}
+// grow is lines.Grow: room for n more bytes, never past max.
+func grow(b []byte, n, max int) []byte { return lines.Grow(b, n, max) }
