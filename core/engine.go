@@ -62,6 +62,10 @@ type Engine struct {
 	// Hooks runs the configured hooks at the points of a turn named by
 	// HookEvent (see hooks.go); nil means no hooks.
 	Hooks Hooks
+	// Backend, when set, runs each turn's agent loop instead of the engine
+	// (backend.go): Provider, MaxIterations and MaxAgentTokens are then
+	// the backend's business.
+	Backend Backend
 }
 
 func (e *Engine) panicked(r any) {
@@ -112,5 +116,8 @@ func (e *Engine) RunTurn(ctx context.Context, s *Session, text string, emit Emit
 		emit(wire.HarnessNote{Text: n.Text})
 	}
 	t.observe(ctx, HookTurnStart, PromptPayload{SessionID: s.ID, Prompt: text})
+	if e.Backend != nil {
+		return e.Backend.RunTurn(ctx, newTurnHost(t), text)
+	}
 	return t.run(ctx)
 }

@@ -33,40 +33,9 @@ func (t *turn) runTools(ctx context.Context, calls []provider.ToolCall) string {
 			}
 			return wire.StopCancelled
 		}
-		args, argErr := objectArgs(c.Args)
-		shown := displayArgs(args)
-		t.emit(wire.ToolStart{CallID: c.ID, Name: c.Name, Args: shown})
-		t.observe(ctx, HookToolStart, ToolStartPayload{SessionID: t.s.ID, CallID: c.ID, Name: c.Name, Args: shown})
-		var res tool.Result
-		var crash any
-		notice := false // the result is a policy or approval notice (gate)
-		switch tl, ok := t.e.Tools.Lookup(c.Name); {
-		case argErr != nil:
-			res = tool.Failed("invalid arguments: %v", argErr)
-		case !ok:
-			res = tool.Failed("unknown tool %q", c.Name)
-		default:
-			if outcome := t.gate(ctx, c, tl, shown); outcome != "" {
-				res = tool.Failed("not run: %s", outcome)
-				notice = true
-				break
-			}
-			res, crash = t.runTool(ctx, t.pinned(tl), args)
-		}
-		if ctx.Err() != nil && !res.OK && res.Output == "" {
-			res.Output = "cancelled"
-		}
-		for _, d := range res.Diffs {
-			t.emit(wire.Diff{CallID: c.ID, Path: d.Path, Diff: d.Unified, Added: d.Added, Removed: d.Removed})
-		}
-		perr := t.s.append(provider.Message{Role: provider.RoleTool, CallID: c.ID, Text: res.Output, IsError: !res.OK})
-		t.emit(wire.ToolEnd{CallID: c.ID, OK: res.OK, Output: res.Output})
-		if notice && perr == nil {
-			// The refusal is the harness's words on the tool result it
-			// rode, already in the transcript: reported as written.
-			t.emit(wire.HarnessNote{CallID: c.ID, Text: res.Output})
-		}
-		t.observe(ctx, HookToolEnd, ToolEndPayload{SessionID: t.s.ID, CallID: c.ID, Name: c.Name, OK: res.OK, Output: res.Output})
+		_, perr, crash := t.dispatch(ctx, c, func(res tool.Result) error {
+			return t.s.append(provider.Message{Role: provider.RoleTool, CallID: c.ID, Text: res.Output, IsError: !res.OK})
+		})
 		if perr != nil {
 			return t.fail(perr).stop
 		}
@@ -84,6 +53,47 @@ func (t *turn) runTools(ctx context.Context, calls []provider.ToolCall) string {
 		return wire.StopCancelled
 	}
 	return ""
+}
+
+// dispatch runs one tool call with its events: tool_start, the gate (deny
+// rules, approval, source check), the tool, its diffs, then keep (which
+// puts the result where the model will read it), tool_end, and the
+// harness_note of a refusal once it is kept. It returns the result, keep's
+// error, and what the tool panicked with, if it did.
+func (t *turn) dispatch(ctx context.Context, c provider.ToolCall, keep func(tool.Result) error) (res tool.Result, perr error, crash any) {
+	args, argErr := objectArgs(c.Args)
+	shown := displayArgs(args)
+	t.emit(wire.ToolStart{CallID: c.ID, Name: c.Name, Args: shown})
+	t.observe(ctx, HookToolStart, ToolStartPayload{SessionID: t.s.ID, CallID: c.ID, Name: c.Name, Args: shown})
+	notice := false // the result is a policy or approval notice (gate)
+	switch tl, ok := t.e.Tools.Lookup(c.Name); {
+	case argErr != nil:
+		res = tool.Failed("invalid arguments: %v", argErr)
+	case !ok:
+		res = tool.Failed("unknown tool %q", c.Name)
+	default:
+		if outcome := t.gate(ctx, c, tl, shown); outcome != "" {
+			res = tool.Failed("not run: %s", outcome)
+			notice = true
+			break
+		}
+		res, crash = t.runTool(ctx, t.pinned(tl), args)
+	}
+	if ctx.Err() != nil && !res.OK && res.Output == "" {
+		res.Output = "cancelled"
+	}
+	for _, d := range res.Diffs {
+		t.emit(wire.Diff{CallID: c.ID, Path: d.Path, Diff: d.Unified, Added: d.Added, Removed: d.Removed})
+	}
+	perr = keep(res)
+	t.emit(wire.ToolEnd{CallID: c.ID, OK: res.OK, Output: res.Output})
+	if notice && perr == nil {
+		// The refusal is the harness's words on the tool result it
+		// rode, already in the transcript: reported as written.
+		t.emit(wire.HarnessNote{CallID: c.ID, Text: res.Output})
+	}
+	t.observe(ctx, HookToolEnd, ToolEndPayload{SessionID: t.s.ID, CallID: c.ID, Name: c.Name, OK: res.OK, Output: res.Output})
+	return res, perr, crash
 }
 
 // runTool runs one call of tl. The call runs on a goroutine of its own so

@@ -1,0 +1,79 @@
+package core
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/openmax/openmax/core/tool"
+	"github.com/openmax/openmax/core/wire"
+	"github.com/openmax/openmax/provider"
+)
+
+// Backend runs the agent loop of a turn outside the engine, in a program
+// that talks to the model and runs tools of its own (codex app-server).
+// The engine keeps what belongs to openmax: the session and its
+// persistence, the hooks at the turn's edges, the budget line that opens
+// the turn, and openmax's own tools with their gates, which the backend
+// reaches through the TurnHost.
+type Backend interface {
+	// RunTurn runs one turn for text, which the session already holds as
+	// its last user message. It emits every event of the turn through
+	// the host except done, and returns the stop reason. Cancelling ctx
+	// must end the turn promptly with wire.StopCancelled.
+	RunTurn(ctx context.Context, h *TurnHost, text string) string
+}
+
+// TurnHost is what a Backend may use of the turn it runs. Its methods are
+// safe for concurrent use: the backend's tool calls may come from
+// goroutines of its own.
+type TurnHost struct {
+	t  *turn
+	mu chan struct{} // one event or tool call at a time, in order
+}
+
+func newTurnHost(t *turn) *TurnHost {
+	h := &TurnHost{t: t, mu: make(chan struct{}, 1)}
+	return h
+}
+
+func (h *TurnHost) lock()   { h.mu <- struct{}{} }
+func (h *TurnHost) unlock() { <-h.mu }
+
+// SessionID is the id of the session the turn belongs to.
+func (h *TurnHost) SessionID() string { return h.t.s.ID }
+
+// Emit sends one event of the turn.
+func (h *TurnHost) Emit(ev wire.Event) {
+	h.lock()
+	defer h.unlock()
+	h.t.emit(ev)
+}
+
+// Tools lists openmax's own tools, as the model should be offered them.
+func (h *TurnHost) Tools() []provider.ToolSpec {
+	if h.t.e.Tools == nil {
+		return nil
+	}
+	return h.t.e.Tools.Specs()
+}
+
+// CallTool runs one call of openmax's tool name through the same path as
+// the engine's own calls (tool_start, deny rules, approval, the tool,
+// diffs, tool_end, the harness note of a refusal) and returns its result
+// for the backend to hand back to its model. The result is not written to
+// the session: the backend's program holds the conversation.
+func (h *TurnHost) CallTool(ctx context.Context, callID, name string, args json.RawMessage) tool.Result {
+	h.lock()
+	defer h.unlock()
+	res, _, crash := h.t.dispatch(ctx, provider.ToolCall{ID: callID, Name: name, Args: args}, func(tool.Result) error { return nil })
+	if crash != nil && res.OK {
+		res = tool.Failed("tool crashed: %v", crash)
+	}
+	return res
+}
+
+// Reply keeps the model's final text of the turn in the session, so a
+// continued session shows it.
+func (h *TurnHost) Reply(text string) error {
+	return h.t.s.append(provider.Message{Role: provider.RoleAssistant, Text: text})
+}
