@@ -78,6 +78,10 @@ type Thinking struct {
 type ToolCall struct {
 	ID   string
 	Name string
+	// Namespace names the group of tools Name belongs to when the model
+	// was offered namespaced tools (the Responses API's namespace tools, as
+	// codex offers its dynamic tools); empty for a plain function.
+	Namespace string
 	// Args is the raw JSON the model produced; it may fail to parse.
 	Args json.RawMessage
 }

@@ -102,10 +102,13 @@ type StreamError struct {
 // ToolCall scripts a tool call. Args is any YAML value, sent as JSON;
 // ArgsJSON, when set, is sent verbatim instead (for malformed arguments).
 type ToolCall struct {
-	ID       string `yaml:"id"`
-	Name     string `yaml:"name"`
-	Args     any    `yaml:"args"`
-	ArgsJSON string `yaml:"args_json"`
+	ID   string `yaml:"id"`
+	Name string `yaml:"name"`
+	// Namespace is sent on the Responses wire only (a call of a tool inside
+	// a namespace tool, as codex offers its dynamic tools).
+	Namespace string `yaml:"namespace"`
+	Args      any    `yaml:"args"`
+	ArgsJSON  string `yaml:"args_json"`
 }
 
 // Usage scripts token accounting. ReasoningTokens, the part of
@@ -379,7 +382,7 @@ func (tc ToolCall) call(reply, i int) provider.ToolCall {
 		id = fmt.Sprintf("call_%d_%d", reply+1, i+1)
 	}
 	args, _ := tc.rawArgs() // validated by Parse
-	return provider.ToolCall{ID: id, Name: tc.Name, Args: args}
+	return provider.ToolCall{ID: id, Name: tc.Name, Namespace: tc.Namespace, Args: args}
 }
 
 func (u Usage) part() provider.Usage {

@@ -324,7 +324,7 @@ func (e *Encoder) closeReasoning(signature *string) []byte {
 func (e *Encoder) call(c provider.ToolCall) []byte {
 	out := e.closeItem()
 	id := e.itemID("fc", len(e.items))
-	item := Item{ID: id, Type: "function_call", Status: "in_progress", CallID: c.ID, Name: c.Name, Arguments: newRef("")}
+	item := Item{ID: id, Type: "function_call", Status: "in_progress", CallID: c.ID, Name: c.Name, Namespace: c.Namespace, Arguments: newRef("")}
 	out = append(out, e.event(e.at(Event{Type: EventItemAdded, Item: &item}, "fc"))...)
 	for _, a := range wirejson.Split(string(c.Args), e.ArgChunk) {
 		out = append(out, e.event(e.at(Event{Type: EventArgumentsDelta, Delta: &a}, "fc"))...)

@@ -81,6 +81,7 @@ type item struct {
 	id     string
 	callID string
 	name   string
+	ns     string // the namespace tool name belongs to
 	// args are the streamed argument deltas of a function call; final the
 	// server's own whole copy (output_item.done, or
 	// function_call_arguments.done), terminal the terminal response's.
@@ -179,6 +180,9 @@ func (it *item) setItem(x *Item) {
 	}
 	if x.Name != "" {
 		it.name = x.Name
+	}
+	if x.Namespace != "" {
+		it.ns = x.Namespace
 	}
 }
 
@@ -413,7 +417,7 @@ func (st *state) calls() []provider.ToolCall {
 	out := make([]provider.ToolCall, 0, len(idx))
 	for _, i := range idx {
 		it := st.items[i]
-		out = append(out, provider.ToolCall{ID: it.callID, Name: it.name, Args: it.arguments()})
+		out = append(out, provider.ToolCall{ID: it.callID, Name: it.name, Namespace: it.ns, Args: it.arguments()})
 	}
 	return out
 }

@@ -134,8 +134,10 @@ type Item struct {
 
 	// CallID, Name and Arguments make a function_call; CallID and Output a
 	// function_call_output.
-	CallID    string  `json:"call_id,omitempty"`
-	Name      string  `json:"name,omitempty"`
+	CallID string `json:"call_id,omitempty"`
+	Name   string `json:"name,omitempty"`
+	// Namespace is the namespace tool a function_call's Name belongs to.
+	Namespace string  `json:"namespace,omitempty"`
 	Arguments *string `json:"arguments,omitempty"`
 	Output    *string `json:"output,omitempty"`
 
