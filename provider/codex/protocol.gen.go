@@ -2289,7 +2289,7 @@ type ParsedCommand struct {
 	Cmd  string `json:"cmd"`
 	Name string `json:"name,omitempty"`
 
-	// (Best effort) Path to the file being read by the command. When possible, this is an absolute path, though when relative, it should be resolved against the `cwd`` that will be used to run the command to derive the absolute path.
+	// For type read: (Best effort) Path to the file being read by the command. When possible, this is an absolute path, though when relative, it should be resolved against the `cwd`` that will be used to run the command to derive the absolute path.
 	Path  string `json:"path,omitempty"`
 	Query string `json:"query,omitempty"`
 	Type  string `json:"type"`
@@ -2647,14 +2647,14 @@ type ResponseItem struct {
 	Arguments json.RawMessage `json:"arguments,omitempty"`
 	Author    string          `json:"author,omitempty"`
 
-	// Set when using the Responses API.
+	// For type local_shell_call: Set when using the Responses API.
 	CallID                string          `json:"call_id,omitempty"`
 	Content               json.RawMessage `json:"content,omitempty"`
 	EncryptedContent      string          `json:"encrypted_content,omitempty"`
 	EncryptedFunctionArgs []string        `json:"encrypted_function_args,omitempty"`
 	Execution             string          `json:"execution,omitempty"`
 
-	// Legacy id field retained for compatibility with older payloads.
+	// For type local_shell_call: Legacy id field retained for compatibility with older payloads.
 	ID                                     string                                  `json:"id,omitempty"`
 	Input                                  string                                  `json:"input,omitempty"`
 	InternalChatMessageMetadataPassthrough *InternalChatMessageMetadataPassthrough `json:"internal_chat_message_metadata_passthrough,omitempty"`
@@ -3157,7 +3157,11 @@ type ThreadItem struct {
 	Cwd      string               `json:"cwd,omitempty"`
 	Delivery AgentMessageDelivery `json:"delivery,omitempty"`
 
-	// The duration of the command execution in milliseconds.
+	// For type commandExecution: The duration of the command execution in milliseconds.
+	//
+	// For type mcpToolCall: The duration of the MCP tool call in milliseconds.
+	//
+	// For type dynamicToolCall: The duration of the dynamic tool call in milliseconds.
 	DurationMs int64             `json:"durationMs,omitempty"`
 	Error      *McpToolCallError `json:"error,omitempty"`
 
@@ -3170,7 +3174,7 @@ type ThreadItem struct {
 	// Image generation identifier for the generated image, when provided by the image backend.
 	GenerationID string `json:"generationId,omitempty"`
 
-	// Unique identifier for this collab tool call.
+	// For type collabAgentToolCall: Unique identifier for this collab tool call.
 	ID string `json:"id"`
 
 	// Observed local inputs for a completed generation, absent on older items.
@@ -3184,7 +3188,9 @@ type ThreadItem struct {
 	McpAppUi       *McpAppUi       `json:"mcpAppUi,omitempty"`
 	MemoryCitation *MemoryCitation `json:"memoryCitation,omitempty"`
 
-	// Model requested for the spawned agent, when applicable.
+	// For type collabAgentToolCall: Model requested for the spawned agent, when applicable.
+	//
+	// For type subAgentActivity: Resolved model at sub-agent creation; absent from older records and other activities.
 	Model      string                  `json:"model,omitempty"`
 	Moderation *AgentMessageModeration `json:"moderation,omitempty"`
 	Name       string                  `json:"name,omitempty"`
@@ -3193,7 +3199,7 @@ type ThreadItem struct {
 	Path       string                  `json:"path,omitempty"`
 	Phase      MessagePhase            `json:"phase,omitempty"`
 
-	// Trusted first-party plugin id when this command resolves to one plugin script.
+	// For type commandExecution: Trusted first-party plugin id when this command resolves to one plugin script.
 	PluginID string `json:"pluginId,omitempty"`
 
 	// Identifier for the underlying PTY process (when available).
@@ -3205,7 +3211,9 @@ type ThreadItem struct {
 	Questions    []AsyncUserInputQuestion `json:"questions,omitempty"`
 	ReadOnlyHint bool                     `json:"readOnlyHint,omitempty"`
 
-	// Reasoning effort requested for the spawned agent, when applicable.
+	// For type collabAgentToolCall: Reasoning effort requested for the spawned agent, when applicable.
+	//
+	// For type subAgentActivity: Resolved reasoning effort at sub-agent creation, when known.
 	ReasoningEffort string `json:"reasoningEffort,omitempty"`
 
 	// Thread ID of the receiving agent, when applicable. In case of spawn operation, this corresponds to the newly spawned agent.
@@ -3231,13 +3239,13 @@ type ThreadItem struct {
 	// Unix timestamp in milliseconds when the item started, if recorded.
 	StartedAtMs int64 `json:"startedAtMs,omitempty"`
 
-	// Current status of the collab tool call.
+	// For type collabAgentToolCall: Current status of the collab tool call.
 	Status  json.RawMessage `json:"status,omitempty"`
 	Success bool            `json:"success,omitempty"`
 	Summary []string        `json:"summary,omitempty"`
 	Text    string          `json:"text,omitempty"`
 
-	// Name of the collab tool that was invoked.
+	// For type collabAgentToolCall: Name of the collab tool that was invoked.
 	Tool                  json.RawMessage `json:"tool,omitempty"`
 	TransparentBackground bool            `json:"transparentBackground,omitempty"`
 	Type                  string          `json:"type"`

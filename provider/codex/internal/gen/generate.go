@@ -501,6 +501,10 @@ func (g *generator) buildStruct(t *goType, s *Schema) error {
 	if err != nil {
 		return err
 	}
+	tags, err := g.tags(ls)
+	if err != nil {
+		return err
+	}
 	names := map[string]bool{}
 	for _, l := range ls {
 		for n := range l.props {
@@ -518,7 +522,8 @@ func (g *generator) buildStruct(t *goType, s *Schema) error {
 		var first *Schema
 		required, nullable, same := true, false, true
 		dryExpr := ""
-		for _, l := range ls {
+		var docs []leafDoc
+		for i, l := range ls {
 			p, ok := l.props[jsonName]
 			if !ok {
 				required = false
@@ -529,9 +534,11 @@ func (g *generator) buildStruct(t *goType, s *Schema) error {
 			}
 			ns, n := norm(p)
 			nullable = nullable || n
-			if f.Doc == "" {
-				f.Doc = ns.Description
+			tag := ""
+			if tags != nil {
+				tag = tags[i]
 			}
+			docs = append(docs, leafDoc{tag: tag, doc: strings.TrimSpace(ns.Description)})
 			g.dry = true
 			r, err := g.typeExpr(p, hint)
 			g.dry = false
@@ -550,6 +557,7 @@ func (g *generator) buildStruct(t *goType, s *Schema) error {
 				return fmt.Errorf("field %s: %w", jsonName, err)
 			}
 		}
+		f.Doc = fieldDoc(docs)
 		f.OmitEmpty = !required || nullable
 		f.Type = ref.Expr
 		if ref.IsStruct && f.OmitEmpty {
@@ -557,38 +565,78 @@ func (g *generator) buildStruct(t *goType, s *Schema) error {
 		}
 		t.Fields = append(t.Fields, f)
 	}
-	// The `type` discriminator: a single string value in every leaf.
-	var tags []leaf
-	for _, l := range ls {
-		p, ok := l.props["type"]
-		if !ok {
-			return nil
-		}
-		r, err := g.resolve(p)
-		if err != nil {
-			return err
-		}
-		if len(r.Enum) != 1 {
-			return nil
-		}
-		if _, ok := r.Enum[0].(string); !ok {
-			return nil
-		}
-		tags = append(tags, l)
-	}
 	seen := map[string]bool{}
-	for _, l := range tags {
-		r, _ := g.resolve(l.props["type"])
-		v := r.Enum[0].(string)
+	for i, v := range tags {
 		if seen[v] {
 			continue
 		}
 		seen[v] = true
 		t.Consts = append(t.Consts, &enumConst{
-			Name: g.claim(t.Name+"Type"+goName(v), t.Name+" type "+v), Value: v, Doc: l.doc,
+			Name: g.claim(t.Name+"Type"+goName(v), t.Name+" type "+v), Value: v, Doc: ls[i].doc,
 		})
 	}
 	return nil
+}
+
+// tags are the values of the leaves' `type` discriminator, one per leaf,
+// or nil when some leaf has no single string value for it.
+func (g *generator) tags(ls []leaf) ([]string, error) {
+	var out []string
+	for _, l := range ls {
+		p, ok := l.props["type"]
+		if !ok {
+			return nil, nil
+		}
+		r, err := g.resolve(p)
+		if err != nil {
+			return nil, err
+		}
+		if len(r.Enum) != 1 || len(alternatives(r)) > 0 {
+			return nil, nil
+		}
+		v, ok := r.Enum[0].(string)
+		if !ok {
+			return nil, nil
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// leafDoc is a field's description in one leaf of a union.
+type leafDoc struct{ tag, doc string }
+
+// fieldDoc is a merged field's doc comment: the description when every
+// leaf that has the field says the same, else each leaf's description
+// under its `type` value, so a description of one alternative is not read
+// as true of all.
+func fieldDoc(docs []leafDoc) string {
+	if len(docs) == 0 {
+		return ""
+	}
+	same := true
+	for _, d := range docs[1:] {
+		if d.doc != docs[0].doc {
+			same = false
+		}
+	}
+	if same {
+		return docs[0].doc
+	}
+	var lines []string
+	seen := map[leafDoc]bool{}
+	for _, d := range docs {
+		if d.doc == "" || seen[d] {
+			continue
+		}
+		seen[d] = true
+		if d.tag != "" {
+			lines = append(lines, "For type "+d.tag+": "+d.doc)
+		} else {
+			lines = append(lines, d.doc)
+		}
+	}
+	return strings.Join(lines, "\n\n")
 }
 
 // drain builds every queued definition (which may queue more).

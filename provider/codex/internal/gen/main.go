@@ -83,7 +83,7 @@ func run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	src, st, err := Generate(bundle, strings.TrimSpace(string(version)))
+	src, st, err := Generate(bundle, strings.TrimSpace(string(version)), clientMethods)
 	if err != nil {
 		return err
 	}

@@ -22,11 +22,11 @@ type method struct {
 // union lists the alternatives of one of the protocol's message unions
 // (ClientRequest, ServerNotification, ...) as method name → params schema.
 func union(b *Bundle, name string) (map[string]*Schema, error) {
+	out := map[string]*Schema{}
 	u := b.Top[name]
 	if u == nil {
-		return nil, fmt.Errorf("the schema has no %s", name)
+		return out, nil // a schema without such messages
 	}
-	out := map[string]*Schema{}
 	for i, a := range alternatives(u) {
 		m := a.Properties["method"]
 		if m == nil || len(m.Enum) != 1 {
@@ -42,8 +42,10 @@ func union(b *Bundle, name string) (map[string]*Schema, error) {
 }
 
 // Generate writes the Go source for a schema bundle made by the codex CLI
-// of the given version.
-func Generate(bundleJSON []byte, version string) ([]byte, Stats, error) {
+// of the given version: the types of the given client methods' params and
+// results, of every server notification and request, of the client
+// notifications, and of everything they reference.
+func Generate(bundleJSON []byte, version string, clientMethods []string) ([]byte, Stats, error) {
 	var st Stats
 	b, err := ParseBundle(bundleJSON)
 	if err != nil {
