@@ -1,0 +1,523 @@
+// Command codexlatency measures, in one run, how long a client waits on the
+// real codex app-server beside openmax (a manual measurement, never run in
+// CI):
+//
+//   - exec → the answer to initialize of `codex app-server`, beside exec →
+//     hello of `openmax --stdio --provider echo`, interleaved round by round
+//     (each round starting with the next kind, so load from other work falls
+//     on all alike), with CODEX_HOME kept across runs (a user's every-day
+//     start) and, as a third kind, a new CODEX_HOME each run (a first start);
+//   - turn/interrupt → turn/completed (status interrupted), with the model's
+//     stream stalled mid-answer, over one app-server session.
+//
+// codex runs offline: its model provider is `openmax fake-provider`
+// (Responses wire) on loopback, its CODEX_HOME a scratch folder with its own
+// config.toml, and the proxy variables point at a closed loopback port (see
+// docs/codex.md). It talks raw JSON lines to codex, so it depends on nothing
+// in provider/codex.
+//
+// Usage: go run ./bench/codexlatency [-n 20] [-interrupts 10] [-codex PATH] [-openmax PATH]
+//
+// Without a codex binary (-codex, $CODEX, codex on PATH, or the npm install
+// under ${XDG_CACHE_HOME:-~/.cache}/openmax-npm) it says so and exits 0.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+)
+
+func main() {
+	n := flag.Int("n", 20, "timed start-up rounds (after one untimed warm-up round)")
+	interrupts := flag.Int("interrupts", 10, "turns to interrupt")
+	codexFlag := flag.String("codex", "", "the codex binary (default: $CODEX, codex on PATH, or the npm install under the openmax-npm cache)")
+	openmaxFlag := flag.String("openmax", "", "the openmax binary (default: built from this checkout into the scratch folder)")
+	keep := flag.Bool("keep", false, "keep the scratch folder")
+	flag.Parse()
+	codex := findCodex(*codexFlag)
+	if codex == "" {
+		fmt.Println("codexlatency: skipped: no codex binary (give -codex PATH or CODEX=PATH, put codex on PATH, or run go test ./cmd/openmax -run TestCodex once to install @openai/codex under the openmax-npm cache)")
+		return
+	}
+	if _, err := os.Stat(codex); err != nil {
+		fmt.Fprintf(os.Stderr, "codexlatency: the codex binary: %v\n", err)
+		os.Exit(1)
+	}
+	if err := run(codex, *openmaxFlag, *n, *interrupts, *keep); err != nil {
+		fmt.Fprintf(os.Stderr, "codexlatency: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+// codexPackages names, per platform, the npm package carrying codex's
+// native binary and the target triple of its vendor folder.
+var codexPackages = map[string][2]string{
+	"linux/amd64":  {"codex-linux-x64", "x86_64-unknown-linux-musl"},
+	"linux/arm64":  {"codex-linux-arm64", "aarch64-unknown-linux-musl"},
+	"darwin/amd64": {"codex-darwin-x64", "x86_64-apple-darwin"},
+	"darwin/arm64": {"codex-darwin-arm64", "aarch64-apple-darwin"},
+}
+
+// findCodex returns the codex binary to time, or "" when there is none.
+func findCodex(flagged string) string {
+	if flagged != "" {
+		return flagged
+	}
+	if c := os.Getenv("CODEX"); c != "" {
+		return c
+	}
+	if c, err := exec.LookPath("codex"); err == nil {
+		return c
+	}
+	cache := os.Getenv("XDG_CACHE_HOME")
+	if cache == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return ""
+		}
+		cache = filepath.Join(home, ".cache")
+	}
+	pkg, ok := codexPackages[runtime.GOOS+"/"+runtime.GOARCH]
+	if !ok {
+		return ""
+	}
+	found, _ := filepath.Glob(filepath.Join(cache, "openmax-npm", "*", "node_modules", "@openai", pkg[0], "vendor", pkg[1], "bin", "codex"))
+	if len(found) == 0 {
+		return ""
+	}
+	return found[0]
+}
+
+// config is CODEX_HOME/config.toml: the fake at base as the model
+// provider, the Responses wire, and nothing that reaches beyond loopback
+// (as codexConfig in cmd/openmax/codex_test.go).
+func config(base string) string {
+	return fmt.Sprintf(`model = "gpt-5-codex"
+model_provider = "openmax"
+check_for_update_on_startup = false
+
+[analytics]
+enabled = false
+
+[features]
+plugins = false
+remote_plugin = false
+shell_snapshot = false
+
+[model_providers.openmax]
+name = "openmax"
+base_url = "%s/v1"
+wire_api = "responses"
+env_key = "OPENMAX_CODEX_KEY"
+request_max_retries = 0
+stream_max_retries = 0
+stream_idle_timeout_ms = 60000
+`, base)
+}
+
+// offlineEnv is the environment of every child: PATH, the given folders,
+// a key for the fake, and proxies at a closed loopback port.
+func offlineEnv(vars ...string) []string {
+	const dead = "http://127.0.0.1:9"
+	env := []string{"PATH=" + os.Getenv("PATH"), "OPENMAX_CODEX_KEY=sk-openmax-bench",
+		"NO_PROXY=127.0.0.1,localhost", "no_proxy=127.0.0.1,localhost"}
+	for _, k := range []string{"HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY"} {
+		env = append(env, k+"="+dead, strings.ToLower(k)+"="+dead)
+	}
+	return append(env, vars...)
+}
+
+func run(codex, openmax string, n, interrupts int, keep bool) error {
+	scratch, err := os.MkdirTemp("", "codexlatency-")
+	if err != nil {
+		return err
+	}
+	if keep {
+		fmt.Println("keeping", scratch)
+	} else {
+		defer os.RemoveAll(scratch)
+	}
+	if openmax == "" {
+		openmax = filepath.Join(scratch, "openmax")
+		build := exec.Command("go", "build", "-o", openmax, "github.com/openmax/openmax/cmd/openmax")
+		build.Stdout, build.Stderr = os.Stderr, os.Stderr
+		if err := build.Run(); err != nil {
+			return fmt.Errorf("go build ./cmd/openmax: %w", err)
+		}
+	}
+	version, _ := exec.Command(codex, "--version").Output()
+	fmt.Printf("== codex %s (%s), %s/%s, %d CPUs\n", strings.TrimSpace(string(version)), codex, runtime.GOOS, runtime.GOARCH, runtime.NumCPU())
+
+	dirs := map[string]string{}
+	for _, d := range []string{"home", "codex-home", "work", "state", "config"} {
+		dirs[d] = filepath.Join(scratch, d)
+		if err := os.MkdirAll(dirs[d], 0o700); err != nil {
+			return err
+		}
+	}
+	// One stalled reply per interrupted turn: two text chunks, then nothing
+	// until codex hangs up.
+	var sc strings.Builder
+	sc.WriteString("replies:\n")
+	for range interrupts {
+		sc.WriteString("  - chunks:\n      - text: \"Streaming\"\n      - text: \" and then\"\n      - stall: true\n")
+	}
+	scenario := filepath.Join(scratch, "scenario.yaml")
+	if err := os.WriteFile(scenario, []byte(sc.String()), 0o600); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	fake := exec.CommandContext(ctx, openmax, "fake-provider", "--scenario", scenario)
+	fake.Env = offlineEnv("HOME=" + dirs["home"])
+	fakeOut, err := fake.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	if err := fake.Start(); err != nil {
+		return fmt.Errorf("fake-provider: %w", err)
+	}
+	defer func() { fake.Process.Signal(os.Interrupt); fake.Wait() }()
+	url, err := bufio.NewReader(fakeOut).ReadString('\n')
+	if err != nil || !strings.HasPrefix(url, "http://127.0.0.1:") {
+		return fmt.Errorf("fake-provider printed %q: %v", url, err)
+	}
+	cfg := config(strings.TrimSpace(url))
+	if err := os.WriteFile(filepath.Join(dirs["codex-home"], "config.toml"), []byte(cfg), 0o600); err != nil {
+		return err
+	}
+	codexEnv := func(codexHome string) []string {
+		return offlineEnv("HOME="+dirs["home"], "CODEX_HOME="+codexHome)
+	}
+
+	// 1. Start-up, interleaved.
+	const initialize = `{"id":1,"method":"initialize","params":{"clientInfo":{"name":"openmax-bench","version":"0"},"capabilities":{"experimentalApi":true}}}` + "\n"
+	codexArgv := []string{codex, "app-server", "-c", "check_for_update_on_startup=false"}
+	isInitReply := func(l []byte) bool { return bytes.HasPrefix(l, []byte(`{"id":1,`)) }
+	type kind struct {
+		name string
+		run  func(round int) (time.Duration, error)
+	}
+	kinds := []kind{
+		{"openmax --stdio --provider echo: exec -> hello", func(int) (time.Duration, error) {
+			env := offlineEnv("HOME="+dirs["home"], "XDG_STATE_HOME="+dirs["state"], "XDG_CONFIG_HOME="+dirs["config"])
+			return firstLine(openmaxArgv(openmax), dirs["work"], env, "", func(l []byte) bool { return bytes.HasPrefix(l, []byte(`{"type":"hello"`)) })
+		}},
+		{"codex app-server: exec -> initialize answered", func(int) (time.Duration, error) {
+			return firstLine(codexArgv, dirs["work"], codexEnv(dirs["codex-home"]), initialize, isInitReply)
+		}},
+		{"codex app-server, new CODEX_HOME each run", func(round int) (time.Duration, error) {
+			home := filepath.Join(scratch, fmt.Sprintf("codex-home-%d", round))
+			if err := os.MkdirAll(home, 0o700); err != nil {
+				return 0, err
+			}
+			defer os.RemoveAll(home)
+			if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(cfg), 0o600); err != nil {
+				return 0, err
+			}
+			return firstLine(codexArgv, dirs["work"], codexEnv(home), initialize, isInitReply)
+		}},
+	}
+	times := make([][]time.Duration, len(kinds))
+	for round := 0; round <= n; round++ {
+		for i := range kinds {
+			k := (round + i) % len(kinds)
+			d, err := kinds[k].run(round)
+			if err != nil {
+				return fmt.Errorf("%s, round %d: %w", kinds[k].name, round, err)
+			}
+			if round > 0 { // round 0 warms the page cache
+				times[k] = append(times[k], d)
+			}
+		}
+	}
+
+	// 2. Interrupts, over one session.
+	lat, err := interruptLatency(codexArgv, dirs["work"], codexEnv(dirs["codex-home"]), interrupts)
+	if err != nil {
+		return fmt.Errorf("interrupt: %w", err)
+	}
+
+	fmt.Printf("== exec -> first answer, %d interleaved rounds (median, min..max)\n", n)
+	for k, kd := range kinds {
+		fmt.Printf("   %-48s %s\n", kd.name, summary(times[k]))
+	}
+	ratio := float64(median(times[1])) / float64(median(times[0]))
+	fmt.Printf("   codex / openmax (medians)                        %.1fx\n", ratio)
+	fmt.Printf("== turn/interrupt -> turn/completed (interrupted), %d turns, the model's stream stalled mid-answer\n", interrupts)
+	fmt.Printf("   %-48s %s\n", "codex app-server", summary(lat))
+	return nil
+}
+
+// openmaxArgv is the openmax start-up timed beside codex's.
+func openmaxArgv(bin string) []string { return []string{bin, "--stdio", "--provider", "echo"} }
+
+// firstLine execs argv, writes stdin, and returns the time from exec to the
+// first stdout line want accepts; then it closes stdin (which ends both
+// openmax --stdio and codex app-server) and reaps the child.
+func firstLine(argv []string, dir string, env []string, stdin string, want func([]byte) bool) (time.Duration, error) {
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir, cmd.Env = dir, env
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return 0, err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return 0, err
+	}
+	br := bufio.NewReader(out)
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return 0, err
+	}
+	if stdin != "" {
+		io.WriteString(in, stdin)
+	}
+	var line []byte
+	for {
+		line, err = br.ReadBytes('\n')
+		if err != nil || want(line) {
+			break
+		}
+	}
+	d := time.Since(start)
+	in.Close()
+	io.Copy(io.Discard, br)
+	werr := cmd.Wait()
+	if err != nil {
+		return 0, fmt.Errorf("no wanted line before %w (stderr: %.500s)", err, stderr.String())
+	}
+	if werr != nil {
+		return 0, fmt.Errorf("exit: %w (stderr: %.500s)", werr, stderr.String())
+	}
+	return d, nil
+}
+
+// message is the part of a JSON-RPC line from codex this program reads.
+type message struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params"`
+	Result json.RawMessage `json:"result"`
+	Error  *struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// received is a line from codex and when it was read.
+type received struct {
+	msg message
+	at  time.Time
+}
+
+// session is one codex app-server child spoken to in JSON lines.
+type session struct {
+	cmd    *exec.Cmd
+	in     io.WriteCloser
+	lines  chan received
+	nextID int
+}
+
+func startSession(argv []string, dir string, env []string) (*session, error) {
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir, cmd.Env = dir, env
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	s := &session{cmd: cmd, in: in, lines: make(chan received, 1024)}
+	go func() {
+		defer close(s.lines)
+		br := bufio.NewReader(out)
+		for {
+			line, err := br.ReadBytes('\n')
+			if len(bytes.TrimSpace(line)) > 0 {
+				var m message
+				if json.Unmarshal(line, &m) == nil {
+					s.lines <- received{m, time.Now()}
+				}
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return s, nil
+}
+
+// send writes one JSON line and returns when it was written.
+func (s *session) send(v any) (time.Time, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return time.Time{}, err
+	}
+	at := time.Now()
+	_, err = s.in.Write(append(b, '\n'))
+	return at, err
+}
+
+// request sends a request and returns its id and when it went out.
+func (s *session) request(method string, params any) (int, time.Time, error) {
+	s.nextID++
+	at, err := s.send(map[string]any{"id": s.nextID, "method": method, "params": params})
+	return s.nextID, at, err
+}
+
+// await returns the first line match accepts, answering any server request
+// on the way with an error (none is expected with approvals off).
+func (s *session) await(match func(message) bool) (received, error) {
+	timeout := time.After(30 * time.Second)
+	for {
+		select {
+		case r, ok := <-s.lines:
+			if !ok {
+				return received{}, errors.New("codex closed its stdout")
+			}
+			if r.msg.Method != "" && len(r.msg.ID) > 0 {
+				if _, err := s.send(map[string]any{"id": r.msg.ID, "error": map[string]any{"code": -32601, "message": "not supported by codexlatency"}}); err != nil {
+					return received{}, err
+				}
+				continue
+			}
+			if match(r.msg) {
+				return r, nil
+			}
+		case <-timeout:
+			return received{}, errors.New("no answer within 30 s")
+		}
+	}
+}
+
+// call sends a request and returns its result.
+func (s *session) call(method string, params any) (json.RawMessage, error) {
+	id, _, err := s.request(method, params)
+	if err != nil {
+		return nil, err
+	}
+	want := fmt.Sprint(id)
+	r, err := s.await(func(m message) bool { return m.Method == "" && string(m.ID) == want })
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", method, err)
+	}
+	if r.msg.Error != nil {
+		return nil, fmt.Errorf("%s: %d %s", method, r.msg.Error.Code, r.msg.Error.Message)
+	}
+	return r.msg.Result, nil
+}
+
+// close ends the session by closing stdin.
+func (s *session) close() error {
+	s.in.Close()
+	for range s.lines {
+	}
+	return s.cmd.Wait()
+}
+
+// interruptLatency starts a thread and, turns times, starts a turn, waits
+// for the second text delta (the fake then stalls) and times turn/interrupt
+// → turn/completed, which must say interrupted.
+func interruptLatency(argv []string, dir string, env []string, turns int) ([]time.Duration, error) {
+	s, err := startSession(argv, dir, env)
+	if err != nil {
+		return nil, err
+	}
+	defer s.close()
+	if _, err := s.call("initialize", map[string]any{
+		"clientInfo":   map[string]any{"name": "openmax-bench", "version": "0"},
+		"capabilities": map[string]any{"experimentalApi": true},
+	}); err != nil {
+		return nil, err
+	}
+	if _, err := s.send(map[string]any{"method": "initialized"}); err != nil {
+		return nil, err
+	}
+	res, err := s.call("thread/start", map[string]any{"cwd": dir, "approvalPolicy": "never", "sandbox": "danger-full-access"})
+	if err != nil {
+		return nil, err
+	}
+	var started struct {
+		Thread struct {
+			ID string `json:"id"`
+		} `json:"thread"`
+	}
+	if err := json.Unmarshal(res, &started); err != nil || started.Thread.ID == "" {
+		return nil, fmt.Errorf("thread/start answered %.200s", res)
+	}
+	thread := started.Thread.ID
+	var lat []time.Duration
+	for i := range turns {
+		res, err := s.call("turn/start", map[string]any{"threadId": thread, "input": []any{map[string]any{"type": "text", "text": fmt.Sprintf("Stream something (%d).", i)}}})
+		if err != nil {
+			return nil, err
+		}
+		var turn struct {
+			Turn struct {
+				ID string `json:"id"`
+			} `json:"turn"`
+		}
+		if err := json.Unmarshal(res, &turn); err != nil || turn.Turn.ID == "" {
+			return nil, fmt.Errorf("turn/start answered %.200s", res)
+		}
+		if _, err := s.await(func(m message) bool {
+			return m.Method == "item/agentMessage/delta" && bytes.Contains(m.Params, []byte(`"delta":" and then"`))
+		}); err != nil {
+			return nil, fmt.Errorf("turn %d, waiting for the stream: %w", i, err)
+		}
+		_, sent, err := s.request("turn/interrupt", map[string]any{"threadId": thread, "turnId": turn.Turn.ID})
+		if err != nil {
+			return nil, err
+		}
+		done, err := s.await(func(m message) bool { return m.Method == "turn/completed" })
+		if err != nil {
+			return nil, fmt.Errorf("turn %d, waiting for turn/completed: %w", i, err)
+		}
+		var completed struct {
+			Turn struct {
+				Status string `json:"status"`
+			} `json:"turn"`
+		}
+		if err := json.Unmarshal(done.msg.Params, &completed); err != nil || completed.Turn.Status != "interrupted" {
+			return nil, fmt.Errorf("turn %d completed as %.300s", i, done.msg.Params)
+		}
+		lat = append(lat, done.at.Sub(sent))
+	}
+	return lat, nil
+}
+
+func median(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// summary formats the median and the range of ds in milliseconds.
+func summary(ds []time.Duration) string {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	ms := func(d time.Duration) string { return fmt.Sprintf("%.1f", float64(d.Microseconds())/1000) }
+	return fmt.Sprintf("%7s ms  (%s..%s, n=%d)", ms(median(s)), ms(s[0]), ms(s[len(s)-1]), len(s))
+}
