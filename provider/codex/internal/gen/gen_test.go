@@ -1,0 +1,363 @@
+package main
+
+import (
+	"bytes"
+	"go/ast"
+	"go/importer"
+	"go/parser"
+	"go/token"
+	"go/types"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// TestGeneratedFileIsCurrent regenerates from the committed schema and
+// compares with the committed protocol.gen.go byte for byte: a change to
+// the generator that alters its output fails here until the file is
+// regenerated.
+func TestGeneratedFileIsCurrent(t *testing.T) {
+	bundle, err := os.ReadFile(filepath.Join("..", "..", "schema", bundleFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	version, err := os.ReadFile(filepath.Join("..", "..", "schema", versionFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := os.ReadFile(filepath.Join("..", "..", "protocol.gen.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, st, err := Generate(bundle, strings.TrimSpace(string(version)), clientMethods)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("provider/codex/protocol.gen.go is not what the generator makes from provider/codex/schema: "+
+			"run `go generate ./provider/codex` (or offline: cd provider/codex && go run ./internal/gen -schema schema) "+
+			"and commit the result\nfirst difference: %s", firstDiff(want, got))
+	}
+	if st.Structs == 0 || st.Enums == 0 || st.Raws == 0 || st.Methods == 0 {
+		t.Errorf("stats %+v: every kind should occur in the real schema", st)
+	}
+	again, _, err := Generate(bundle, strings.TrimSpace(string(version)), clientMethods)
+	if err != nil || !bytes.Equal(again, got) {
+		t.Errorf("a second run made different output (err %v)", err)
+	}
+}
+
+// firstDiff describes the first line where committed and generated differ.
+func firstDiff(committed, generated []byte) string {
+	a, b := strings.Split(string(committed), "\n"), strings.Split(string(generated), "\n")
+	for i := 0; i < len(a) || i < len(b); i++ {
+		var x, y string
+		if i < len(a) {
+			x = a[i]
+		}
+		if i < len(b) {
+			y = b[i]
+		}
+		if x != y {
+			return "line " + strconv.Itoa(i+1) + ": committed " + quote(x) + ", generated " + quote(y)
+		}
+	}
+	return "none by line"
+}
+
+func quote(s string) string { return "«" + s + "»" }
+
+// TestRules generates from small hand-written schemas in testdata and
+// checks the conversion rules on the declarations made.
+func TestRules(t *testing.T) {
+	tests := []struct {
+		name, file string
+		methods    []string
+		want       map[string]string // declaration key (see decls) → rendering
+		absent     []string          // declaration keys that must not exist
+	}{
+		{
+			name: "object union merged", file: "union.json", methods: []string{"thing/get"},
+			want: map[string]string{
+				"type Item":                         "struct",
+				"doc Item":                          "One item of a thing.",
+				"Item.Type":                         "string `json:\"type\"`",
+				"Item.ID":                           "string `json:\"id\"`",
+				"doc Item.ID":                       "The item's id.",
+				"Item.Value":                        "json.RawMessage `json:\"value\"`",
+				"doc Item.Value":                    "For type beta-gamma: How much.",
+				"Item.Count":                        "int64 `json:\"count,omitempty\"`",
+				"Item.Extra":                        "*ItemExtra `json:\"extra,omitempty\"`",
+				"type ItemExtra":                    "struct",
+				"ItemExtra.X":                       "float64 `json:\"x\"`",
+				"const ItemTypeAlpha":               `"alpha"`,
+				"doc const ItemTypeAlpha":           "An alpha item.",
+				"const ItemTypeBetaGamma":           `"beta-gamma"`,
+				"ThingGetParams.ThingID":            "string `json:\"thingId\"`",
+				"const MethodThingGet":              `"thing/get"`,
+				"const SchemaVersion":               `"1.2.3"`,
+				"map clientResults[MethodThingGet]": "ThingGetResponse",
+			},
+			absent: []string{"type Unused", "type RequestID", "type AlphaItem", "type AlphaItemType"},
+		},
+		{
+			name: "string enums", file: "enum.json", methods: []string{"mode/set"},
+			want: map[string]string{
+				"type SandboxMode":                       "string",
+				"const SandboxModeReadOnly":              `SandboxMode "read-only"`,
+				"const SandboxModeDangerFullAccess":      `SandboxMode "danger-full-access"`,
+				"type Level":                             "string",
+				"const LevelLow":                         `Level "low"`,
+				"doc const LevelLow":                     "Low effort.",
+				"const LevelHigh":                        `Level "high"`,
+				"ModeSetParams.Mode":                     "SandboxMode `json:\"mode\"`",
+				"ModeSetParams.Level":                    "Level `json:\"level\"`",
+				"ModeSetParams.InlineKind":               "ModeSetParamsInlineKind `json:\"inlineKind,omitempty\"`",
+				"const ModeSetParamsInlineKindSecondOne": `ModeSetParamsInlineKind "second_one"`,
+				"type ModeSetResponse":                   "struct",
+				"map clientResults[MethodModeSet]":       "ModeSetResponse",
+			},
+		},
+		{
+			name: "string/object and string/integer mixes are raw", file: "mix.json", methods: []string{"policy/set"},
+			want: map[string]string{
+				"type AskForApproval":    "= json.RawMessage",
+				"type RequestID":         "= json.RawMessage",
+				"PolicySetParams.Policy": "AskForApproval `json:\"policy\"`",
+				"PolicySetParams.ID":     "RequestID `json:\"id,omitempty\"`",
+				"PolicySetParams.Either": "json.RawMessage `json:\"either,omitempty\"`",
+			},
+			absent: []string{"type GranularAskForApproval", "type AskForApprovalGranular"},
+		},
+		{
+			name: "optional, nullable, scalars, arrays, maps", file: "optional.json", methods: []string{"opt/run"},
+			want: map[string]string{
+				"OptRunParams.Required":         "Child `json:\"required\"`",
+				"OptRunParams.Optional":         "*Child `json:\"optional,omitempty\"`",
+				"OptRunParams.NullableRequired": "*Child `json:\"nullableRequired,omitempty\"`",
+				"OptRunParams.Described":        "*Child `json:\"described,omitempty\"`",
+				"doc OptRunParams.Described":    "A child by allOf.",
+				"OptRunParams.Count":            "int64 `json:\"count\"`",
+				"OptRunParams.Ratio":            "float64 `json:\"ratio,omitempty\"`",
+				"OptRunParams.Name":             "string `json:\"name\"`",
+				"OptRunParams.NullableName":     "string `json:\"nullableName,omitempty\"`",
+				"OptRunParams.Tags":             "[]string `json:\"tags\"`",
+				"OptRunParams.Children":         "[]Child `json:\"children,omitempty\"`",
+				"OptRunParams.Labels":           "map[string]string `json:\"labels,omitempty\"`",
+				"OptRunParams.Config":           "map[string]json.RawMessage `json:\"config,omitempty\"`",
+				"OptRunParams.Anything":         "json.RawMessage `json:\"anything,omitempty\"`",
+				"Child.N":                       "int64 `json:\"n\"`",
+				"type OptRunResponse":           "struct",
+			},
+		},
+		{
+			name: "refs across top level and v2, messages and maps", file: "refs.json", methods: []string{"initialize"},
+			want: map[string]string{
+				"type Shared":                                    "struct",
+				"doc Shared":                                     "New words.",
+				"InitializeParams.Shared":                        "Shared `json:\"shared\"`",
+				"ThingChangedNotification.Shared":                "*Shared `json:\"shared,omitempty\"`",
+				"InitializeParams.Clash":                         "ClashV1 `json:\"clash\"`",
+				"InitializeParams.NewClash":                      "Clash `json:\"newClash\"`",
+				"ClashV1.Old":                                    "string `json:\"old,omitempty\"`",
+				"Clash.New":                                      "string `json:\"new,omitempty\"`",
+				"DynamicToolCallParams.Arguments":                "json.RawMessage `json:\"arguments,omitempty\"`",
+				"const MethodInitialize":                         `"initialize"`,
+				"const MethodInitialized":                        `"initialized"`,
+				"const MethodThingChanged":                       `"thing/changed"`,
+				"const MethodItemToolCall":                       `"item/tool/call"`,
+				"map clientResults[MethodInitialize]":            "InitializeResponse",
+				"map notificationParams[MethodThingChanged]":     "ThingChangedNotification",
+				"map serverRequestParams[MethodItemToolCall]":    "DynamicToolCallParams",
+				"map serverRequestResponses[MethodItemToolCall]": "DynamicToolCallResponse",
+			},
+			absent: []string{"type SharedV1"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			bundle, err := os.ReadFile(filepath.Join("testdata", tt.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			src, _, err := Generate(bundle, "1.2.3", tt.methods)
+			if err != nil {
+				t.Fatal(err)
+			}
+			typecheck(t, src)
+			got := decls(t, src)
+			for k, want := range tt.want {
+				if g, ok := got[k]; !ok {
+					t.Errorf("%s: missing", k)
+				} else if g != want {
+					t.Errorf("%s = %s, want %s", k, g, want)
+				}
+			}
+			for _, k := range tt.absent {
+				if g, ok := got[k]; ok {
+					t.Errorf("%s = %s, want no such declaration", k, g)
+				}
+			}
+			if t.Failed() {
+				t.Logf("generated:\n%s", src)
+			}
+		})
+	}
+}
+
+// TestErrors: what the generator refuses, and that it says why.
+func TestErrors(t *testing.T) {
+	request := func(params string) string {
+		return `{"definitions": {"ClientRequest": {"oneOf": [{"type": "object", "properties": {
+			"method": {"enum": ["x/run"], "type": "string"}, "params": ` + params + `}}]}, "v2": {
+			"XRunParams": {"type": "object", "properties": {"a": {"$ref": "#/definitions/v2/A"}}},
+			"OtherParams": {"type": "object"},
+			"BadRefParams": {"type": "object", "properties": {"a": {"$ref": "#/components/A"}}},
+			"BadRefResponse": {"type": "object"},
+			"A": {"type": "string"}}}}`
+	}
+	tests := []struct {
+		name, bundle string
+		methods      []string
+		want         string
+	}{
+		{"unknown client method", request(`{"$ref": "#/definitions/v2/XRunParams"}`), []string{"x/other"}, `ClientRequest has no method "x/other"`},
+		{"no result type", request(`{"$ref": "#/definitions/v2/XRunParams"}`), []string{"x/run"}, "no result type #/definitions/v2/XRunResponse"},
+		{"params not named Params", request(`{"$ref": "#/definitions/v2/A"}`), []string{"x/run"}, "does not end in Params"},
+		{"unsupported ref", request(`{"$ref": "#/definitions/v2/BadRefParams"}`), []string{"x/run"}, `unsupported $ref "#/components/A"`},
+		{"missing definition", request(`{"$ref": "#/definitions/v2/Nope"}`), []string{"x/run"}, "no such definition"},
+		{"not JSON", `{`, nil, "parse schema bundle"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, _, err := Generate([]byte(tt.bundle), "1", tt.methods)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err = %v, want one containing %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestGoName(t *testing.T) {
+	tests := map[string]string{
+		"threadId":                "ThreadID",
+		"ThreadId":                "ThreadID",
+		"text_elements":           "TextElements",
+		"item/agentMessage/delta": "ItemAgentMessageDelta",
+		"danger-full-access":      "DangerFullAccess",
+		"receiverThreadIds":       "ReceiverThreadIDs",
+		"imageUrl":                "ImageURL",
+		"experimentalApi":         "ExperimentalAPI",
+		"Identity":                "Identity",
+		"AVAILABLE":               "AVAILABLE",
+		"2fa":                     "V2fa",
+		"":                        "Empty",
+		"error":                   "Error",
+	}
+	for in, want := range tests {
+		if got := goName(in); got != want {
+			t.Errorf("goName(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestParseVersion(t *testing.T) {
+	if v, err := parseVersion("codex-cli 0.169.0\n"); err != nil || v != "0.169.0" {
+		t.Errorf("parseVersion = %q, %v", v, err)
+	}
+	for _, bad := range []string{"", "codex-cli\n", "codex-cli dev"} {
+		if v, err := parseVersion(bad); err == nil {
+			t.Errorf("parseVersion(%q) = %q, want an error", bad, v)
+		}
+	}
+}
+
+// typecheck compiles a generated file as package codex.
+func typecheck(t *testing.T, src []byte) {
+	t.Helper()
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, "protocol.gen.go", src, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf := types.Config{Importer: importer.ForCompiler(fset, "source", nil)}
+	if _, err := conf.Check("codex", fset, []*ast.File{f}, nil); err != nil {
+		t.Fatalf("generated code does not compile: %v\n%s", err, src)
+	}
+}
+
+// decls indexes a generated file's declarations by key:
+//
+//	"type T"         → "struct", "string" or "= json.RawMessage"
+//	"T.Field"        → the field's type and tag
+//	"const C"        → [type] value
+//	"doc X"          → the doc comment of type, field (T.F) or const (const C)
+//	"map m[Method]"  → the type the map's constructor returns
+func decls(t *testing.T, src []byte) map[string]string {
+	t.Helper()
+	f, err := parser.ParseFile(token.NewFileSet(), "protocol.gen.go", src, parser.ParseComments)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	doc := func(key string, cg *ast.CommentGroup) {
+		if cg != nil {
+			out["doc "+key] = strings.TrimSpace(cg.Text())
+		}
+	}
+	for _, d := range f.Decls {
+		gd, ok := d.(*ast.GenDecl)
+		if !ok {
+			continue
+		}
+		for _, spec := range gd.Specs {
+			switch s := spec.(type) {
+			case *ast.TypeSpec:
+				name := s.Name.Name
+				if len(gd.Specs) == 1 {
+					doc(name, gd.Doc)
+				}
+				switch ty := s.Type.(type) {
+				case *ast.StructType:
+					out["type "+name] = "struct"
+					for _, fl := range ty.Fields.List {
+						for _, n := range fl.Names {
+							out[name+"."+n.Name] = types.ExprString(fl.Type) + " " + fl.Tag.Value
+							doc(name+"."+n.Name, fl.Doc)
+						}
+					}
+				default:
+					r := types.ExprString(s.Type)
+					if s.Assign.IsValid() {
+						r = "= " + r
+					}
+					out["type "+name] = r
+				}
+			case *ast.ValueSpec:
+				for i, n := range s.Names {
+					if gd.Tok == token.CONST {
+						v := types.ExprString(s.Values[i])
+						if s.Type != nil {
+							v = types.ExprString(s.Type) + " " + v
+						}
+						out["const "+n.Name] = v
+						doc("const "+n.Name, s.Doc)
+						continue
+					}
+					lit, ok := s.Values[i].(*ast.CompositeLit)
+					if !ok {
+						continue
+					}
+					for _, e := range lit.Elts {
+						kv := e.(*ast.KeyValueExpr)
+						ret := kv.Value.(*ast.FuncLit).Body.List[0].(*ast.ReturnStmt).Results[0].(*ast.CallExpr)
+						out["map "+n.Name+"["+types.ExprString(kv.Key)+"]"] = types.ExprString(ret.Args[0])
+					}
+				}
+			}
+		}
+	}
+	return out
+}
