@@ -95,32 +95,75 @@ func codexForVersion(t *testing.T) (bin, from string) {
 	return p, "the pinned npm install"
 }
 
-// sessionFile is a real session of codex-cli 0.169.0's app-server,
-// recorded offline against `openmax fake-provider` (a text answer): every
-// line both ways, initialize through a turn, thread/read and a refused
-// account/rateLimits/read.
-var sessionFile = filepath.Join("internal", "gen", "testdata", "session.ndjson")
+// The sessions in internal/gen/testdata/*.ndjson are real sessions of
+// codex-cli 0.169.0's app-server, recorded offline against `openmax
+// fake-provider --scenario`: every line both ways as {"dir","msg"}.
+// session-text: initialize, a thread with a dynamic-tool namespace, a turn
+// answered with text, thread/read, a refused account/rateLimits/read.
+// session-tool-retry: a turn whose model calls the dynamic tool (answered),
+// then a turn whose first model request gets a 429 (error with willRetry).
+const sessionGlob = "internal/gen/testdata/*.ndjson"
 
-// TestRealMessagesDecode decodes every message of a real session into the
-// generated types, refusing unknown members, and checks that encoding the
-// typed value again keeps every member that is not null or empty.
+// TestRealMessagesDecode decodes every message of the real sessions into
+// the generated types, refusing unknown members, and checks that encoding
+// the typed value again keeps every member that is not null or empty.
 func TestRealMessagesDecode(t *testing.T) {
-	data, err := os.ReadFile(sessionFile)
+	files, err := filepath.Glob(sessionGlob)
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no sessions in %s (%v)", sessionGlob, err)
+	}
+	seen := map[string]bool{}
+	for _, file := range files {
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			decodeSession(t, file, seen)
+		})
+	}
+	for _, want := range []string{
+		"result of initialize", "result of thread/start", "result of turn/start", "result of thread/read",
+		"params of thread/start", "params of turn/start",
+		"notification turn/started", "notification item/started", "notification item/agentMessage/delta",
+		"notification item/completed", "notification thread/tokenUsage/updated", "notification turn/completed",
+		"server request item/tool/call", "answer to item/tool/call", "notification error",
+	} {
+		if !seen[want] {
+			t.Errorf("no session has a %s", want)
+		}
+	}
+}
+
+// decodeSession checks one session file; seen collects what it decoded.
+func decodeSession(t *testing.T, file string, seen map[string]bool) {
+	data, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The params of what the client sends: the types it will send with.
+	// The params the client sends: the types it sends with.
 	sendParams := map[string]func() any{
-		MethodInitialize:  func() any { return new(InitializeParams) },
-		MethodThreadStart: func() any { return new(ThreadStartParams) },
-		MethodTurnStart:   func() any { return new(TurnStartParams) },
-		MethodThreadRead:  func() any { return new(ThreadReadParams) },
+		MethodInitialize:            func() any { return new(InitializeParams) },
+		MethodThreadStart:           func() any { return new(ThreadStartParams) },
+		MethodThreadResume:          func() any { return new(ThreadResumeParams) },
+		MethodThreadFork:            func() any { return new(ThreadForkParams) },
+		MethodThreadRead:            func() any { return new(ThreadReadParams) },
+		MethodTurnStart:             func() any { return new(TurnStartParams) },
+		MethodTurnSteer:             func() any { return new(TurnSteerParams) },
+		MethodTurnInterrupt:         func() any { return new(TurnInterruptParams) },
+		MethodThreadCompactStart:    func() any { return new(ThreadCompactStartParams) },
+		MethodAccountRateLimitsRead: func() any { return new(GetAccountRateLimitsParams) },
 	}
-	pending := map[string]string{} // request id → method
-	seen := map[string]bool{}
+	clientPending := map[string]string{} // id of a client request → its method
+	serverPending := map[string]string{} // id of a server request → its method
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(nil, 1<<20)
 	for n := 1; sc.Scan(); n++ {
+		var raw struct {
+			Msg json.RawMessage `json:"msg"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &raw); err != nil {
+			t.Fatalf("line %d: %v", n, err)
+		}
+		if !bytes.HasPrefix(bytes.TrimSpace(raw.Msg), []byte("{")) {
+			continue // a line that is no message (sent to test the server's refusal)
+		}
 		var line struct {
 			Dir string `json:"dir"`
 			Msg struct {
@@ -128,7 +171,6 @@ func TestRealMessagesDecode(t *testing.T) {
 				Method string          `json:"method"`
 				Params json.RawMessage `json:"params"`
 				Result json.RawMessage `json:"result"`
-				Error  json.RawMessage `json:"error"`
 			} `json:"msg"`
 		}
 		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
@@ -141,10 +183,14 @@ func TestRealMessagesDecode(t *testing.T) {
 		switch {
 		case line.Dir == "send" && m.Method != "":
 			if m.ID != nil {
-				pending[string(m.ID)] = m.Method
+				clientPending[string(m.ID)] = m.Method
 			}
 			what, mk, body = "params of "+m.Method, sendParams[m.Method], m.Params
+		case line.Dir == "send" && m.Result != nil:
+			method := serverPending[string(m.ID)]
+			what, mk, body = "answer to "+method, serverRequestResponses[method], m.Result
 		case line.Dir == "recv" && m.Method != "" && m.ID != nil:
+			serverPending[string(m.ID)] = m.Method
 			what, mk, body = "server request "+m.Method, serverRequestParams[m.Method], m.Params
 			if mk == nil {
 				t.Errorf("line %d: server request %s has no params type", n, m.Method)
@@ -155,7 +201,7 @@ func TestRealMessagesDecode(t *testing.T) {
 				t.Errorf("line %d: notification %s has no params type", n, m.Method)
 			}
 		case line.Dir == "recv" && m.Result != nil:
-			method := pending[string(m.ID)]
+			method := clientPending[string(m.ID)]
 			what, mk, body = "result of "+method, clientResults[method], m.Result
 			if mk == nil {
 				t.Errorf("line %d: %s has no result type", n, method)
@@ -183,16 +229,6 @@ func TestRealMessagesDecode(t *testing.T) {
 	}
 	if err := sc.Err(); err != nil {
 		t.Fatal(err)
-	}
-	for _, want := range []string{
-		"result of initialize", "result of thread/start", "result of turn/start", "result of thread/read",
-		"params of thread/start", "params of turn/start",
-		"notification turn/started", "notification item/started", "notification item/agentMessage/delta",
-		"notification item/completed", "notification thread/tokenUsage/updated", "notification turn/completed",
-	} {
-		if !seen[want] {
-			t.Errorf("the session has no %s", want)
-		}
 	}
 }
 
