@@ -7,8 +7,11 @@
 //     (each round starting with the next kind, so load from other work falls
 //     on all alike), with CODEX_HOME kept across runs (a user's every-day
 //     start) and, as a third kind, a new CODEX_HOME each run (a first start);
-//   - turn/interrupt → turn/completed (status interrupted), with the model's
-//     stream stalled mid-answer, over one app-server session.
+//   - turn/interrupt → turn/completed (status interrupted) of codex beside
+//     cancel → done (stop_reason cancelled) of `openmax --stdio --provider
+//     openai --api responses`, each with the model's stream stalled
+//     mid-answer by a fake of its own, over one session each, the turns
+//     interleaved.
 //
 // codex runs offline: its model provider is `openmax fake-provider`
 // (Responses wire) on loopback, its CODEX_HOME a scratch folder with its own
@@ -25,7 +28,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -168,40 +170,26 @@ func run(codex, openmax string, n, interrupts int, keep bool) error {
 			return err
 		}
 	}
-	// One stalled reply per interrupted turn: two text chunks, then nothing
-	// until codex hangs up.
-	var sc strings.Builder
-	sc.WriteString("replies:\n")
-	for range interrupts {
-		sc.WriteString("  - chunks:\n      - text: \"Streaming\"\n      - text: \" and then\"\n      - stall: true\n")
-	}
-	scenario := filepath.Join(scratch, "scenario.yaml")
-	if err := os.WriteFile(scenario, []byte(sc.String()), 0o600); err != nil {
-		return err
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	fake := exec.CommandContext(ctx, openmax, "fake-provider", "--scenario", scenario)
-	fake.Env = offlineEnv("HOME=" + dirs["home"])
-	fakeOut, err := fake.StdoutPipe()
+	// Each peer gets a fake of its own, one stalled reply per interrupted
+	// turn: two text chunks, then nothing until the client hangs up.
+	codexURL, stopCodexFake, err := startFake(openmax, scratch, "codex", dirs["home"], interrupts)
 	if err != nil {
 		return err
 	}
-	if err := fake.Start(); err != nil {
-		return fmt.Errorf("fake-provider: %w", err)
+	defer stopCodexFake()
+	openmaxURL, stopOpenmaxFake, err := startFake(openmax, scratch, "openmax", dirs["home"], interrupts)
+	if err != nil {
+		return err
 	}
-	defer func() { fake.Process.Signal(os.Interrupt); fake.Wait() }()
-	url, err := bufio.NewReader(fakeOut).ReadString('\n')
-	if err != nil || !strings.HasPrefix(url, "http://127.0.0.1:") {
-		return fmt.Errorf("fake-provider printed %q: %v", url, err)
-	}
-	cfg := config(strings.TrimSpace(url))
+	defer stopOpenmaxFake()
+	cfg := config(codexURL)
 	if err := os.WriteFile(filepath.Join(dirs["codex-home"], "config.toml"), []byte(cfg), 0o600); err != nil {
 		return err
 	}
 	codexEnv := func(codexHome string) []string {
 		return offlineEnv("HOME="+dirs["home"], "CODEX_HOME="+codexHome)
 	}
+	env := offlineEnv("HOME="+dirs["home"], "XDG_STATE_HOME="+dirs["state"], "XDG_CONFIG_HOME="+dirs["config"], "OPENAI_API_KEY=sk-openmax-bench")
 
 	// 1. Start-up, interleaved.
 	const initialize = `{"id":1,"method":"initialize","params":{"clientInfo":{"name":"openmax-bench","version":"0"},"capabilities":{"experimentalApi":true}}}` + "\n"
@@ -213,7 +201,6 @@ func run(codex, openmax string, n, interrupts int, keep bool) error {
 	}
 	kinds := []kind{
 		{"openmax --stdio --provider echo: exec -> hello", func(int) (time.Duration, error) {
-			env := offlineEnv("HOME="+dirs["home"], "XDG_STATE_HOME="+dirs["state"], "XDG_CONFIG_HOME="+dirs["config"])
 			return firstLine(openmaxArgv(openmax), dirs["work"], env, "", func(l []byte) bool { return bytes.HasPrefix(l, []byte(`{"type":"hello"`)) })
 		}},
 		{"codex app-server: exec -> initialize answered", func(int) (time.Duration, error) {
@@ -245,10 +232,10 @@ func run(codex, openmax string, n, interrupts int, keep bool) error {
 		}
 	}
 
-	// 2. Interrupts, over one session.
-	lat, err := interruptLatency(codexArgv, dirs["work"], codexEnv(dirs["codex-home"]), interrupts)
+	// 2. Interrupts: one session of each, their turns interleaved.
+	codexLat, openmaxLat, err := interrupts2(codexArgv, codexEnv(dirs["codex-home"]), openmax, openmaxURL, env, dirs["work"], interrupts)
 	if err != nil {
-		return fmt.Errorf("interrupt: %w", err)
+		return err
 	}
 
 	fmt.Printf("== exec -> first answer, %d interleaved rounds (median, min..max)\n", n)
@@ -257,8 +244,10 @@ func run(codex, openmax string, n, interrupts int, keep bool) error {
 	}
 	ratio := float64(median(times[1])) / float64(median(times[0]))
 	fmt.Printf("   codex / openmax (medians)                        %.1fx\n", ratio)
-	fmt.Printf("== turn/interrupt -> turn/completed (interrupted), %d turns, the model's stream stalled mid-answer\n", interrupts)
-	fmt.Printf("   %-48s %s\n", "codex app-server", summary(lat))
+	fmt.Printf("== cancel -> the turn's end, %d turns each, interleaved, the model's stream stalled mid-answer\n", interrupts)
+	fmt.Printf("   %-48s %s\n", "openmax: cancel -> done cancelled", summary(openmaxLat))
+	fmt.Printf("   %-48s %s\n", "codex: turn/interrupt -> turn/completed", summary(codexLat))
+	fmt.Printf("   codex / openmax (medians)                        %.1fx\n", float64(median(codexLat))/float64(median(openmaxLat)))
 	return nil
 }
 
@@ -437,27 +426,109 @@ func (s *session) close() error {
 	return s.cmd.Wait()
 }
 
-// interruptLatency starts a thread and, turns times, starts a turn, waits
-// for the second text delta (the fake then stalls) and times turn/interrupt
-// → turn/completed, which must say interrupted.
-func interruptLatency(argv []string, dir string, env []string, turns int) ([]time.Duration, error) {
+// startFake starts `openmax fake-provider` on a scenario of turns stalled
+// replies (two text chunks, then nothing until the client hangs up) and
+// returns its base URL and a function that stops it.
+func startFake(openmax, scratch, name, home string, turns int) (string, func(), error) {
+	var sc strings.Builder
+	sc.WriteString("replies:\n")
+	for range turns {
+		sc.WriteString("  - chunks:\n      - text: \"Streaming\"\n      - text: \" and then\"\n      - stall: true\n")
+	}
+	scenario := filepath.Join(scratch, name+"-scenario.yaml")
+	if err := os.WriteFile(scenario, []byte(sc.String()), 0o600); err != nil {
+		return "", nil, err
+	}
+	fake := exec.Command(openmax, "fake-provider", "--scenario", scenario)
+	fake.Env = offlineEnv("HOME=" + home)
+	out, err := fake.StdoutPipe()
+	if err != nil {
+		return "", nil, err
+	}
+	if err := fake.Start(); err != nil {
+		return "", nil, fmt.Errorf("fake-provider: %w", err)
+	}
+	stop := func() {
+		fake.Process.Signal(os.Interrupt)
+		fake.Wait()
+	}
+	url, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil || !strings.HasPrefix(url, "http://127.0.0.1:") {
+		stop()
+		return "", nil, fmt.Errorf("fake-provider printed %q: %v", url, err)
+	}
+	return strings.TrimSpace(url), stop, nil
+}
+
+// interrupts2 opens a codex app-server session and an openmax --stdio
+// session (the Responses wire, against its own fake) and, turns times,
+// starts a turn in each, waits for its second text delta (the fake then
+// stalls) and times the cancel to the turn's end, alternating which peer
+// goes first.
+func interrupts2(codexArgv, codexEnv []string, openmax, openmaxURL string, openmaxEnv []string, dir string, turns int) (codexLat, openmaxLat []time.Duration, err error) {
+	c, err := startCodexTurns(codexArgv, dir, codexEnv)
+	if err != nil {
+		return nil, nil, fmt.Errorf("codex: %w", err)
+	}
+	defer c.s.close()
+	o, err := startOpenmaxTurns(openmax, openmaxURL, dir, openmaxEnv)
+	if err != nil {
+		return nil, nil, fmt.Errorf("openmax: %w", err)
+	}
+	defer o.close()
+	for i := range turns {
+		for k := range 2 {
+			if (i+k)%2 == 0 {
+				d, err := c.interrupt(i)
+				if err != nil {
+					return nil, nil, fmt.Errorf("codex, turn %d: %w", i, err)
+				}
+				codexLat = append(codexLat, d)
+			} else {
+				d, err := o.cancel(i)
+				if err != nil {
+					return nil, nil, fmt.Errorf("openmax, turn %d: %w", i, err)
+				}
+				openmaxLat = append(openmaxLat, d)
+			}
+		}
+	}
+	return codexLat, openmaxLat, nil
+}
+
+// codexTurns is a codex app-server session with one thread.
+type codexTurns struct {
+	s      *session
+	thread string
+}
+
+func startCodexTurns(argv []string, dir string, env []string) (*codexTurns, error) {
 	s, err := startSession(argv, dir, env)
 	if err != nil {
 		return nil, err
 	}
-	defer s.close()
-	if _, err := s.call("initialize", map[string]any{
+	c := &codexTurns{s: s}
+	if err := c.open(dir); err != nil {
+		s.close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// open initializes the session and starts the thread.
+func (c *codexTurns) open(dir string) error {
+	if _, err := c.s.call("initialize", map[string]any{
 		"clientInfo":   map[string]any{"name": "openmax-bench", "version": "0"},
 		"capabilities": map[string]any{"experimentalApi": true},
 	}); err != nil {
-		return nil, err
+		return err
 	}
-	if _, err := s.send(map[string]any{"method": "initialized"}); err != nil {
-		return nil, err
+	if _, err := c.s.send(map[string]any{"method": "initialized"}); err != nil {
+		return err
 	}
-	res, err := s.call("thread/start", map[string]any{"cwd": dir, "approvalPolicy": "never", "sandbox": "danger-full-access"})
+	res, err := c.s.call("thread/start", map[string]any{"cwd": dir, "approvalPolicy": "never", "sandbox": "danger-full-access"})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	var started struct {
 		Thread struct {
@@ -465,52 +536,163 @@ func interruptLatency(argv []string, dir string, env []string, turns int) ([]tim
 		} `json:"thread"`
 	}
 	if err := json.Unmarshal(res, &started); err != nil || started.Thread.ID == "" {
-		return nil, fmt.Errorf("thread/start answered %.200s", res)
+		return fmt.Errorf("thread/start answered %.200s", res)
 	}
-	thread := started.Thread.ID
-	var lat []time.Duration
-	for i := range turns {
-		res, err := s.call("turn/start", map[string]any{"threadId": thread, "input": []any{map[string]any{"type": "text", "text": fmt.Sprintf("Stream something (%d).", i)}}})
-		if err != nil {
-			return nil, err
-		}
-		var turn struct {
-			Turn struct {
-				ID string `json:"id"`
-			} `json:"turn"`
-		}
-		if err := json.Unmarshal(res, &turn); err != nil || turn.Turn.ID == "" {
-			return nil, fmt.Errorf("turn/start answered %.200s", res)
-		}
-		if _, err := s.await(func(m message) bool {
-			return m.Method == "item/agentMessage/delta" && bytes.Contains(m.Params, []byte(`"delta":" and then"`))
-		}); err != nil {
-			return nil, fmt.Errorf("turn %d, waiting for the stream: %w", i, err)
-		}
-		_, sent, err := s.request("turn/interrupt", map[string]any{"threadId": thread, "turnId": turn.Turn.ID})
-		if err != nil {
-			return nil, err
-		}
-		done, err := s.await(func(m message) bool { return m.Method == "turn/completed" })
-		if err != nil {
-			return nil, fmt.Errorf("turn %d, waiting for turn/completed: %w", i, err)
-		}
-		var completed struct {
-			Turn struct {
-				Status string `json:"status"`
-			} `json:"turn"`
-		}
-		if err := json.Unmarshal(done.msg.Params, &completed); err != nil || completed.Turn.Status != "interrupted" {
-			return nil, fmt.Errorf("turn %d completed as %.300s", i, done.msg.Params)
-		}
-		lat = append(lat, done.at.Sub(sent))
-	}
-	return lat, nil
+	c.thread = started.Thread.ID
+	return nil
 }
 
+// interrupt starts turn i, waits for its second text delta and times
+// turn/interrupt → turn/completed, which must say interrupted.
+func (c *codexTurns) interrupt(i int) (time.Duration, error) {
+	res, err := c.s.call("turn/start", map[string]any{"threadId": c.thread, "input": []any{map[string]any{"type": "text", "text": fmt.Sprintf("Stream something (%d).", i)}}})
+	if err != nil {
+		return 0, err
+	}
+	var turn struct {
+		Turn struct {
+			ID string `json:"id"`
+		} `json:"turn"`
+	}
+	if err := json.Unmarshal(res, &turn); err != nil || turn.Turn.ID == "" {
+		return 0, fmt.Errorf("turn/start answered %.200s", res)
+	}
+	if _, err := c.s.await(func(m message) bool {
+		return m.Method == "item/agentMessage/delta" && bytes.Contains(m.Params, []byte(`"delta":" and then"`))
+	}); err != nil {
+		return 0, fmt.Errorf("waiting for the stream: %w", err)
+	}
+	_, sent, err := c.s.request("turn/interrupt", map[string]any{"threadId": c.thread, "turnId": turn.Turn.ID})
+	if err != nil {
+		return 0, err
+	}
+	done, err := c.s.await(func(m message) bool { return m.Method == "turn/completed" })
+	if err != nil {
+		return 0, fmt.Errorf("waiting for turn/completed: %w", err)
+	}
+	var completed struct {
+		Turn struct {
+			Status string `json:"status"`
+		} `json:"turn"`
+	}
+	if err := json.Unmarshal(done.msg.Params, &completed); err != nil || completed.Turn.Status != "interrupted" {
+		return 0, fmt.Errorf("turn completed as %.300s", done.msg.Params)
+	}
+	return done.at.Sub(sent), nil
+}
+
+// openmaxTurns is an openmax --stdio session on the Responses wire.
+type openmaxTurns struct {
+	cmd   *exec.Cmd
+	in    io.WriteCloser
+	lines chan timedLine
+}
+
+// timedLine is a stdout line and when it was read.
+type timedLine struct {
+	line []byte
+	at   time.Time
+}
+
+func startOpenmaxTurns(bin, url, dir string, env []string) (*openmaxTurns, error) {
+	trust := exec.Command(bin, "trust", dir) // turns run only in trusted projects
+	trust.Dir, trust.Env = dir, env
+	if out, err := trust.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("openmax trust: %w: %s", err, out)
+	}
+	cmd := exec.Command(bin, "--stdio", "--provider", "openai", "--api", "responses", "--base-url", url+"/v1")
+	cmd.Dir, cmd.Env = dir, env
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	o := &openmaxTurns{cmd: cmd, in: in, lines: make(chan timedLine, 1024)}
+	go func() {
+		defer close(o.lines)
+		br := bufio.NewReader(out)
+		for {
+			line, err := br.ReadBytes('\n')
+			if len(line) > 0 {
+				o.lines <- timedLine{line, time.Now()}
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	if _, err := o.await(func(l []byte) bool { return bytes.HasPrefix(l, []byte(`{"type":"hello"`)) }); err != nil {
+		o.close()
+		return nil, err
+	}
+	return o, nil
+}
+
+// await returns the first line want accepts.
+func (o *openmaxTurns) await(want func([]byte) bool) (timedLine, error) {
+	timeout := time.After(30 * time.Second)
+	for {
+		select {
+		case l, ok := <-o.lines:
+			if !ok {
+				return timedLine{}, errors.New("openmax closed its stdout")
+			}
+			if want(l.line) {
+				return l, nil
+			}
+		case <-timeout:
+			return timedLine{}, errors.New("no answer within 30 s")
+		}
+	}
+}
+
+// cancel sends user turn i, waits for its second token and times cancel →
+// done, which must say cancelled.
+func (o *openmaxTurns) cancel(i int) (time.Duration, error) {
+	if _, err := fmt.Fprintf(o.in, `{"cmd":"user","text":"Stream something (%d)."}`+"\n", i); err != nil {
+		return 0, err
+	}
+	if _, err := o.await(func(l []byte) bool {
+		return bytes.Contains(l, []byte(`"type":"token"`)) && bytes.Contains(l, []byte(`"text":" and then"`))
+	}); err != nil {
+		return 0, fmt.Errorf("waiting for the stream: %w", err)
+	}
+	sent := time.Now()
+	if _, err := io.WriteString(o.in, `{"cmd":"cancel"}`+"\n"); err != nil {
+		return 0, err
+	}
+	done, err := o.await(func(l []byte) bool { return bytes.Contains(l, []byte(`"type":"done"`)) })
+	if err != nil {
+		return 0, fmt.Errorf("waiting for done: %w", err)
+	}
+	if !bytes.Contains(done.line, []byte(`"stop_reason":"cancelled"`)) {
+		return 0, fmt.Errorf("the turn ended with %.200s", done.line)
+	}
+	return done.at.Sub(sent), nil
+}
+
+// close ends the session by closing stdin (a quit).
+func (o *openmaxTurns) close() error {
+	o.in.Close()
+	for range o.lines {
+	}
+	return o.cmd.Wait()
+}
+
+// median is the middle of ds (the mean of the two middle values when their
+// number is even).
 func median(ds []time.Duration) time.Duration {
 	s := slices.Clone(ds)
 	slices.Sort(s)
+	if len(s)%2 == 0 {
+		return (s[len(s)/2-1] + s[len(s)/2]) / 2
+	}
 	return s[len(s)/2]
 }
 
