@@ -1,0 +1,56 @@
+// Package appserver plays codex app-server from a recorded transcript
+// (provider/codex's {"dir","msg"} lines), so a codex client can be tested
+// against it with no codex installed: it is the fake app-server behind
+// `openmax fake-app-server`.
+//
+// # Replay
+//
+// Serve walks the transcript in order. A "recv" line (one the app-server
+// sent) is written to the client; a "send" line (one the client sent) is
+// awaited from the client and matched against the recording. Consecutive
+// "send" lines form one group that the client may send in any order (a
+// client answering a tool call while another goroutine steers the turn);
+// the lines of a group are otherwise matched in recorded order and each at
+// most once. A recorded line that was not JSON (kept as a JSON string) is
+// written back as its text.
+//
+// # Normalisation
+//
+// The client's lines are compared with the recorded ones as parsed JSON
+// values (key order, white space and escaping do not matter; numbers
+// compare by their literal text) after these rules, applied to both sides:
+//
+//	what            where                                  rule
+//	request id      top-level "id" of a line with "method"  not compared ("<request id>"); on a match the
+//	                                                        client's id is remembered for the recorded one,
+//	                                                        and recorded responses carrying that id are
+//	                                                        written with the client's id
+//	response id     top-level "id" of a line without        compared: the client answers a server request
+//	                "method"                                with the id the fake wrote, the recorded one
+//	timestamps      values of TimestampKeys, at any depth,  compared as "<timestamp>"
+//	                that are numbers
+//	email           values of "email", at any depth         compared as "[redacted]" (the recording
+//	                                                        redacted them)
+//	learned paths   string values of LearnedKeys ("cwd"),   the first time the client's value differs from
+//	                at any depth                            the recorded one, recorded → client's is learned;
+//	                                                        from then on every recorded string equal to the
+//	                                                        recorded path or under it (after "/") has that
+//	                                                        prefix replaced, both when matching and in every
+//	                                                        line written back
+//
+// A learned path is kept only when the line it was learned from matches
+// with it. Recorded lines are otherwise written back byte for byte as
+// recorded (timestamps and all), so the same transcript and the same
+// client lines always give the same output bytes.
+//
+// # Misses and the end
+//
+// A client line that matches no line of the current group is a miss: Serve
+// answers it (when it is a request) with a JSON-RPC error whose message
+// holds a line diff of the normalised recorded and received messages, and
+// returns a *MissError with the same text. When the client closes its
+// stdin, Serve returns nil if the whole transcript was replayed, or a
+// *LeftoverError listing the lines never reached. Lines are bounded by
+// Options.MaxLine (the transcript's by Parse's maxLine); a longer line is an
+// error naming it.
+package appserver

@@ -1,0 +1,322 @@
+package appserver
+
+import (
+	"bytes"
+	"encoding/json"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/openmax/openmax/provider/codex"
+)
+
+// The normalisation table (see the package doc). Matching applies it to
+// the recorded and the received message alike.
+var (
+	// TimestampKeys are the members, at any depth, whose number values are
+	// times or durations of one run: compared as "<timestamp>".
+	TimestampKeys = []string{
+		"emittedAtMs", "startedAtMs", "completedAtMs",
+		"createdAt", "updatedAt", "recencyAt", "startedAt", "completedAt", "durationMs",
+	}
+	// LearnedKeys are the members, at any depth, whose string values the
+	// client picks per run (a working directory, usually a temporary
+	// one): the first differing value is learned as a path prefix.
+	LearnedKeys = []string{"cwd"}
+)
+
+// Placeholders put in place of what is not compared.
+const (
+	placeholderID   = "<request id>"
+	placeholderTime = "<timestamp>"
+	emailKey        = "email"
+)
+
+// pathMap is the learned path prefixes, recorded → client's, longest
+// recorded prefix first.
+type pathMap struct {
+	from, to []string
+}
+
+// apply replaces the longest learned prefix of s.
+func (p *pathMap) apply(s string) (string, bool) {
+	for i, f := range p.from {
+		if under(s, f) {
+			return p.to[i] + s[len(f):], true
+		}
+	}
+	return s, false
+}
+
+// under reports whether s is the path prefix or lies under it.
+func under(s, prefix string) bool {
+	if !strings.HasPrefix(s, prefix) {
+		return false
+	}
+	if len(s) == len(prefix) || strings.HasSuffix(prefix, "/") || strings.HasSuffix(prefix, `\`) {
+		return true
+	}
+	c := s[len(prefix)]
+	return c == '/' || c == '\\'
+}
+
+// with returns p plus the mappings in add.
+func (p *pathMap) with(add map[string]string) *pathMap {
+	if len(add) == 0 {
+		return p
+	}
+	q := &pathMap{from: slices.Clone(p.from), to: slices.Clone(p.to)}
+	for _, f := range sortedKeys(add) {
+		q.from = append(q.from, f)
+		q.to = append(q.to, add[f])
+	}
+	idx := make([]int, len(q.from))
+	for i := range idx {
+		idx[i] = i
+	}
+	// Longest first; equal lengths in the order learned.
+	sort.SliceStable(idx, func(a, b int) bool { return len(q.from[idx[a]]) > len(q.from[idx[b]]) })
+	r := &pathMap{}
+	for _, i := range idx {
+		r.from = append(r.from, q.from[i])
+		r.to = append(r.to, q.to[i])
+	}
+	return r
+}
+
+func (p *pathMap) empty() bool { return len(p.from) == 0 }
+
+// learnable reports whether a recorded value may be learned as a prefix:
+// an absolute path other than the root (a relative or empty one would
+// rewrite unrelated strings).
+func learnable(s string) bool {
+	if len(s) < 2 {
+		return false
+	}
+	if s[0] == '/' {
+		return strings.Trim(s, "/") != ""
+	}
+	// A Windows drive path, C:\ or C:/.
+	return len(s) > 3 && s[1] == ':' && (s[2] == '\\' || s[2] == '/')
+}
+
+// learn collects, into found, the LearnedKeys values where the recorded
+// message rec (before any substitution) differs from the received got
+// and no learned prefix covers the recorded value.
+func learn(rec, got any, p *pathMap, found map[string]string) {
+	switch r := rec.(type) {
+	case map[string]any:
+		g, ok := got.(map[string]any)
+		if !ok {
+			return
+		}
+		for _, k := range sortedKeys(r) {
+			if slices.Contains(LearnedKeys, k) {
+				rs, ok1 := r[k].(string)
+				gs, ok2 := g[k].(string)
+				if ok1 && ok2 && rs != gs && learnable(rs) {
+					if _, covered := p.apply(rs); !covered {
+						if _, dup := found[rs]; !dup {
+							found[rs] = gs
+						}
+					}
+				}
+				continue
+			}
+			learn(r[k], g[k], p, found)
+		}
+	case []any:
+		g, ok := got.([]any)
+		if !ok {
+			return
+		}
+		for i := range min(len(r), len(g)) {
+			learn(r[i], g[i], p, found)
+		}
+	}
+}
+
+// normalise returns v with the table applied: a request's id and
+// timestamps replaced by placeholders, emails redacted, and (when p is
+// not nil) learned prefixes substituted in strings.
+func normalise(v any, p *pathMap) any {
+	if m, ok := v.(map[string]any); ok {
+		_, hasMethod := m["method"]
+		if _, hasID := m["id"]; hasID && hasMethod {
+			n := norm(m, p).(map[string]any)
+			n["id"] = placeholderID
+			return n
+		}
+	}
+	return norm(v, p)
+}
+
+func norm(v any, p *pathMap) any {
+	switch x := v.(type) {
+	case map[string]any:
+		n := make(map[string]any, len(x))
+		for k, e := range x {
+			switch {
+			case k == emailKey && !isContainer(e):
+				n[k] = codex.Redacted
+			case slices.Contains(TimestampKeys, k) && isNumber(e):
+				n[k] = placeholderTime
+			default:
+				n[k] = norm(e, p)
+			}
+		}
+		return n
+	case []any:
+		n := make([]any, len(x))
+		for i, e := range x {
+			n[i] = norm(e, p)
+		}
+		return n
+	case string:
+		if p != nil {
+			s, _ := p.apply(x)
+			return s
+		}
+	}
+	return v
+}
+
+func isContainer(v any) bool {
+	switch v.(type) {
+	case map[string]any, []any:
+		return true
+	}
+	return false
+}
+
+func isNumber(v any) bool {
+	_, ok := v.(json.Number)
+	return ok
+}
+
+// decode parses one JSON value keeping numbers as their literal text.
+func decode(b []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// text renders a normalised value for a diff, one member a line, keys
+// sorted.
+func text(v any) []string {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return []string{err.Error()}
+	}
+	return strings.Split(strings.TrimRight(buf.String(), "\n"), "\n")
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// rewrite returns the compact JSON msg with its top-level "id" value
+// replaced by newID (when not nil) and the learned prefixes of p
+// substituted in its string values (keys are left alone). Everything else
+// keeps its bytes and order.
+func rewrite(msg []byte, newID []byte, p *pathMap) []byte {
+	if newID == nil && p.empty() {
+		return msg
+	}
+	out := make([]byte, 0, len(msg)+32)
+	var objs []bool // for each open container: is it an object
+	idNext := false // the next value is the top-level "id"
+	for i := 0; i < len(msg); {
+		c := msg[i]
+		switch {
+		case c == '{' || c == '[':
+			objs = append(objs, c == '{')
+			idNext = false // an id that is not a scalar is left as it is
+			out = append(out, c)
+			i++
+		case c == '}' || c == ']':
+			objs = objs[:len(objs)-1]
+			out = append(out, c)
+			i++
+		case c == '"':
+			end := stringEnd(msg, i)
+			tok := msg[i:end]
+			switch {
+			case end < len(msg) && msg[end] == ':':
+				idNext = newID != nil && len(objs) == 1 && string(tok) == `"id"`
+				out = append(out, tok...)
+			case idNext:
+				out = append(out, newID...)
+				idNext = false
+			default:
+				out = appendString(out, tok, p)
+			}
+			i = end
+		case idNext && c != ':':
+			end := i
+			for end < len(msg) && msg[end] != ',' && msg[end] != '}' && msg[end] != ']' {
+				end++
+			}
+			out = append(out, newID...)
+			idNext = false
+			i = end
+		default:
+			out = append(out, c)
+			i++
+		}
+	}
+	return out
+}
+
+// stringEnd returns the index just past the JSON string starting at i.
+func stringEnd(b []byte, i int) int {
+	for j := i + 1; j < len(b); j++ {
+		switch b[j] {
+		case '\\':
+			j++
+		case '"':
+			return j + 1
+		}
+	}
+	return len(b)
+}
+
+// appendString appends the JSON string token tok, its value's learned
+// prefix substituted.
+func appendString(out, tok []byte, p *pathMap) []byte {
+	if p.empty() {
+		return append(out, tok...)
+	}
+	var s string
+	if bytes.IndexByte(tok, '\\') < 0 {
+		s = string(tok[1 : len(tok)-1])
+	} else if err := json.Unmarshal(tok, &s); err != nil {
+		return append(out, tok...)
+	}
+	ns, ok := p.apply(s)
+	if !ok {
+		return append(out, tok...)
+	}
+	return append(out, quote(ns)...)
+}
+
+// quote renders s as a JSON string without HTML escaping.
+func quote(s string) []byte {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s) // a string always encodes
+	return bytes.TrimRight(buf.Bytes(), "\n")
+}
