@@ -101,8 +101,9 @@ func learnable(s string) bool {
 }
 
 // learn collects, into found, the LearnedKeys values where the recorded
-// message rec (before any substitution) differs from the received got
-// and no learned prefix covers the recorded value.
+// message rec, with the prefixes learned so far substituted, differs from
+// the received got, and the recorded value is not itself a learned prefix
+// (a path learned once keeps its mapping; one under it may get its own).
 func learn(rec, got any, p *pathMap, found map[string]string) {
 	switch r := rec.(type) {
 	case map[string]any:
@@ -114,8 +115,8 @@ func learn(rec, got any, p *pathMap, found map[string]string) {
 			if slices.Contains(LearnedKeys, k) {
 				rs, ok1 := r[k].(string)
 				gs, ok2 := g[k].(string)
-				if ok1 && ok2 && rs != gs && learnable(rs) {
-					if _, covered := p.apply(rs); !covered {
+				if ok1 && ok2 && learnable(rs) && !slices.Contains(p.from, rs) {
+					if now, _ := p.apply(rs); now != gs {
 						if _, dup := found[rs]; !dup {
 							found[rs] = gs
 						}
