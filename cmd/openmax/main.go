@@ -130,6 +130,7 @@ usage:
   openmax replay CASSETTE|DIR [--view] [--golden F] [--update]     replay through the real engine, offline
   openmax record --cassette FILE [--proxy --upstream URL] [flags]  record a live session (or any client)
   openmax fake-provider --scenario FILE | --cassette FILE          serve a scripted or recorded API on loopback
+  openmax fake-app-server --transcript FILE [--log FILE]           play codex app-server from a recorded transcript
   openmax cassette show|inject|import|sweep ...                    inspect, fault-inject, import, sweep faults
   openmax view [FILE]                                              show a transcript for people
   openmax trust [DIR]                                              trust a project (turns run only in trusted ones)
@@ -151,7 +152,7 @@ flags of --stdio and -p:
 }
 
 // subcommands are the first words openmax knows.
-var subcommands = []string{"fake-provider", "record", "replay", "cassette", "trust", "view", "help", "version"}
+var subcommands = []string{"fake-provider", "fake-app-server", "record", "replay", "cassette", "trust", "view", "help", "version"}
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, e env) int {
 	if len(args) > 0 {
@@ -173,6 +174,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			return runView(args[1:], stdin, stdout, stderr)
 		case "fake-provider":
 			return runFakeProvider(ctx, args[1:], stdout, stderr, e)
+		case "fake-app-server":
+			return runFakeAppServer(ctx, args[1:], stdin, stdout, stderr)
 		case "record":
 			return runRecord(ctx, args[1:], stdin, stdout, stderr, e)
 		case "replay":
