@@ -37,8 +37,12 @@ var (
 )
 
 // MissCode is the JSON-RPC error code of the answer to a request that
-// missed.
-const MissCode = -32001
+// missed, and AnswerPrefix starts its message (the *MissError's text
+// follows), so a client's log says who answered.
+const (
+	MissCode     = -32001
+	AnswerPrefix = "openmax fake app-server: "
+)
 
 // MissError is a client line that matched no line the transcript expected
 // next: its message says what was expected and holds the diff.
@@ -50,7 +54,7 @@ type MissError struct {
 }
 
 func (e *MissError) Error() string {
-	s := "fake app-server: " + e.Reason
+	s := e.Reason
 	if e.Diff != "" {
 		s += "\n" + strings.TrimRight(e.Diff, "\n")
 	}
@@ -69,7 +73,7 @@ type LeftoverError struct {
 }
 
 func (e *LeftoverError) Error() string {
-	return fmt.Sprintf("fake app-server: the client closed its stdin with %d transcript lines not replayed (%d of them its own):%s",
+	return fmt.Sprintf("the client closed its stdin with %d transcript lines not replayed (%d of them its own):%s",
 		len(e.Lines), e.Sends, e.list)
 }
 
@@ -104,11 +108,14 @@ type server struct {
 	paths *pathMap
 	n     int // client lines read
 
-	wg     sync.WaitGroup  // the reader and the writer
-	quit   chan struct{}   // closed when run returns
-	lines  chan clientLine // reader → run
-	writes chan []byte     // run → writer
-	wdone  chan struct{}   // closed when the writer ends; werr says why
+	wg sync.WaitGroup // the reader and the writer
+	// The reader queues every line as soon as it is read, so a client
+	// writing ahead of its reading never finds its stdin full.
+	mu     sync.Mutex
+	queue  []clientLine
+	ready  chan struct{} // a line was queued (capacity 1)
+	writes chan []byte   // run → writer
+	wdone  chan struct{} // closed when the writer ends; werr says why
 	werr   error
 }
 
@@ -117,14 +124,13 @@ func newServer(t *Transcript, in io.Reader, out io.Writer, opts Options) *server
 		opts.MaxLine = DefaultMaxLine
 	}
 	return &server{t: t, in: in, out: out, opts: opts, ids: map[string]json.RawMessage{}, paths: &pathMap{},
-		quit: make(chan struct{}), lines: make(chan clientLine), writes: make(chan []byte, 64), wdone: make(chan struct{})}
+		ready: make(chan struct{}, 1), writes: make(chan []byte, 64), wdone: make(chan struct{})}
 }
 
 func (s *server) run(ctx context.Context) error {
 	s.wg.Add(2)
 	go s.read()
 	go s.write()
-	defer close(s.quit)
 	err := s.walk(ctx)
 	close(s.writes)
 	select {
@@ -134,27 +140,42 @@ func (s *server) run(ctx context.Context) error {
 		}
 	case <-ctx.Done():
 		if err == nil {
-			err = fmt.Errorf("fake app-server: %w", ctx.Err())
+			err = fmt.Errorf("replay stopped: %w", ctx.Err())
 		}
 	}
 	return err
 }
 
-// read delivers the client's lines, then the error ending them.
+// read queues the client's lines, then the error ending them.
 func (s *server) read() {
 	defer s.wg.Done()
 	lr := lines.NewReader(s.in, s.opts.MaxLine)
 	for {
 		b, err := lr.Next()
+		s.mu.Lock()
+		s.queue = append(s.queue, clientLine{b: b, err: err})
+		s.mu.Unlock()
 		select {
-		case s.lines <- clientLine{b: b, err: err}:
-		case <-s.quit:
-			return
+		case s.ready <- struct{}{}:
+		default:
 		}
 		if err != nil {
 			return
 		}
 	}
+}
+
+// pop takes the oldest queued line.
+func (s *server) pop() (clientLine, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.queue) == 0 {
+		return clientLine{}, false
+	}
+	cl := s.queue[0]
+	s.queue[0] = clientLine{}
+	s.queue = s.queue[1:]
+	return cl, true
 }
 
 // write writes the lines it is given, flushing each.
@@ -166,7 +187,7 @@ func (s *server) write() {
 		bw.Write(b)
 		bw.WriteByte('\n')
 		if err := bw.Flush(); err != nil {
-			s.werr = fmt.Errorf("fake app-server: writing to the client: %w", err)
+			s.werr = fmt.Errorf("writing to the client: %w", err)
 			return
 		}
 	}
@@ -180,19 +201,22 @@ func (s *server) emit(ctx context.Context, b []byte) error {
 	case <-s.wdone:
 		return s.werr
 	case <-ctx.Done():
-		return fmt.Errorf("fake app-server: %w", ctx.Err())
+		return fmt.Errorf("replay stopped: %w", ctx.Err())
 	}
 }
 
 // next returns the client's next line; io.EOF when it closed its stdin.
 func (s *server) next(ctx context.Context) (*received, error) {
-	var cl clientLine
-	select {
-	case cl = <-s.lines:
-	case <-s.wdone:
-		return nil, s.werr
-	case <-ctx.Done():
-		return nil, fmt.Errorf("fake app-server: %w", ctx.Err())
+	cl, ok := s.pop()
+	for !ok {
+		select {
+		case <-s.ready:
+		case <-s.wdone:
+			return nil, s.werr
+		case <-ctx.Done():
+			return nil, fmt.Errorf("replay stopped: %w", ctx.Err())
+		}
+		cl, ok = s.pop()
 	}
 	if errors.Is(cl.err, io.EOF) {
 		return nil, io.EOF
@@ -203,7 +227,7 @@ func (s *server) next(ctx context.Context) (*received, error) {
 		return nil, &MissError{ClientLine: s.n, Reason: fmt.Sprintf("client line %d: %v", s.n, tl)}
 	}
 	if cl.err != nil {
-		return nil, fmt.Errorf("fake app-server: reading the client: %w", cl.err)
+		return nil, fmt.Errorf("reading the client: %w", cl.err)
 	}
 	return parseReceived(s.n, cl.b), nil
 }
@@ -390,7 +414,7 @@ func (s *server) miss(ctx context.Context, r *received, pending []*Line) error {
 		}{ID: json.RawMessage(r.id), Error: struct {
 			Code    int    `json:"code"`
 			Message string `json:"message"`
-		}{MissCode, e.Error()}})
+		}{MissCode, AnswerPrefix + e.Error()}})
 		if err == nil {
 			if werr := s.emit(ctx, answer); werr != nil {
 				return errors.Join(e, werr)

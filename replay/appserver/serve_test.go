@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/openmax/openmax/internal/lines"
 	"github.com/openmax/openmax/provider/codex"
@@ -249,7 +250,7 @@ func TestServe(t *testing.T) {
 				t.Errorf("the diff shows the cwd, which is learned:\n%s", msg)
 			}
 			var miss *MissError
-			if !errors.As(err, &miss) || miss.Line != 4 || miss.ClientLine != 3 || err.Error() != msg {
+			if !errors.As(err, &miss) || miss.Line != 4 || miss.ClientLine != 3 || AnswerPrefix+err.Error() != msg {
 				t.Errorf("error %v, want a *MissError at transcript line 4, client line 3, worded as the answer", err)
 			}
 		},
@@ -541,5 +542,52 @@ func TestLargeTranscript(t *testing.T) {
 			}
 		}
 		t.Fatalf("wrote %d lines, want %d", len(got), len(want))
+	}
+}
+
+// TestClientWritesAhead: a client that writes all its lines before it
+// reads a reply, over unbuffered pipes, is not deadlocked: the fake
+// keeps reading while its replies wait to be read.
+func TestClientWritesAhead(t *testing.T) {
+	var b strings.Builder
+	var client, want []string
+	for i := range 200 {
+		fmt.Fprintf(&b, `{"dir":"send","msg":{"id":%d,"method":"thread/read","params":{"n":%d}}}`+"\n", i, i)
+		client = append(client, fmt.Sprintf(`{"id":%d,"method":"thread/read","params":{"n":%d}}`, i, i))
+		for j := range 20 {
+			line := fmt.Sprintf(`{"method":"item/agentMessage/delta","params":{"delta":"%d.%d %s"}}`, i, j, strings.Repeat("z", 100))
+			fmt.Fprintf(&b, `{"dir":"recv","msg":%s}`+"\n", line)
+			want = append(want, line)
+		}
+	}
+	tr, err := Parse(strings.NewReader(b.String()), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	// A bound on a deadlock only, never reached by a passing run.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- Serve(ctx, tr, inR, outW, Options{})
+		outW.Close()
+	}()
+	for _, l := range client {
+		if _, err := io.WriteString(inW, l+"\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	inW.Close()
+	got, err := io.ReadAll(outR)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != strings.Join(want, "\n")+"\n" {
+		t.Error("the replies differ from the recorded ones")
 	}
 }
