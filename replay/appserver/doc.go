@@ -30,18 +30,26 @@
 //	timestamps      values of TimestampKeys, at any depth,  compared as "<timestamp>"
 //	                that are numbers
 //	email           values of "email", at any depth         compared as "[redacted]" (the recording
-//	                                                        redacted them)
+//	                (not objects or arrays)                 redacted them)
+//	client version  IgnoredMembers: initialize's            compared as "<ignored>" (a golden transcript
+//	                params.clientInfo.version               outlives a release)
 //	learned paths   string values of LearnedKeys ("cwd"),   the first time the client's value differs from
-//	                at any depth                            the recorded one, recorded → client's is learned;
-//	                                                        from then on every recorded string equal to the
+//	                at any depth, when the recorded value   the recorded one, recorded → client's is learned;
+//	                is an absolute path other than "/"      from then on every recorded string equal to the
 //	                                                        recorded path or under it (after "/") has that
 //	                                                        prefix replaced, both when matching and in every
 //	                                                        line written back
 //
 // A learned path is kept only when the line it was learned from matches
-// with it. Recorded lines are otherwise written back byte for byte as
-// recorded (timestamps and all), so the same transcript and the same
-// client lines always give the same output bytes.
+// with it, and a recorded path once learned keeps its mapping (a later
+// different value for it is a miss); a path under it may be learned on its
+// own, and the longest learned prefix wins. Only whole strings starting
+// with a learned path are rewritten, not paths inside longer text.
+// Nothing else is rewritten: the app-server's own values (thread and turn
+// ids, timestamps, its CODEX_HOME) are written back byte for byte as
+// recorded, so a client echoing them in later requests matches, and the
+// same transcript and the same client lines always give the same output
+// bytes. A member the client adds or drops ("jsonrpc" included) is a miss.
 //
 // # Misses and the end
 //

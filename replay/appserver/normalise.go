@@ -23,12 +23,26 @@ var (
 	// client picks per run (a working directory, usually a temporary
 	// one): the first differing value is learned as a path prefix.
 	LearnedKeys = []string{"cwd"}
+	// IgnoredMembers are members of one method's messages that a client
+	// build fills with its own value: compared as "<ignored>". A path is
+	// the member names from the message's top level.
+	IgnoredMembers = []IgnoredMember{
+		// The client's version: a golden transcript outlives a release.
+		{Method: "initialize", Path: []string{"params", "clientInfo", "version"}},
+	}
 )
+
+// IgnoredMember names a member not compared in messages of one method.
+type IgnoredMember struct {
+	Method string
+	Path   []string
+}
 
 // Placeholders put in place of what is not compared.
 const (
 	placeholderID   = "<request id>"
 	placeholderTime = "<timestamp>"
+	placeholderIgn  = "<ignored>"
 	emailKey        = "email"
 )
 
@@ -141,15 +155,38 @@ func learn(rec, got any, p *pathMap, found map[string]string) {
 // timestamps replaced by placeholders, emails redacted, and (when p is
 // not nil) learned prefixes substituted in strings.
 func normalise(v any, p *pathMap) any {
-	if m, ok := v.(map[string]any); ok {
-		_, hasMethod := m["method"]
-		if _, hasID := m["id"]; hasID && hasMethod {
-			n := norm(m, p).(map[string]any)
-			n["id"] = placeholderID
-			return n
+	m, ok := v.(map[string]any)
+	if !ok {
+		return norm(v, p)
+	}
+	n := norm(m, p).(map[string]any)
+	method, hasMethod := m["method"]
+	if _, hasID := m["id"]; hasID && hasMethod {
+		n["id"] = placeholderID
+	}
+	for _, ig := range IgnoredMembers {
+		if method == ig.Method {
+			ignore(n, ig.Path)
 		}
 	}
-	return norm(v, p)
+	return n
+}
+
+// ignore puts the placeholder in place of the member at path, if any.
+func ignore(m map[string]any, path []string) {
+	for i, k := range path {
+		v, ok := m[k]
+		if !ok {
+			return
+		}
+		if i == len(path)-1 {
+			m[k] = placeholderIgn
+			return
+		}
+		if m, ok = v.(map[string]any); !ok {
+			return
+		}
+	}
 }
 
 func norm(v any, p *pathMap) any {

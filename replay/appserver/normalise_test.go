@@ -66,6 +66,19 @@ func TestMatchRules(t *testing.T) {
 		client:   []string{`{"method":"a","params":{"account":{"email":"someone@example.com"}}}`},
 		match:    true,
 	}, {
+		name:     "the client's version",
+		recorded: []string{"send", `{"id":1,"method":"initialize","params":{"clientInfo":{"name":"openmax","version":"0.1.0"}}}`},
+		client:   []string{`{"id":1,"method":"initialize","params":{"clientInfo":{"name":"openmax","version":"0.2.0"}}}`},
+		match:    true,
+	}, {
+		name:     "the client's name",
+		recorded: []string{"send", `{"id":1,"method":"initialize","params":{"clientInfo":{"name":"openmax","version":"0.1.0"}}}`},
+		client:   []string{`{"id":1,"method":"initialize","params":{"clientInfo":{"name":"other","version":"0.1.0"}}}`},
+	}, {
+		name:     "a version in another method",
+		recorded: []string{"send", `{"id":1,"method":"x","params":{"clientInfo":{"version":"0.1.0"}}}`},
+		client:   []string{`{"id":1,"method":"x","params":{"clientInfo":{"version":"0.2.0"}}}`},
+	}, {
 		name:     "numbers compare by their text",
 		recorded: []string{"send", `{"method":"a","params":{"n":1}}`},
 		client:   []string{`{"method":"a","params":{"n":1.0}}`},

@@ -13,10 +13,15 @@ import (
 	"github.com/openmax/openmax/provider/codex"
 )
 
-// DefaultMaxLine caps one transcript line and one line from the client
-// when no other cap is given: far above any message codex sends (a whole
-// thread read back with its turns), far below what would exhaust memory.
-const DefaultMaxLine = 32 << 20
+// DefaultMaxLine caps one line from the client when Options give no other
+// cap: far above any message of the protocol, the same cap the codex
+// client puts on the app-server's lines. A transcript line, which wraps a
+// line of up to that size (escaped when it was not JSON), may have up to
+// DefaultMaxTranscriptLine bytes.
+const (
+	DefaultMaxLine           = 64 << 20
+	DefaultMaxTranscriptLine = 2 * DefaultMaxLine
+)
 
 // kind is what a message is, by its top-level members.
 type kind uint8
@@ -71,11 +76,11 @@ func ParseFile(path string, maxLine int) (*Transcript, error) {
 
 // Parse reads a transcript: one {"dir":"send"|"recv","msg":...} object a
 // line, as provider/codex records them; blank lines are skipped. A line
-// longer than maxLine bytes (0 means DefaultMaxLine), one that is not such
+// longer than maxLine bytes (0 means DefaultMaxTranscriptLine), one that is not such
 // an object, or one with another member is a *ParseError naming its line.
 func Parse(r io.Reader, maxLine int) (*Transcript, error) {
 	if maxLine <= 0 {
-		maxLine = DefaultMaxLine
+		maxLine = DefaultMaxTranscriptLine
 	}
 	lr := lines.NewReader(r, maxLine)
 	t := &Transcript{}
