@@ -1,0 +1,440 @@
+package codex
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+)
+
+// Options configure a Client.
+type Options struct {
+	// Command is the program to run and its leading arguments; the client
+	// appends `app-server -c check_for_update_on_startup=false`. Empty
+	// means "codex" from PATH. A fake app-server that accepts those
+	// arguments works too (`openmax fake-app-server --transcript F`).
+	Command []string
+	// Dir is the session's working directory: the server runs there, and
+	// so do the commands it runs. Empty means the current directory.
+	Dir string
+	// Env is added to the environment the server (and every command it
+	// runs) inherits from this process, as KEY=VALUE: CODEX_HOME, ports.
+	// The server reads config.toml from CODEX_HOME (default ~/.codex), so
+	// the MCP servers, plugins and notify program configured there apply;
+	// only a CODEX_HOME of its own keeps them out.
+	Env []string
+	// Identity, when set, is the commit identity: GIT_AUTHOR_NAME,
+	// GIT_AUTHOR_EMAIL, GIT_COMMITTER_NAME and GIT_COMMITTER_EMAIL.
+	Identity Identity
+	// ClientName and ClientVersion are the clientInfo of initialize;
+	// empty means "openmax" and "0".
+	ClientName, ClientVersion string
+	// Tools are the dynamic tools: offered by StartThread, and the
+	// handlers of the server's item/tool/call requests on every thread of
+	// the client (a resumed or forked thread keeps the tools it was
+	// started with).
+	Tools []Namespace
+	// Transcript, when set, receives every line in both directions as a
+	// TranscriptLine, deltas included, "email" values redacted.
+	Transcript io.Writer
+	// OnBadLine receives each line from the server that is not a JSON
+	// object, does not parse, or is a notification whose method the
+	// schema does not know (such a notification is still delivered as an
+	// event), and each failure to record the transcript. It is called on
+	// the client's reader goroutine: it must not block. Nil ignores them.
+	OnBadLine func(line []byte, err error)
+	// Stderr receives the server's stderr; nil keeps only its last few
+	// KiB, which the error of a server that exits names.
+	Stderr io.Writer
+}
+
+// Identity is a commit identity.
+type Identity struct{ Name, Email string }
+
+// Namespace is a group of dynamic tools, offered to the model as one
+// namespace tool: the model calls them as Name plus the tool's name.
+type Namespace struct {
+	Name        string
+	Description string
+	Tools       []Tool
+}
+
+// Tool is one dynamic function tool and the handler that answers it.
+type Tool struct {
+	Name        string
+	Description string
+	InputSchema json.RawMessage // a JSON Schema object; nil means any object
+	// Handler runs a call and returns the text handed back to the model;
+	// an error is handed back as a failed call with the error's text.
+	Handler func(ctx context.Context, call ToolCall) (string, error)
+}
+
+// ToolCall is one item/tool/call request from the server.
+type ToolCall struct {
+	ThreadID, TurnID, CallID string
+	Namespace, Tool          string
+	Arguments                json.RawMessage
+}
+
+// reservedPrefix starts the names the server keeps for its MCP tools.
+const reservedPrefix = "mcp__"
+
+// Client is one running app-server and the connection to it.
+//
+// Concurrency: every method is safe for concurrent use. Calls (Call and
+// the Session methods) may be made from any goroutine, including while
+// events are being read; each waits for its own response, which is
+// routed to it directly, never through Events. Events delivers the
+// server's notifications in the order they were read, from one goroutine
+// of the client's; the client buffers up to 65,536 of them for a slow
+// consumer and drops the connection past that, so Events must be
+// drained. Server requests are answered on goroutines of their own (a
+// tool's handler may call the client). After the server's stdout ends,
+// every call fails with ErrClosed (or the read error), Events is closed
+// once drained, and Close reaps the process.
+type Client struct {
+	c     *conn
+	tools map[[2]string]Tool
+	opts  Options
+
+	// Init is the server's answer to initialize.
+	Init InitializeResponse
+
+	stdin  io.Closer
+	proc   *exec.Cmd
+	exited chan struct{}
+	errOut *tailBuffer
+
+	mu        sync.Mutex
+	active    map[string]string // thread id → its running turn
+	completed map[string]string // thread id → its last completed turn
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Start launches the app-server and initializes the connection:
+// initialize (with the experimental API, which dynamic tools need), then
+// the initialized notification.
+func Start(ctx context.Context, o Options) (*Client, error) {
+	if err := checkTools(o.Tools); err != nil {
+		return nil, err
+	}
+	command := o.Command
+	if len(command) == 0 {
+		command = []string{"codex"}
+	}
+	args := append(append([]string{}, command[1:]...), "app-server", "-c", "check_for_update_on_startup=false")
+	cmd := exec.Command(command[0], args...)
+	cmd.Dir = o.Dir
+	cmd.Env = append(os.Environ(), o.identityEnv()...)
+	cmd.Env = append(cmd.Env, o.Env...)
+	errOut := &tailBuffer{max: 8 << 10}
+	if o.Stderr != nil {
+		cmd.Stderr = io.MultiWriter(o.Stderr, errOut)
+	} else {
+		cmd.Stderr = errOut
+	}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, fmt.Errorf("codex: %w", err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, fmt.Errorf("codex: %w", err)
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("codex: start %s: %w", command[0], err)
+	}
+	cl := newClient(stdout, stdin, o)
+	cl.stdin, cl.proc, cl.errOut = stdin, cmd, errOut
+	go func() {
+		_ = cmd.Wait()
+		close(cl.exited)
+	}()
+	if err := cl.initialize(ctx); err != nil {
+		_ = cl.Close(context.WithoutCancel(ctx))
+		return nil, cl.withStderr(err)
+	}
+	return cl, nil
+}
+
+// Connect initializes a connection to an app-server already running at
+// the other end of r and w (an in-memory peer in tests, or a process
+// started elsewhere). Closing the client closes w.
+func Connect(ctx context.Context, r io.Reader, w io.WriteCloser, o Options) (*Client, error) {
+	if err := checkTools(o.Tools); err != nil {
+		return nil, err
+	}
+	cl := newClient(r, w, o)
+	cl.stdin = w
+	close(cl.exited)
+	if err := cl.initialize(ctx); err != nil {
+		_ = cl.Close(ctx)
+		return nil, err
+	}
+	return cl, nil
+}
+
+func newClient(r io.Reader, w io.Writer, o Options) *Client {
+	cl := &Client{
+		opts:      o,
+		tools:     map[[2]string]Tool{},
+		exited:    make(chan struct{}),
+		active:    map[string]string{},
+		completed: map[string]string{},
+	}
+	for _, ns := range o.Tools {
+		for _, t := range ns.Tools {
+			cl.tools[[2]string{ns.Name, t.Name}] = t
+		}
+	}
+	cl.c = newConn(r, w, connOptions{
+		transcript: o.Transcript,
+		onBadLine:  o.OnBadLine,
+		onRequest:  cl.serverRequest,
+		observe:    cl.observe,
+	})
+	return cl
+}
+
+func (o Options) identityEnv() []string {
+	if o.Identity == (Identity{}) {
+		return nil
+	}
+	return []string{
+		"GIT_AUTHOR_NAME=" + o.Identity.Name, "GIT_AUTHOR_EMAIL=" + o.Identity.Email,
+		"GIT_COMMITTER_NAME=" + o.Identity.Name, "GIT_COMMITTER_EMAIL=" + o.Identity.Email,
+	}
+}
+
+// checkTools refuses names the server reserves, and duplicates.
+func checkTools(nss []Namespace) error {
+	seen := map[[2]string]bool{}
+	for _, ns := range nss {
+		if ns.Name == "" || strings.HasPrefix(ns.Name, reservedPrefix) {
+			return fmt.Errorf("codex: dynamic tool namespace %q: names starting with %q are reserved (and a namespace needs a name)", ns.Name, reservedPrefix)
+		}
+		for _, t := range ns.Tools {
+			if t.Name == "" || strings.HasPrefix(t.Name, reservedPrefix) {
+				return fmt.Errorf("codex: dynamic tool %q in %q: names starting with %q are reserved (and a tool needs a name)", t.Name, ns.Name, reservedPrefix)
+			}
+			if t.Handler == nil {
+				return fmt.Errorf("codex: dynamic tool %s.%s has no handler", ns.Name, t.Name)
+			}
+			k := [2]string{ns.Name, t.Name}
+			if seen[k] {
+				return fmt.Errorf("codex: dynamic tool %s.%s is listed twice", ns.Name, t.Name)
+			}
+			seen[k] = true
+		}
+	}
+	return nil
+}
+
+func (cl *Client) initialize(ctx context.Context) error {
+	name, version := cl.opts.ClientName, cl.opts.ClientVersion
+	if name == "" {
+		name = "openmax"
+	}
+	if version == "" {
+		version = "0"
+	}
+	p := InitializeParams{
+		ClientInfo:   ClientInfo{Name: name, Version: version},
+		Capabilities: &InitializeCapabilities{ExperimentalAPI: true},
+	}
+	if err := cl.c.call(ctx, MethodInitialize, p, &cl.Init); err != nil {
+		return err
+	}
+	return cl.c.notify(MethodInitialized, nil)
+}
+
+// Events delivers the server's notifications in order; it is closed
+// after the connection ends and every event read before has been taken.
+func (cl *Client) Events() <-chan Event { return cl.c.events }
+
+// Call sends any client request and decodes its result into result (nil
+// discards it): the methods the Session wraps, and the others the schema
+// lists.
+func (cl *Client) Call(ctx context.Context, method string, params, result any) error {
+	return cl.withStderr(cl.c.call(ctx, method, params, result))
+}
+
+// withStderr adds the tail of the server's stderr to the error of a
+// connection that ended.
+func (cl *Client) withStderr(err error) error {
+	if err == nil || cl.errOut == nil || !errors.Is(err, ErrClosed) {
+		return err
+	}
+	if tail := strings.TrimSpace(cl.errOut.String()); tail != "" {
+		return fmt.Errorf("%w; the app-server's stderr ended with:\n%s", err, tail)
+	}
+	return err
+}
+
+// Close closes the server's stdin, which ends it, and waits for it to
+// exit; when ctx ends first the process is killed. Pending server
+// requests see their context cancelled. Close is idempotent.
+func (cl *Client) Close(ctx context.Context) error {
+	cl.closeOnce.Do(func() {
+		cl.c.wmu.Lock()
+		err := cl.stdin.Close()
+		cl.c.wmu.Unlock()
+		select {
+		case <-cl.exited:
+		case <-ctx.Done():
+			if cl.proc != nil && cl.proc.Process != nil {
+				_ = cl.proc.Process.Kill()
+			}
+			<-cl.exited
+		}
+		cl.c.end(ErrClosed)
+		cl.c.stopPump()
+		cl.c.reqStop()
+		// Handlers see their context cancelled; one that ignores it is
+		// left behind once ctx ends.
+		handled := make(chan struct{})
+		go func() {
+			cl.c.handlers.Wait()
+			close(handled)
+		}()
+		select {
+		case <-handled:
+		case <-ctx.Done():
+		}
+		cl.closeErr = err
+	})
+	return cl.closeErr
+}
+
+// observe tracks each thread's running turn from turn/started and
+// turn/completed, on the reader goroutine, before the event is queued.
+func (cl *Client) observe(ev Event) {
+	if ev.Method != MethodTurnStarted && ev.Method != MethodTurnCompleted {
+		return
+	}
+	var p struct {
+		ThreadID string `json:"threadId"`
+		Turn     struct {
+			ID string `json:"id"`
+		} `json:"turn"`
+	}
+	if json.Unmarshal(ev.Params, &p) != nil || p.ThreadID == "" {
+		return
+	}
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	if ev.Method == MethodTurnStarted {
+		cl.active[p.ThreadID] = p.Turn.ID
+		return
+	}
+	cl.completed[p.ThreadID] = p.Turn.ID
+	if cl.active[p.ThreadID] == p.Turn.ID {
+		delete(cl.active, p.ThreadID)
+	}
+}
+
+// began records a turn the server just said it started (turn/start's
+// response), unless its turn/completed was already read.
+func (cl *Client) began(threadID, turnID string) {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	if cl.completed[threadID] != turnID {
+		cl.active[threadID] = turnID
+	}
+}
+
+// activeTurn is the thread's running turn, "" when none.
+func (cl *Client) activeTurn(threadID string) string {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	return cl.active[threadID]
+}
+
+// serverRequest answers the server's requests: dynamic tool calls from
+// their handlers, command and file-change approvals accepted (approvals
+// are off, so they should not come), anything else refused.
+func (cl *Client) serverRequest(ctx context.Context, method string, params json.RawMessage) (any, *RPCError) {
+	switch method {
+	case MethodItemToolCall:
+		var p DynamicToolCallParams
+		if err := json.Unmarshal(params, &p); err != nil {
+			return nil, &RPCError{Code: CodeInvalidParams, Message: "item/tool/call params: " + err.Error()}
+		}
+		return cl.callTool(ctx, p), nil
+	case MethodItemCommandExecutionRequestApproval:
+		return CommandExecutionRequestApprovalResponse{Decision: json.RawMessage(`"accept"`)}, nil
+	case MethodItemFileChangeRequestApproval:
+		return FileChangeRequestApprovalResponse{Decision: FileChangeApprovalDecisionAccept}, nil
+	case MethodExecCommandApproval:
+		return ExecCommandApprovalResponse{Decision: json.RawMessage(`"approved"`)}, nil
+	case MethodApplyPatchApproval:
+		return ApplyPatchApprovalResponse{Decision: json.RawMessage(`"approved"`)}, nil
+	}
+	return nil, &RPCError{Code: CodeMethodNotFound, Message: "openmax does not answer " + method}
+}
+
+func (cl *Client) callTool(ctx context.Context, p DynamicToolCallParams) DynamicToolCallResponse {
+	fail := func(msg string) DynamicToolCallResponse {
+		return DynamicToolCallResponse{Success: false, ContentItems: []DynamicToolCallOutputContentItem{{Type: DynamicToolCallOutputContentItemTypeInputText, Text: msg}}}
+	}
+	t, ok := cl.tools[[2]string{p.Namespace, p.Tool}]
+	if !ok {
+		return fail(fmt.Sprintf("no dynamic tool %q in namespace %q", p.Tool, p.Namespace))
+	}
+	call := ToolCall{ThreadID: p.ThreadID, TurnID: p.TurnID, CallID: p.CallID, Namespace: p.Namespace, Tool: p.Tool, Arguments: p.Arguments}
+	text, err := runHandler(ctx, t, call)
+	if err != nil {
+		return fail(err.Error())
+	}
+	return DynamicToolCallResponse{Success: true, ContentItems: []DynamicToolCallOutputContentItem{{Type: DynamicToolCallOutputContentItemTypeInputText, Text: text}}}
+}
+
+// runHandler runs a tool's handler, turning a panic into an error.
+func runHandler(ctx context.Context, t Tool, call ToolCall) (text string, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("tool %s crashed: %v", call.Tool, r)
+		}
+	}()
+	return t.Handler(ctx, call)
+}
+
+// Image is an image sent with a turn's text, as a data URL.
+type Image struct {
+	MIME string // e.g. image/png
+	Data []byte
+}
+
+func (im Image) url() string {
+	return "data:" + im.MIME + ";base64," + base64.StdEncoding.EncodeToString(im.Data)
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	b   []byte
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if len(t.b) > t.max {
+		t.b = append(t.b[:0], t.b[len(t.b)-t.max:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.b)
+}

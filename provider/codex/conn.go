@@ -1,0 +1,429 @@
+package codex
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"sync"
+
+	"github.com/openmax/openmax/internal/lines"
+)
+
+// MaxLine is the longest app-server line the client accepts. A longer one
+// is skipped to its newline and reported as a bad line; the connection
+// goes on.
+const MaxLine = 64 << 20
+
+// maxQueued bounds the events read but not yet taken from Events. A
+// consumer that stops taking them does not make the client grow without
+// bound: past this many the connection fails.
+const maxQueued = 1 << 16
+
+// RPCError is a JSON-RPC error object, as the server sends it in a response
+// and as the client answers a server request it refuses.
+type RPCError struct {
+	Code    int64           `json:"code"`
+	Message string          `json:"message"`
+	Data    json.RawMessage `json:"data,omitempty"`
+}
+
+func (e *RPCError) Error() string {
+	return fmt.Sprintf("codex app-server error %d: %s", e.Code, e.Message)
+}
+
+// JSON-RPC error codes the client answers with.
+const (
+	CodeMethodNotFound = -32601
+	CodeInvalidParams  = -32602
+	CodeInternal       = -32603
+)
+
+// Event is one notification from the server, in the order it was read.
+// Params is the notification's params as sent; Decode gives them the
+// generated type of the method.
+type Event struct {
+	Method      string
+	Params      json.RawMessage
+	EmittedAtMs int64 // the server's emittedAtMs, 0 when absent
+}
+
+// Decode returns the event's params as a pointer to the generated params
+// type of its method (for example *TurnCompletedNotification for
+// turn/completed). An unknown method is an error.
+func (e Event) Decode() (any, error) {
+	mk, ok := notificationParams[e.Method]
+	if !ok {
+		return nil, fmt.Errorf("codex: unknown notification %q", e.Method)
+	}
+	v := mk()
+	if len(e.Params) > 0 {
+		if err := json.Unmarshal(e.Params, v); err != nil {
+			return nil, fmt.Errorf("codex: %s params: %w", e.Method, err)
+		}
+	}
+	return v, nil
+}
+
+// message is any line of the protocol: a request (id, method), a
+// notification (method), or a response (id, result or error).
+type message struct {
+	ID          json.RawMessage `json:"id,omitempty"`
+	Method      string          `json:"method,omitempty"`
+	Params      json.RawMessage `json:"params,omitempty"`
+	Result      json.RawMessage `json:"result,omitempty"`
+	Error       *RPCError       `json:"error,omitempty"`
+	EmittedAtMs *int64          `json:"emittedAtMs,omitempty"`
+}
+
+// serverRequestFunc answers one server request: a result, or an error
+// sent as the JSON-RPC error.
+type serverRequestFunc func(ctx context.Context, method string, params json.RawMessage) (any, *RPCError)
+
+// conn is the JSON-RPC peer over one NDJSON stream pair: requests and
+// their responses correlated by id, notifications queued for Events,
+// server requests answered on goroutines of their own. Safe for concurrent
+// use; see Client for the contract.
+type conn struct {
+	w          io.Writer
+	transcript io.Writer
+	onBadLine  func(line []byte, err error)
+	onRequest  serverRequestFunc
+	observe    func(Event) // sees each event on the reader goroutine, before it is queued
+
+	wmu sync.Mutex // one whole line at a time, to w and to the transcript
+
+	mu      sync.Mutex
+	nextID  int64
+	pending map[int64]chan message
+	queue   []Event
+	wake    chan struct{} // a token when the queue gains an event or the conn ends
+	err     error         // why the conn ended; nil while it runs
+	done    chan struct{} // closed when the reader ends
+	quit    chan struct{} // closed by stopPump: nobody will take more events
+	quitOne sync.Once
+
+	events   chan Event
+	reqCtx   context.Context
+	reqStop  context.CancelFunc
+	handlers sync.WaitGroup
+}
+
+func newConn(r io.Reader, w io.Writer, o connOptions) *conn {
+	ctx, stop := context.WithCancel(context.Background())
+	c := &conn{
+		w: w, transcript: o.transcript, onBadLine: o.onBadLine, onRequest: o.onRequest, observe: o.observe,
+		pending: map[int64]chan message{},
+		wake:    make(chan struct{}, 1),
+		done:    make(chan struct{}),
+		quit:    make(chan struct{}),
+		events:  make(chan Event),
+		reqCtx:  ctx, reqStop: stop,
+	}
+	go c.read(r)
+	go c.pump()
+	return c
+}
+
+type connOptions struct {
+	transcript io.Writer
+	onBadLine  func(line []byte, err error)
+	onRequest  serverRequestFunc
+	observe    func(Event)
+}
+
+// record writes one transcript line; a failing transcript writer is
+// reported as a bad line once per failure and never stops the session.
+func (c *conn) record(dir string, line []byte) {
+	if c.transcript == nil {
+		return
+	}
+	b, err := TranscriptBytes(dir, line)
+	if err == nil {
+		_, err = c.transcript.Write(append(b, '\n'))
+	}
+	if err != nil && c.onBadLine != nil {
+		c.onBadLine(line, fmt.Errorf("codex: transcript: %w", err))
+	}
+}
+
+// send writes v as one line.
+func (c *conn) send(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("codex: encode: %w", err)
+	}
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	select {
+	case <-c.done:
+		return c.closedErr()
+	default:
+	}
+	c.record(DirSend, b)
+	if _, err := c.w.Write(append(b, '\n')); err != nil {
+		return fmt.Errorf("codex: write to app-server: %w", err)
+	}
+	return nil
+}
+
+func (c *conn) closedErr() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil {
+		return c.err
+	}
+	return ErrClosed
+}
+
+// ErrClosed is returned by calls on a connection whose server has ended.
+var ErrClosed = errors.New("codex: app-server connection closed")
+
+type request struct {
+	ID     int64  `json:"id"`
+	Method string `json:"method"`
+	Params any    `json:"params,omitempty"`
+}
+
+// call sends a request and waits for its response, decoding the result
+// into result (when non-nil). A JSON-RPC error is returned as *RPCError.
+// Cancelling ctx stops the wait, not the request.
+func (c *conn) call(ctx context.Context, method string, params, result any) error {
+	c.mu.Lock()
+	if c.err != nil {
+		err := c.err
+		c.mu.Unlock()
+		return err
+	}
+	c.nextID++
+	id := c.nextID
+	ch := make(chan message, 1)
+	c.pending[id] = ch
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		delete(c.pending, id)
+		c.mu.Unlock()
+	}()
+	if err := c.send(request{ID: id, Method: method, Params: params}); err != nil {
+		return err
+	}
+	select {
+	case <-ctx.Done():
+		return fmt.Errorf("codex: %s: %w", method, ctx.Err())
+	case <-c.done:
+		// The response may have been read just before the end.
+		select {
+		case m := <-ch:
+			return decodeResult(method, m, result)
+		default:
+		}
+		return fmt.Errorf("codex: %s: %w", method, c.closedErr())
+	case m := <-ch:
+		return decodeResult(method, m, result)
+	}
+}
+
+func decodeResult(method string, m message, result any) error {
+	if m.Error != nil {
+		return fmt.Errorf("codex: %s: %w", method, m.Error)
+	}
+	if result == nil {
+		return nil
+	}
+	if err := json.Unmarshal(m.Result, result); err != nil {
+		return fmt.Errorf("codex: %s result: %w", method, err)
+	}
+	return nil
+}
+
+// notify sends a notification.
+func (c *conn) notify(method string, params any) error {
+	return c.send(struct {
+		Method string `json:"method"`
+		Params any    `json:"params,omitempty"`
+	}{method, params})
+}
+
+// read is the reader goroutine: it routes every line until the stream
+// ends, then fails what is still waiting.
+func (c *conn) read(r io.Reader) {
+	lr := lines.NewReader(r, MaxLine)
+	var err error
+	for {
+		var line []byte
+		line, err = lr.Next()
+		var tooLong *lines.TooLongError
+		if errors.As(err, &tooLong) {
+			c.bad(nil, fmt.Errorf("codex: %w", err))
+			continue
+		}
+		if err != nil {
+			break
+		}
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		c.wmu.Lock()
+		c.record(DirRecv, line)
+		c.wmu.Unlock()
+		c.route(line)
+	}
+	if errors.Is(err, io.EOF) {
+		err = ErrClosed
+	} else {
+		err = fmt.Errorf("codex: read from app-server: %w", err)
+	}
+	c.end(err)
+}
+
+// end marks the connection over (the first reason wins) and wakes
+// everything waiting on it.
+func (c *conn) end(err error) {
+	c.mu.Lock()
+	if c.err == nil {
+		c.err = err
+		close(c.done)
+		c.reqStop()
+	}
+	c.mu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (c *conn) bad(line []byte, err error) {
+	if c.onBadLine != nil {
+		c.onBadLine(line, err)
+	}
+}
+
+// route handles one line read from the server.
+func (c *conn) route(line []byte) {
+	if line[0] != '{' {
+		c.bad(line, errors.New("codex: line is not a JSON object"))
+		return
+	}
+	var m message
+	if err := json.Unmarshal(line, &m); err != nil {
+		c.bad(line, fmt.Errorf("codex: line does not parse: %w", err))
+		return
+	}
+	switch {
+	case m.Method != "" && len(m.ID) > 0:
+		c.handlers.Add(1)
+		go c.answer(m)
+	case m.Method != "":
+		ev := Event{Method: m.Method, Params: m.Params}
+		if m.EmittedAtMs != nil {
+			ev.EmittedAtMs = *m.EmittedAtMs
+		}
+		if _, known := notificationParams[m.Method]; !known {
+			c.bad(line, fmt.Errorf("codex: unknown notification %q", m.Method))
+		}
+		if c.observe != nil {
+			c.observe(ev)
+		}
+		c.enqueue(ev)
+	case len(m.ID) > 0:
+		id, err := strconv.ParseInt(string(m.ID), 10, 64)
+		c.mu.Lock()
+		ch, ok := c.pending[id]
+		c.mu.Unlock()
+		if err != nil || !ok {
+			c.bad(line, fmt.Errorf("codex: response to no request in flight (id %s)", m.ID))
+			return
+		}
+		ch <- m
+	default:
+		c.bad(line, errors.New("codex: line is neither a request, a notification nor a response"))
+	}
+}
+
+func (c *conn) enqueue(ev Event) {
+	c.mu.Lock()
+	if len(c.queue) >= maxQueued {
+		c.mu.Unlock()
+		c.end(fmt.Errorf("codex: %d events were not taken from Events; connection dropped", maxQueued))
+		return
+	}
+	c.queue = append(c.queue, ev)
+	c.mu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// pump hands queued events to Events in order, and closes it once the
+// connection has ended and the queue is empty.
+func (c *conn) pump() {
+	defer close(c.events)
+	for {
+		c.mu.Lock()
+		if len(c.queue) == 0 {
+			over := c.err != nil
+			c.mu.Unlock()
+			if over {
+				return
+			}
+			select {
+			case <-c.wake:
+			case <-c.quit:
+				return
+			}
+			continue
+		}
+		ev := c.queue[0]
+		c.queue[0] = Event{}
+		c.queue = c.queue[1:]
+		c.mu.Unlock()
+		select {
+		case c.events <- ev:
+		case <-c.quit:
+			return
+		}
+	}
+}
+
+// stopPump ends the delivery of events: Events is closed, and what was
+// not taken is dropped.
+func (c *conn) stopPump() {
+	c.quitOne.Do(func() { close(c.quit) })
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// answer runs one server request's handler and sends its response.
+func (c *conn) answer(m message) {
+	defer c.handlers.Done()
+	var result any
+	var rpcErr *RPCError
+	if c.onRequest == nil {
+		rpcErr = &RPCError{Code: CodeMethodNotFound, Message: "openmax does not handle " + m.Method}
+	} else {
+		result, rpcErr = c.onRequest(c.reqCtx, m.Method, m.Params)
+	}
+	resp := struct {
+		ID     json.RawMessage `json:"id"`
+		Result any             `json:"result,omitempty"`
+		Error  *RPCError       `json:"error,omitempty"`
+	}{ID: m.ID}
+	if rpcErr != nil {
+		resp.Error = rpcErr
+	} else {
+		resp.Result = result
+		if result == nil {
+			resp.Result = struct{}{}
+		}
+	}
+	if err := c.send(resp); err != nil {
+		c.bad(nil, fmt.Errorf("codex: answer %s: %w", m.Method, err))
+	}
+}
