@@ -340,6 +340,9 @@ func TestRealTranscripts(t *testing.T) {
 		{"codex-basic.jsonl", "/tmp/h/codex-research/runs/basic/work"},
 		{"codex-tool-ns.jsonl", "/tmp/h/codex-research/runs/tool_ns/work"},
 		{"codex-edge.jsonl", "/tmp/h/codex-research/runs/edge/work"},
+		// Recorded by the provider/codex client itself: two turns, the
+		// second calling a dynamic tool.
+		{"codex-go-client.jsonl", "/tmp/e2e-2058819081/work1"},
 	} {
 		t.Run(tt.file, func(t *testing.T) {
 			tr := load(t, tt.file)
