@@ -114,6 +114,11 @@ type Client struct {
 	mu        sync.Mutex
 	active    map[string]string // thread id → its running turn
 	completed map[string]string // thread id → its last completed turn
+	// turnStop cancels the tool calls of a running turn: the server
+	// abandons an unanswered call when its turn ends, so its handler is
+	// told to stop then.
+	turnStop  map[string]context.CancelFunc
+	turnCtx   map[string]context.Context
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -188,6 +193,8 @@ func newClient(r io.Reader, w io.Writer, o Options) *Client {
 		exited:    make(chan struct{}),
 		active:    map[string]string{},
 		completed: map[string]string{},
+		turnStop:  map[string]context.CancelFunc{},
+		turnCtx:   map[string]context.Context{},
 	}
 	for _, ns := range o.Tools {
 		for _, t := range ns.Tools {
@@ -338,6 +345,28 @@ func (cl *Client) observe(ev Event) {
 	if cl.active[p.ThreadID] == p.Turn.ID {
 		delete(cl.active, p.ThreadID)
 	}
+	if stop, ok := cl.turnStop[p.Turn.ID]; ok {
+		stop()
+		delete(cl.turnStop, p.Turn.ID)
+		delete(cl.turnCtx, p.Turn.ID)
+	}
+}
+
+// callContext is the context of a tool call in turnID: cancelled when the
+// turn completes (at once if it already has) or the client closes.
+func (cl *Client) callContext(parent context.Context, threadID, turnID string) context.Context {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	if ctx, ok := cl.turnCtx[turnID]; ok {
+		return ctx
+	}
+	ctx, stop := context.WithCancel(parent)
+	if cl.completed[threadID] == turnID {
+		stop()
+		return ctx
+	}
+	cl.turnCtx[turnID], cl.turnStop[turnID] = ctx, stop
+	return ctx
 }
 
 // began records a turn the server just said it started (turn/start's
@@ -367,7 +396,7 @@ func (cl *Client) serverRequest(ctx context.Context, method string, params json.
 		if err := json.Unmarshal(params, &p); err != nil {
 			return nil, &RPCError{Code: CodeInvalidParams, Message: "item/tool/call params: " + err.Error()}
 		}
-		return cl.callTool(ctx, p), nil
+		return cl.callTool(cl.callContext(ctx, p.ThreadID, p.TurnID), p), nil
 	case MethodItemCommandExecutionRequestApproval:
 		return CommandExecutionRequestApprovalResponse{Decision: json.RawMessage(`"accept"`)}, nil
 	case MethodItemFileChangeRequestApproval:

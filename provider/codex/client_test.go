@@ -467,3 +467,37 @@ func TestTranscriptRedactsEmails(t *testing.T) {
 		t.Fatal("a bad direction was accepted")
 	}
 }
+
+// The server abandons an unanswered tool call when its turn ends; the
+// handler is told to stop then.
+func TestToolCallIsCancelledWhenItsTurnEnds(t *testing.T) {
+	started := make(chan struct{}, 2)
+	stopped := make(chan error, 2)
+	tools := []Namespace{{Name: "openmax", Tools: []Tool{{Name: "wait", Handler: func(ctx context.Context, _ ToolCall) (string, error) {
+		started <- struct{}{}
+		<-ctx.Done()
+		stopped <- ctx.Err()
+		return "", ctx.Err()
+	}}}}}
+	_, p := connectPeer(t, Options{Tools: tools})
+	p.send(`{"id":0,"method":"item/tool/call","params":{"threadId":"th1","turnId":"tu1","callId":"c1","namespace":"openmax","tool":"wait","arguments":{}}}`)
+	<-started
+	p.notify(MethodTurnCompleted, `{"threadId":"th1","turn":{"id":"tu1","status":"interrupted","items":[]}}`)
+	if err := <-stopped; !errors.Is(err, context.Canceled) {
+		t.Fatalf("handler's context ended with %v", err)
+	}
+	// A call of a turn that already ended starts cancelled.
+	p.send(`{"id":1,"method":"item/tool/call","params":{"threadId":"th1","turnId":"tu1","callId":"c2","namespace":"openmax","tool":"wait","arguments":{}}}`)
+	for i := 0; i < 2; i++ {
+		line, err := p.in.ReadBytes('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(line), `"success":false`) || !strings.Contains(string(line), "context canceled") {
+			t.Fatalf("answer %s", line)
+		}
+	}
+	if err := <-stopped; !errors.Is(err, context.Canceled) {
+		t.Fatalf("late call's context: %v", err)
+	}
+}

@@ -79,11 +79,13 @@ func (cl *Client) StartThread(ctx context.Context, o ThreadOptions) (*Session, e
 }
 
 // ResumeThread resumes a thread by id with the same settings and no
-// tools (the thread keeps the ones it was started with).
+// tools (the thread keeps the ones it was started with). The turns are not
+// sent back (excludeTurns): the server deprecates hydrating them whole.
 func (cl *Client) ResumeThread(ctx context.Context, threadID string, o ThreadOptions) (*Session, error) {
 	approval, sandbox := o.policy()
 	p := ThreadResumeParams{
 		ThreadID:              threadID,
+		ExcludeTurns:          true,
 		Cwd:                   o.Cwd,
 		Model:                 o.Model,
 		ApprovalPolicy:        quoted(approval),
@@ -108,6 +110,7 @@ func (cl *Client) ForkThread(ctx context.Context, threadID, lastTurnID string, o
 	p := ThreadForkParams{
 		ThreadID:              threadID,
 		LastTurnID:            lastTurnID,
+		ExcludeTurns:          true,
 		Cwd:                   o.Cwd,
 		Model:                 o.Model,
 		ApprovalPolicy:        quoted(approval),
