@@ -382,6 +382,10 @@ func TestParseErrors(t *testing.T) {
 		{"two values", `{"dir":"recv","msg":{}} {"dir":"recv","msg":{}}`, 1, "more than one JSON value"},
 		{"a method that is not a string", "\n\n" + `{"dir":"send","msg":{"id":1,"method":7}}`, 3, "method is not a string"},
 		{"an array", `[]`, 1, "not a {\"dir\",\"msg\"} object"},
+		{"two dirs", `{"dir":"send","dir":"recv","msg":{}}`, 1, `two "dir" members`},
+		{"two msgs", `{"dir":"send","msg":{},"msg":{}}`, 1, `two "msg" members`},
+		{"a dir that is not a string", `{"dir":1,"msg":{}}`, 1, "dir is 1, not a string"},
+		{"broken JSON", `{"dir":"send","msg":{]}`, 1, "not a {\"dir\",\"msg\"} object: invalid character"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -106,30 +106,84 @@ func Parse(r io.Reader, maxLine int) (*Transcript, error) {
 
 // parseLine decodes one transcript line.
 func parseLine(b []byte) (Line, error) {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	var tl codex.TranscriptLine
-	if err := dec.Decode(&tl); err != nil {
-		return Line{}, fmt.Errorf("not a {\"dir\",\"msg\"} object: %w", err)
+	var buf bytes.Buffer
+	buf.Grow(len(b))
+	if err := json.Compact(&buf, b); err != nil {
+		return Line{}, lineError(b)
 	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return Line{}, errors.New("more than one JSON value on the line")
+	c := buf.Bytes()
+	if c[0] != '{' {
+		return Line{}, lineError(b)
 	}
-	if tl.Dir != codex.DirSend && tl.Dir != codex.DirRecv {
-		return Line{}, fmt.Errorf("dir is %q, neither %q nor %q", tl.Dir, codex.DirSend, codex.DirRecv)
+	var dir, msg []byte
+	err := members(c, func(key, val []byte) error {
+		switch string(key) {
+		case `"dir"`:
+			if dir != nil {
+				return errors.New(`two "dir" members`)
+			}
+			dir = val
+		case `"msg"`:
+			if msg != nil {
+				return errors.New(`two "msg" members`)
+			}
+			msg = val
+		default:
+			return fmt.Errorf("not a {\"dir\",\"msg\"} object: unknown field %s", key)
+		}
+		return nil
+	})
+	if err != nil {
+		return Line{}, err
 	}
-	if len(tl.Msg) == 0 {
+	var d string
+	if dir != nil {
+		if err := json.Unmarshal(dir, &d); err != nil {
+			return Line{}, fmt.Errorf("dir is %s, not a string", dir)
+		}
+	}
+	if d != codex.DirSend && d != codex.DirRecv {
+		return Line{}, fmt.Errorf("dir is %q, neither %q nor %q", d, codex.DirSend, codex.DirRecv)
+	}
+	if msg == nil {
 		return Line{}, errors.New("no msg")
 	}
-	var buf bytes.Buffer
-	if err := json.Compact(&buf, tl.Msg); err != nil {
-		return Line{}, fmt.Errorf("msg: %w", err)
-	}
-	l := Line{Dir: tl.Dir, Msg: buf.Bytes()}
+	l := Line{Dir: d, Msg: msg}
 	if err := l.classify(); err != nil {
 		return Line{}, err
 	}
 	return l, nil
+}
+
+// lineError says why b, which json.Compact refused or which is not an
+// object, is not a transcript line.
+func lineError(b []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return fmt.Errorf("not a {\"dir\",\"msg\"} object: %w", err)
+	}
+	if _, ok := v.(map[string]any); !ok {
+		return fmt.Errorf("not a {\"dir\",\"msg\"} object: %.40s", bytes.TrimSpace(b))
+	}
+	return errors.New("more than one JSON value on the line")
+}
+
+// members calls fn with the raw key and value of each top-level member
+// of the compact JSON object obj, in order, until fn fails.
+func members(obj []byte, fn func(key, val []byte) error) error {
+	for i := 1; i < len(obj) && obj[i] != '}'; {
+		if obj[i] == ',' {
+			i++
+		}
+		kEnd := stringEnd(obj, i)
+		vEnd := valueEnd(obj, kEnd+1) // past the ':'
+		if err := fn(obj[i:kEnd], obj[kEnd+1:vEnd]); err != nil {
+			return err
+		}
+		i = vEnd
+	}
+	return nil
 }
 
 // classify fills in the line's kind, id and method.
@@ -227,35 +281,15 @@ func canonical(v any) string {
 // topMembers returns the raw values of the top-level "id" and "method"
 // members of the compact JSON object obj (nil when absent).
 func topMembers(obj []byte) (id, method []byte) {
-	depth := 0
-	for i := 0; i < len(obj); {
-		switch c := obj[i]; c {
-		case '{', '[':
-			depth++
-			i++
-		case '}', ']':
-			depth--
-			i++
-		case '"':
-			end := stringEnd(obj, i)
-			if depth == 1 && end < len(obj) && obj[end] == ':' {
-				key := string(obj[i:end])
-				if key == `"id"` || key == `"method"` {
-					vEnd := valueEnd(obj, end+1)
-					if key == `"id"` {
-						id = obj[end+1 : vEnd]
-					} else {
-						method = obj[end+1 : vEnd]
-					}
-					i = vEnd
-					continue
-				}
-			}
-			i = end
-		default:
-			i++
+	_ = members(obj, func(key, val []byte) error {
+		switch string(key) {
+		case `"id"`:
+			id = val
+		case `"method"`:
+			method = val
 		}
-	}
+		return nil
+	})
 	return id, method
 }
 
