@@ -913,6 +913,14 @@ const (
 // AskForApproval is the schema's #/definitions/v2/AskForApproval.
 type AskForApproval = json.RawMessage
 
+// The string values of AskForApproval (its other alternatives are not strings):
+// a value of type AskForApproval holds one JSON-encoded.
+const (
+	AskForApprovalUntrusted = "untrusted"
+	AskForApprovalOnRequest = "on-request"
+	AskForApprovalNever     = "never"
+)
+
 // AsyncUserInputQuestion is the schema's #/definitions/v2/AsyncUserInputQuestion.
 type AsyncUserInputQuestion struct {
 	Options []string `json:"options,omitempty"`
@@ -1031,6 +1039,30 @@ type ClientInfo struct {
 // When an upstream HTTP status is available (for example, from the Responses API or a provider), it is forwarded in `httpStatusCode` on the relevant `codexErrorInfo` variant.
 type CodexErrorInfo = json.RawMessage
 
+// The string values of CodexErrorInfo (its other alternatives are not strings):
+// a value of type CodexErrorInfo holds one JSON-encoded.
+const (
+	CodexErrorInfoContextWindowExceeded       = "contextWindowExceeded"
+	CodexErrorInfoSessionBudgetExceeded       = "sessionBudgetExceeded"
+	CodexErrorInfoUsageLimitExceeded          = "usageLimitExceeded"
+	CodexErrorInfoRateLimitExceeded           = "rateLimitExceeded"
+	CodexErrorInfoFlexUnavailable             = "flexUnavailable"
+	CodexErrorInfoServerOverloaded            = "serverOverloaded"
+	CodexErrorInfoModelNotFound               = "modelNotFound"
+	CodexErrorInfoPolicyCapacityUnavailable   = "policyCapacityUnavailable"
+	CodexErrorInfoCyberPolicy                 = "cyberPolicy"
+	CodexErrorInfoMisalignmentPolicyViolation = "misalignmentPolicyViolation"
+	CodexErrorInfoTooManyDenials              = "tooManyDenials"
+	CodexErrorInfoInternalServerError         = "internalServerError"
+	CodexErrorInfoUnauthorized                = "unauthorized"
+	CodexErrorInfoBadRequest                  = "badRequest"
+	CodexErrorInfoThreadRollbackFailed        = "threadRollbackFailed"
+	CodexErrorInfoSandboxError                = "sandboxError"
+	CodexErrorInfoOther                       = "other"
+	// The workspace's inference hook explicitly denied this request.
+	CodexErrorInfoInferenceHookDenied = "inferenceHookDenied"
+)
+
 // CollabAgentState is the schema's #/definitions/v2/CollabAgentState.
 type CollabAgentState struct {
 	Message string            `json:"message,omitempty"`
@@ -1104,6 +1136,19 @@ const (
 
 // CommandExecutionApprovalDecision is the schema's #/definitions/CommandExecutionApprovalDecision.
 type CommandExecutionApprovalDecision = json.RawMessage
+
+// The string values of CommandExecutionApprovalDecision (its other alternatives are not strings):
+// a value of type CommandExecutionApprovalDecision holds one JSON-encoded.
+const (
+	// User approved the command.
+	CommandExecutionApprovalDecisionAccept = "accept"
+	// User approved the command and future prompts in the same session-scoped approval cache should run without prompting.
+	CommandExecutionApprovalDecisionAcceptForSession = "acceptForSession"
+	// User denied the command. The agent will continue the turn.
+	CommandExecutionApprovalDecisionDecline = "decline"
+	// User denied the command. The turn will also be immediately interrupted.
+	CommandExecutionApprovalDecisionCancel = "cancel"
+)
 
 // Distinguishes a command approval from input sent to an existing terminal.
 type CommandExecutionApprovalKind string
@@ -2252,6 +2297,13 @@ type ModelVerificationNotification struct {
 // Controls the effective multi-agent delegation instructions for a turn. `custom` means the configured mode hint defines the policy instead of a built-in policy.
 type MultiAgentMode = json.RawMessage
 
+// The string values of MultiAgentMode (its other alternatives are not strings):
+// a value of type MultiAgentMode holds one JSON-encoded.
+const (
+	MultiAgentModeExplicitRequestOnly = "explicitRequestOnly"
+	MultiAgentModeProactive           = "proactive"
+)
+
 // NetworkApprovalContext is the schema's #/definitions/NetworkApprovalContext.
 type NetworkApprovalContext struct {
 	Host     string                  `json:"host"`
@@ -2699,6 +2751,21 @@ const (
 // User's decision in response to an ExecApprovalRequest.
 type ReviewDecision = json.RawMessage
 
+// The string values of ReviewDecision (its other alternatives are not strings):
+// a value of type ReviewDecision holds one JSON-encoded.
+const (
+	// User has approved this command and the agent should execute it.
+	ReviewDecisionApproved = "approved"
+	// User has approved this request and wants future prompts in the same session-scoped approval cache to be automatically approved for the remainder of the session.
+	ReviewDecisionApprovedForSession = "approved_for_session"
+	// User has approved this MCP tool call and wants to amend its policy so matching future calls are automatically approved across sessions.
+	ReviewDecisionApprovedMcpPolicyAmendment = "approved_mcp_policy_amendment"
+	// Automatic approval review timed out before reaching a decision.
+	ReviewDecisionTimedOut = "timed_out"
+	// User has denied this command and the agent should not do anything until the user's next command.
+	ReviewDecisionAbort = "abort"
+)
+
 // SandboxMode is the schema's #/definitions/v2/SandboxMode.
 type SandboxMode string
 
@@ -2743,6 +2810,16 @@ type ServerRequestResolvedNotification struct {
 
 // SessionSource is the schema's #/definitions/v2/SessionSource.
 type SessionSource = json.RawMessage
+
+// The string values of SessionSource (its other alternatives are not strings):
+// a value of type SessionSource holds one JSON-encoded.
+const (
+	SessionSourceCli       = "cli"
+	SessionSourceVscode    = "vscode"
+	SessionSourceExec      = "exec"
+	SessionSourceAppServer = "appServer"
+	SessionSourceUnknown   = "unknown"
+)
 
 // Settings for a collaboration mode.
 type Settings struct {

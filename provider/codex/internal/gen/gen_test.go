@@ -123,11 +123,13 @@ func TestRules(t *testing.T) {
 		{
 			name: "string/object and string/integer mixes are raw", file: "mix.json", methods: []string{"policy/set"},
 			want: map[string]string{
-				"type AskForApproval":    "= json.RawMessage",
-				"type RequestID":         "= json.RawMessage",
-				"PolicySetParams.Policy": "AskForApproval `json:\"policy\"`",
-				"PolicySetParams.ID":     "RequestID `json:\"id,omitempty\"`",
-				"PolicySetParams.Either": "json.RawMessage `json:\"either,omitempty\"`",
+				"type AskForApproval":           "= json.RawMessage",
+				"type RequestID":                "= json.RawMessage",
+				"PolicySetParams.Policy":        "AskForApproval `json:\"policy\"`",
+				"PolicySetParams.ID":            "RequestID `json:\"id,omitempty\"`",
+				"PolicySetParams.Either":        "json.RawMessage `json:\"either,omitempty\"`",
+				"const AskForApprovalNever":     `"never"`,
+				"const AskForApprovalUntrusted": `"untrusted"`,
 			},
 			absent: []string{"type GranularAskForApproval", "type AskForApprovalGranular"},
 		},

@@ -412,6 +412,31 @@ func (g *generator) build(t *goType, s *Schema) error {
 		return g.buildEnum(t, s)
 	case kindStruct:
 		return g.buildStruct(t, s)
+	case kindRaw:
+		return g.buildRawStrings(t, s)
+	}
+	return nil
+}
+
+// buildRawStrings gives a raw mix the string values its alternatives
+// spell out (AskForApproval's "never"), as untyped constants: the client
+// names them, so a value a new schema drops stops the build.
+func (g *generator) buildRawStrings(t *goType, s *Schema) error {
+	for _, a := range alternatives(s) {
+		r, err := g.resolve(a)
+		if err != nil {
+			return err
+		}
+		if len(alternatives(r)) > 0 || !isPlainString(r) && len(r.Type) > 0 {
+			continue
+		}
+		for _, v := range enumValues(r) {
+			doc := ""
+			if len(r.Enum) == 1 {
+				doc = r.Description
+			}
+			t.Consts = append(t.Consts, &enumConst{Name: g.claim(t.Name+goName(v), t.Name+" value "+v), Value: v, Doc: doc})
+		}
 	}
 	return nil
 }

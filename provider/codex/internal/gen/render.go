@@ -203,6 +203,14 @@ func Generate(bundleJSON []byte, version string, clientMethods []string) ([]byte
 		case kindRaw:
 			st.Raws++
 			fmt.Fprintf(&o, "type %s = json.RawMessage\n\n", t.Name)
+			if len(t.Consts) > 0 {
+				fmt.Fprintf(&o, "// The string values of %s (its other alternatives are not strings):\n// a value of type %s holds one JSON-encoded.\nconst (\n", t.Name, t.Name)
+				for _, c := range t.Consts {
+					docLines(&o, "\t", c.Doc)
+					fmt.Fprintf(&o, "\t%s = %s\n", c.Name, strconv.Quote(c.Value))
+				}
+				o.WriteString(")\n\n")
+			}
 		case kindEnum:
 			st.Enums++
 			fmt.Fprintf(&o, "type %s string\n\n", t.Name)
