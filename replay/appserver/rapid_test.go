@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -38,6 +39,17 @@ func enc(t *rapid.T, v any) string {
 		t.Fatal(err)
 	}
 	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// writeLine writes a transcript line as codex.TranscriptBytes records
+// it, but keeping "<>&" as they crossed (TranscriptBytes's json.Marshal
+// escapes them).
+func writeLine(t *rapid.T, w *strings.Builder, dir, line string) {
+	msg := line
+	if !json.Valid([]byte(msg)) {
+		msg = enc(t, msg)
+	}
+	fmt.Fprintf(w, `{"dir":%q,"msg":%s}`+"\n", dir, msg)
 }
 
 // render lays a session out as (dir, line) pairs for one view.
@@ -112,13 +124,7 @@ func TestReplayProperty(t *testing.T) {
 		var file strings.Builder
 		var client, want []string
 		for i, dir := range dirs {
-			// As codex.TranscriptBytes records, but keeping "<>&" as
-			// they crossed: TranscriptBytes's json.Marshal escapes them.
-			msg := recLines[i]
-			if !json.Valid([]byte(msg)) {
-				msg = enc(t, msg)
-			}
-			fmt.Fprintf(&file, `{"dir":%q,"msg":%s}`+"\n", dir, msg)
+			writeLine(t, &file, dir, recLines[i])
 			if dir == codex.DirSend {
 				client = append(client, liveLines[i])
 			} else {
@@ -136,6 +142,88 @@ func TestReplayProperty(t *testing.T) {
 		}
 		if got := strings.TrimSuffix(out.String(), "\n"); got != strings.Join(want, "\n") {
 			t.Fatalf("wrote\n%s\nwant\n%s", got, strings.Join(want, "\n"))
+		}
+	})
+}
+
+// TestMissProperty: a session where the client changes one of its lines
+// misses at that line: Serve returns ErrMiss, the client got every
+// recorded app-server line up to the group of client lines holding it,
+// then (when the changed line is a request) one error answer with its id.
+func TestMissProperty(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		steps := rapid.SliceOfN(rapid.Custom(func(t *rapid.T) step {
+			return step{
+				kind:   rapid.IntRange(0, 4).Draw(t, "kind"),
+				method: rapid.SampledFrom([]string{"turn/start", "thread/read"}).Draw(t, "method"),
+				text:   rapid.StringMatching(`[a-z]{0,4}`).Draw(t, "text"),
+				file:   "f",
+				notes:  rapid.IntRange(0, 2).Draw(t, "notes"),
+			}
+		}), 0, 10).Draw(t, "steps")
+		v := view{cwd: "/tmp/rec", id: func(n int) any { return n + 1 }}
+		dirs, lines := render(t, steps, v)
+		var sendAt []int // the index in lines of each client line
+		for i, d := range dirs {
+			if d == codex.DirSend {
+				sendAt = append(sendAt, i)
+			}
+		}
+		changed := sendAt[rapid.IntRange(0, len(sendAt)-1).Draw(t, "changed")]
+		var file strings.Builder
+		var client []string
+		for i, dir := range dirs {
+			writeLine(t, &file, dir, lines[i])
+			if dir != codex.DirSend {
+				continue
+			}
+			line := lines[i]
+			if i == changed {
+				line = strings.Replace(strings.Replace(line, `"text":"`, `"text":"!`, 1), `"model":"m"`, `"model":"m2"`, 1)
+			}
+			client = append(client, line)
+		}
+		// The group holding the changed line starts at start; the
+		// client got the app-server lines before it.
+		start := changed
+		for start > 0 && dirs[start-1] == codex.DirSend {
+			start--
+		}
+		var want []string
+		for i := range start {
+			if dirs[i] == codex.DirRecv {
+				want = append(want, lines[i])
+			}
+		}
+		tr, err := Parse(strings.NewReader(file.String()), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out bytes.Buffer
+		err = Serve(context.Background(), tr, strings.NewReader(strings.Join(client, "\n")+"\n"), &out, Options{})
+		if !errors.Is(err, ErrMiss) {
+			t.Fatalf("Serve returned %v, want a miss", err)
+		}
+		got := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+		if out.Len() == 0 {
+			got = nil
+		}
+		isRequest := strings.HasPrefix(lines[changed], `{"id":`) && strings.Contains(lines[changed], `"method":`)
+		if isRequest {
+			if len(got) != len(want)+1 {
+				t.Fatalf("wrote %d lines, want %d and an answer:\n%s", len(got), len(want), out.String())
+			}
+			var a struct {
+				ID    json.RawMessage `json:"id"`
+				Error struct{ Code int }
+			}
+			if err := json.Unmarshal([]byte(got[len(got)-1]), &a); err != nil || a.Error.Code != MissCode {
+				t.Fatalf("the last line %s is not a miss answer", got[len(got)-1])
+			}
+			got = got[:len(got)-1]
+		}
+		if strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Fatalf("wrote\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 		}
 	})
 }
