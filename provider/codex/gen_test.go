@@ -53,6 +53,53 @@ func TestSchemaVersionMatchesCodex(t *testing.T) {
 	}
 }
 
+// TestCommittedSchemaMatchesCodex runs the generator as go generate does,
+// with the codex CLI at hand when it is the version of the committed
+// schema: the bundle it prints and the file made from it must be the
+// committed ones.
+func TestCommittedSchemaMatchesCodex(t *testing.T) {
+	bin, from := codexForVersion(t)
+	if bin == "" {
+		t.Skip("no codex CLI: set $CODEX, put codex on PATH, or install the pinned npm packages (go test ./cmd/openmax -run TestCodex does)")
+	}
+	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	if _, err := os.Stat(goBin); err != nil {
+		t.Skipf("no go command at %s: %v", goBin, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	keep := t.TempDir()
+	out := filepath.Join(keep, "protocol.gen.go")
+	cmd := exec.CommandContext(ctx, goBin, "run", "./internal/gen", "-codex", bin, "-schemadir", keep, "-out", out)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go run ./internal/gen -codex %s: %v\n%s", bin, err, b)
+	}
+	version, err := os.ReadFile(filepath.Join(keep, "VERSION"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := strings.TrimSpace(string(version)); v != SchemaVersion {
+		t.Skipf("codex (%s) is %s, not %s: TestSchemaVersionMatchesCodex says what to do", from, v, SchemaVersion)
+	}
+	for _, f := range []struct{ got, want string }{
+		{filepath.Join(keep, "codex_app_server_protocol.schemas.json"), filepath.Join("schema", "codex_app_server_protocol.schemas.json")},
+		{out, "protocol.gen.go"},
+	} {
+		got, err := os.ReadFile(f.got)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := os.ReadFile(f.want)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("codex %s (%s) makes a %s other than the committed one: run `go generate ./provider/codex` and commit the result",
+				SchemaVersion, from, filepath.Base(f.want))
+		}
+	}
+}
+
 // codexForVersion finds a codex CLI and says where it came from; "" when
 // there is none.
 func codexForVersion(t *testing.T) (bin, from string) {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"go/ast"
 	"go/importer"
 	"go/parser"
@@ -9,6 +10,7 @@ import (
 	"go/types"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -362,4 +364,115 @@ func decls(t *testing.T, src []byte) map[string]string {
 		}
 	}
 	return out
+}
+
+// fakeCodex writes a shell script standing in for the codex CLI: it
+// prints version for --version and, asked for the experimental schema,
+// writes bundle where it is told (exiting 2 on any other arguments).
+func fakeCodex(t *testing.T, version, bundle string) string {
+	t.Helper()
+	if runtime.GOOS == "windows" {
+		t.Skip("the stand-in codex is a shell script")
+	}
+	dir := t.TempDir()
+	script := `#!/bin/sh
+case "$1" in
+--version) echo "` + version + `" ;;
+app-server)
+	[ "$2" = generate-json-schema ] && [ "$3" = --experimental ] && [ "$4" = --out ] || { echo "bad args: $*" >&2; exit 2; }
+	[ -n "$CODEX_HOME" ] && [ "$CODEX_HOME" != "$HOME/.codex" ] || { echo "no CODEX_HOME of its own" >&2; exit 3; }
+	mkdir -p "$5" && cp '` + bundle + `' "$5/` + bundleFile + `" ;;
+*) echo "unexpected $*" >&2; exit 2 ;;
+esac
+`
+	p := filepath.Join(dir, "codex")
+	if err := os.WriteFile(p, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestRun drives the command as go generate does, with a stand-in codex:
+// the bundle and VERSION are kept and the Go file written from them; and
+// offline from a kept schema.
+func TestRun(t *testing.T) {
+	ctx := context.Background()
+	real := clientMethods
+	t.Cleanup(func() { clientMethods = real })
+	clientMethods = []string{"initialize"} // what testdata/refs.json has
+	bundle, err := filepath.Abs(filepath.Join("testdata", "refs.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	keep, out := t.TempDir(), filepath.Join(t.TempDir(), "protocol.gen.go")
+	codex := fakeCodex(t, "codex-cli 9.8.7", bundle)
+	if err := run(ctx, []string{"-codex", codex, "-schemadir", keep, "-out", out}); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := os.ReadFile(filepath.Join(keep, versionFile)); string(v) != "9.8.7\n" {
+		t.Errorf("VERSION = %q, want 9.8.7", v)
+	}
+	want, _ := os.ReadFile(bundle)
+	if got, _ := os.ReadFile(filepath.Join(keep, bundleFile)); !bytes.Equal(got, want) {
+		t.Errorf("the kept bundle is not what codex wrote")
+	}
+	src, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := decls(t, src)["const SchemaVersion"]; got != `"9.8.7"` {
+		t.Errorf("SchemaVersion = %s, want \"9.8.7\"", got)
+	}
+
+	// $CODEX names the CLI when -codex is not given.
+	t.Setenv("CODEX", codex)
+	out2 := filepath.Join(t.TempDir(), "protocol.gen.go")
+	if err := run(ctx, []string{"-schemadir", t.TempDir(), "-out", out2}); err != nil {
+		t.Fatal(err)
+	}
+	// Offline from the kept schema: the same file.
+	out3 := filepath.Join(t.TempDir(), "protocol.gen.go")
+	if err := run(ctx, []string{"-schema", keep, "-out", out3}); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{out2, out3} {
+		if got, _ := os.ReadFile(p); !bytes.Equal(got, src) {
+			t.Errorf("%s differs from the first run's output", p)
+		}
+	}
+}
+
+func TestRunFailures(t *testing.T) {
+	ctx := context.Background()
+	bundle, err := filepath.Abs(filepath.Join("testdata", "refs.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		args func(t *testing.T) []string
+		want string
+	}{
+		{"no version number", func(t *testing.T) []string {
+			return []string{"-codex", fakeCodex(t, "codex-cli dev", bundle), "-schemadir", t.TempDir(), "-out", filepath.Join(t.TempDir(), "x.go")}
+		}, `no version number`},
+		{"codex fails", func(t *testing.T) []string {
+			return []string{"-codex", fakeCodex(t, "codex-cli 1.0.0", "/nonexistent/bundle.json"), "-schemadir", t.TempDir(), "-out", filepath.Join(t.TempDir(), "x.go")}
+		}, "generate-json-schema --experimental"},
+		{"no codex", func(t *testing.T) []string {
+			return []string{"-codex", filepath.Join(t.TempDir(), "missing"), "-schemadir", t.TempDir(), "-out", filepath.Join(t.TempDir(), "x.go")}
+		}, "--version"},
+		{"no kept schema", func(t *testing.T) []string {
+			return []string{"-schema", t.TempDir(), "-out", filepath.Join(t.TempDir(), "x.go")}
+		}, bundleFile},
+		{"stray argument", func(t *testing.T) []string { return []string{"-schema", t.TempDir(), "extra"} }, "unexpected arguments"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := run(ctx, tt.args(t))
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err = %v, want one containing %q", err, tt.want)
+			}
+		})
+	}
 }
