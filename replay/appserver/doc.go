@@ -35,17 +35,16 @@
 //	                params.clientInfo.version               outlives a release)
 //	learned paths   string values of LearnedKeys ("cwd"),   the first time the client's value differs from
 //	                at any depth, when the recorded value   the recorded one, recorded → client's is learned;
-//	                is an absolute path other than "/"      from then on every recorded string equal to the
-//	                                                        recorded path or under it (after "/") has that
-//	                                                        prefix replaced, both when matching and in every
-//	                                                        line written back
+//	                is an absolute path other than "/"      from then on the recorded path is replaced by the
+//	                                                        client's wherever it stands as a path in a
+//	                                                        recorded string ("/r/w", "/r/w/x", "cd /r/w &&",
+//	                                                        not "/r/wx" or "/x/r/w"), both when matching and
+//	                                                        in every line written back
 //
 // A learned path is kept only when the line it was learned from matches
 // with it, and a recorded path once learned keeps its mapping (a later
 // different value for it is a miss); a path under it may be learned on its
-// own, and the longest learned prefix wins. Only whole strings starting
-// with a learned path are rewritten, not paths inside longer text.
-// Nothing else is rewritten: the app-server's own values (thread and turn
+// own, and the longest learned path wins. Nothing else is rewritten: the app-server's own values (thread and turn
 // ids, timestamps, its CODEX_HOME) are written back byte for byte as
 // recorded, so a client echoing them in later requests matches, and the
 // same transcript and the same client lines always give the same output

@@ -52,26 +52,87 @@ type pathMap struct {
 	from, to []string
 }
 
-// apply replaces the longest learned prefix of s.
+// apply replaces, left to right, every occurrence in s of a learned path
+// that stands as a path of its own: not continuing a longer name or path
+// before it, and followed by the end, a separator or a character no name
+// holds (so "/r/w" is found in "cd /r/w && ls" and "/r/w/x", not in
+// "/r/wx" or "/x/r/w"). Where learned paths overlap, the longest wins.
 func (p *pathMap) apply(s string) (string, bool) {
-	for i, f := range p.from {
-		if under(s, f) {
-			return p.to[i] + s[len(f):], true
-		}
+	if len(p.from) == 0 {
+		return s, false
 	}
-	return s, false
+	var b strings.Builder
+	pos := 0
+	for {
+		at, k := -1, -1
+		for i, f := range p.from {
+			if j := pathIndex(s, f, pos); j >= 0 && (at < 0 || j < at) {
+				at, k = j, i // p.from is longest first: ties keep the longest
+			}
+		}
+		if at < 0 {
+			break
+		}
+		b.WriteString(s[pos:at])
+		b.WriteString(p.to[k])
+		pos = at + len(p.from[k])
+	}
+	if pos == 0 {
+		return s, false
+	}
+	b.WriteString(s[pos:])
+	return b.String(), true
 }
 
-// under reports whether s is the path prefix or lies under it.
-func under(s, prefix string) bool {
-	if !strings.HasPrefix(s, prefix) {
-		return false
+// pathIndex is the first index at or after pos where path occurs in s as
+// a path of its own, or -1.
+func pathIndex(s, path string, pos int) int {
+	for pos <= len(s)-len(path) {
+		j := strings.Index(s[pos:], path)
+		if j < 0 {
+			return -1
+		}
+		j += pos
+		if startsPath(s, j) && endsPath(s, j+len(path), path) {
+			return j
+		}
+		pos = j + 1
 	}
-	if len(s) == len(prefix) || strings.HasSuffix(prefix, "/") || strings.HasSuffix(prefix, `\`) {
+	return -1
+}
+
+// startsPath reports whether a path may start at s[i]: nothing of a name
+// or a path before it.
+func startsPath(s string, i int) bool {
+	if i == 0 {
 		return true
 	}
-	c := s[len(prefix)]
-	return c == '/' || c == '\\'
+	c := s[i-1]
+	return !nameByte(c) && c != '/' && c != '\\'
+}
+
+// endsPath reports whether the path that ends at s[e] ends there, rather
+// than continuing into a longer name.
+func endsPath(s string, e int, path string) bool {
+	if e == len(s) || strings.HasSuffix(path, "/") || strings.HasSuffix(path, `\`) {
+		return true
+	}
+	switch c := s[e]; {
+	case c == '/' || c == '\\':
+		return true
+	case c == '.':
+		// A full stop ends a sentence; "/r/w.bak" is another name.
+		return e+1 == len(s) || !nameByte(s[e+1])
+	default:
+		return !nameByte(c)
+	}
+}
+
+// nameByte reports whether c can be part of a file name in a path as
+// codex and shells print them (non-ASCII bytes included).
+func nameByte(c byte) bool {
+	return c >= 0x80 || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
+		c == '_' || c == '-' || c == '~' || c == '.'
 }
 
 // with returns p plus the mappings in add.

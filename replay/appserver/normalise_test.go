@@ -90,7 +90,13 @@ func TestMatchRules(t *testing.T) {
 		name:     "a cwd learned applies at once, to later lines and to what is written",
 		recorded: []string{"send", `{"id":1,"method":"a","params":{"cwd":"/r/w","file":"/r/w/x"}}`, "recv", `{"id":1,"result":{"roots":["/r/w","/r/w/sub","/r/wx","/r"],"/r/w":"/r/w"}}`, "send", `{"method":"b","params":{"path":"/r/w/y"}}`, "recv", `{"method":"c","params":{"text":"see /r/w"}}`},
 		client:   []string{`{"id":1,"method":"a","params":{"cwd":"/c/0","file":"/c/0/x"}}`, `{"method":"b","params":{"path":"/c/0/y"}}`},
-		want:     []string{`{"id":1,"result":{"roots":["/c/0","/c/0/sub","/r/wx","/r"],"/r/w":"/c/0"}}`, `{"method":"c","params":{"text":"see /r/w"}}`},
+		want:     []string{`{"id":1,"result":{"roots":["/c/0","/c/0/sub","/r/wx","/r"],"/r/w":"/c/0"}}`, `{"method":"c","params":{"text":"see /c/0"}}`},
+		match:    true,
+	}, {
+		name:     "a learned cwd inside text, at path boundaries only",
+		recorded: []string{"send", `{"method":"a","params":{"cwd":"/r/w"}}`, "recv", `{"method":"c","params":{"output":"cd /r/w && ls /r/w/x\n/r/w.\n(/r/w) /r/wx /x/r/w /r/w.bak /r/w-2 '/r/w'"}}`, "send", `{"id":0,"result":{"text":"wrote /r/w/a.txt"}}`},
+		client:   []string{`{"method":"a","params":{"cwd":"/c/0"}}`, `{"id":0,"result":{"text":"wrote /c/0/a.txt"}}`},
+		want:     []string{`{"method":"c","params":{"output":"cd /c/0 && ls /c/0/x\n/c/0.\n(/c/0) /r/wx /x/r/w /r/w.bak /r/w-2 '/c/0'"}}`},
 		match:    true,
 	}, {
 		name:     "a learned cwd stops at a path boundary",
@@ -169,6 +175,7 @@ func TestRewrite(t *testing.T) {
 		{"a value named id stays", `{"result":["id"],"id":1}`, "3", `{"result":["id"],"id":3}`},
 		{"keys stay", `{"/r/a":"/r/a"}`, "", `{"/r/a":"/c/a"}`},
 		{"the longest prefix wins", `["/r/deep/x","/r/deeper"]`, "", `["/d/x","/c/deeper"]`},
+		{"inside text", `["cd /r/a && cat /r/deep/b.","/x/r/a /rab"]`, "", `["cd /c/a && cat /d/b.","/x/r/a /rab"]`},
 		{"escapes", `["\/r\/x","/r/\"\\\n","\u002fr"]`, "", `["/c/x","/c/\"\\\n","/c"]`},
 	}
 	for _, tt := range tests {

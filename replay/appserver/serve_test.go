@@ -528,7 +528,7 @@ func TestLargeTranscript(t *testing.T) {
 		fmt.Fprintf(&want, `{"id":%d,"result":{"path":"/cli/w/%d"}}`+"\n", i+1000000, i)
 		for j := range 8 {
 			fmt.Fprintf(&b, `{"dir":"recv","msg":{"method":"item/agentMessage/delta","params":{"itemId":"msg-%d","delta":"%d, /rec/w/%d"},"emittedAtMs":%d}}`+"\n", i, j, j, i)
-			fmt.Fprintf(&want, `{"method":"item/agentMessage/delta","params":{"itemId":"msg-%d","delta":"%d, /rec/w/%d"},"emittedAtMs":%d}`+"\n", i, j, j, i)
+			fmt.Fprintf(&want, `{"method":"item/agentMessage/delta","params":{"itemId":"msg-%d","delta":"%d, /cli/w/%d"},"emittedAtMs":%d}`+"\n", i, j, j, i)
 		}
 	}
 	tr, err := Parse(strings.NewReader(b.String()), 0)
