@@ -46,8 +46,18 @@ const DefaultMaxReplyBytes = 64 << 20
 // The zero Config is not the default one; start from Defaults.
 type Config struct {
 	// Provider is the model provider: openai, anthropic, echo (repeats each
-	// prompt) or script (plays Script).
+	// prompt), script (plays Script) or codex (each turn's agent loop runs
+	// inside codex app-server: docs/codex-backend.md).
 	Provider string `yaml:"provider"`
+	// Codex is the command line of the app-server under --provider codex:
+	// the program and its arguments, split at white space (no quoting),
+	// followed by `app-server -c check_for_update_on_startup=false`. Empty
+	// means codex from PATH.
+	Codex string `yaml:"codex,omitempty"`
+	// CodexTranscript, when set, is the file every line exchanged with the
+	// app-server is recorded to ({"dir","msg"} lines, emails redacted), for
+	// openmax fake-app-server to replay.
+	CodexTranscript string `yaml:"-"`
 	// Script is the scenario file of the script provider.
 	Script string `yaml:"script,omitempty"`
 	// Model is the model name sent to the provider; empty means the
@@ -130,6 +140,10 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("unknown --api %q (known: %s, %s)", c.API, APIChat, APIResponses)
 	case c.API != "" && c.Provider != "openai":
 		return fmt.Errorf("--api is only for --provider openai (it picks the OpenAI wire: %s or %s)", APIChat, APIResponses)
+	case (c.Codex != "" || c.CodexTranscript != "") && c.Provider != "codex":
+		return errors.New("--codex and --codex-transcript are only for --provider codex")
+	case c.Provider == "codex" && (c.BaseURL != "" || c.Script != ""):
+		return errors.New("--provider codex takes no --base-url or --script: codex reads its model provider from CODEX_HOME/config.toml")
 	}
 	for _, d := range []struct {
 		name string
@@ -146,7 +160,9 @@ func (c *Config) Validate() error {
 // c's current values as their defaults (start from Defaults). The flag
 // names are the CLI's; the YAML names of a recording are the fields' own.
 func (c *Config) Flags(fs *flag.FlagSet) {
-	fs.StringVar(&c.Provider, "provider", c.Provider, "the model provider: openai, anthropic, echo (repeats each prompt) or script (plays --script)")
+	fs.StringVar(&c.Provider, "provider", c.Provider, "the model provider: openai, anthropic, echo (repeats each prompt), script (plays --script) or codex (the turn runs inside codex app-server)")
+	fs.StringVar(&c.Codex, "codex", c.Codex, "with --provider codex: the app-server's `command line`, split at spaces (default: codex from PATH)")
+	fs.StringVar(&c.CodexTranscript, "codex-transcript", c.CodexTranscript, "with --provider codex: record every line exchanged with the app-server to this `file`")
 	fs.StringVar(&c.Script, "script", c.Script, "with --provider script: the scenario file (YAML)")
 	fs.StringVar(&c.Model, "model", c.Model, "the model name sent to the provider (openai default "+DefaultOpenAIModel+", anthropic default "+DefaultAnthropicModel+")")
 	fs.StringVar(&c.BaseURL, "base-url", c.BaseURL, "the provider's base URL (default: $OPENAI_BASE_URL or $ANTHROPIC_BASE_URL, else the vendor's)")

@@ -18,6 +18,7 @@ import (
 	"strings"
 
 	"github.com/openmax/openmax/core"
+	"github.com/openmax/openmax/core/codexbackend"
 	"github.com/openmax/openmax/core/hook"
 	"github.com/openmax/openmax/core/stdio"
 	"github.com/openmax/openmax/core/tool"
@@ -77,6 +78,10 @@ type Harness struct {
 	project string
 	frozen  *snapshot      // what New froze from the project (freeze.go); nil in a replay
 	tools   *tool.Registry // the tools New assembled
+	// codex runs the turns under --provider codex (codex.go), recording
+	// to codexTranscript when set.
+	codex           *codexbackend.Backend
+	codexTranscript *os.File
 }
 
 // ConfigError is a configuration mistake New found: an unknown provider, a
@@ -153,6 +158,11 @@ func assemble(cfg Config, deps Deps) (*Harness, error) {
 	}
 	h := &Harness{cfg: cfg, deps: deps, engine: eng, project: project, tools: tools}
 	h.freezeStart() // skills and system prompt (freeze.go)
+	if cfg.Provider == "codex" {
+		if err := h.useCodex(); err != nil { // codex.go
+			return nil, err
+		}
+	}
 	return h, nil
 }
 
@@ -234,6 +244,7 @@ func (h *Harness) ServeConn(ctx context.Context, conn stdio.Conn, o ServeOptions
 		opts.Untrusted, opts.Modes = !trusted, modes
 	}
 	defer closeHooks(h.engine, h.deps.Log)
+	defer h.closeCodex()
 	return stdio.ServeConn(ctx, conn, opts)
 }
 

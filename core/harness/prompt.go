@@ -25,6 +25,7 @@ func (h *Harness) Prompt(ctx context.Context, text string, w io.Writer) (string,
 	if trusted, _ := h.settings(); !trusted {
 		return "", untrusted{h.project}
 	}
+	defer h.closeCodex()
 	sess := core.NewSession(h.sessionID())
 	sess.SetApprovals(func() string { return "ask" }, nil)
 	log := h.deps.Log

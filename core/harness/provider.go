@@ -78,10 +78,12 @@ func newProvider(cfg Config, d Deps) (provider.Provider, int, error) {
 			return nil, 0, err
 		}
 		inner, window = script.New(sc, d.Clock), sc.ContextTokens
+	case "codex":
+		return nil, 0, nil // the engine's Backend runs the turn (codex.go)
 	case "":
-		return nil, 0, fmt.Errorf("--stdio needs --provider (openai, anthropic, echo or script)")
+		return nil, 0, fmt.Errorf("--stdio needs --provider (openai, anthropic, echo, script or codex)")
 	default:
-		return nil, 0, fmt.Errorf("unknown --provider %q (known: openai, anthropic, echo, script)", cfg.Provider)
+		return nil, 0, fmt.Errorf("unknown --provider %q (known: openai, anthropic, echo, script, codex)", cfg.Provider)
 	}
 	p := retry.New(inner, retry.Policy{MaxAttempts: cfg.MaxAttempts, Seed: d.Seed}, d.Clock)
 	if !d.PlaceholderKeys {

@@ -262,6 +262,10 @@ func (cl *Client) initialize(ctx context.Context) error {
 	return cl.c.notify(MethodInitialized, nil)
 }
 
+// Ended is closed once the server's stdout has ended (the process exited,
+// or Close was called).
+func (cl *Client) Ended() <-chan struct{} { return cl.c.done }
+
 // Events delivers the server's notifications in order; it is closed
 // after the connection ends and every event read before has been taken.
 func (cl *Client) Events() <-chan Event { return cl.c.events }

@@ -1,0 +1,200 @@
+// Package codexbackend runs openmax turns inside codex app-server: a
+// core.Backend that sends each user command to codex as turn/start and maps
+// what codex reports (agent message deltas, commands, file changes, token
+// usage, retries, failures) onto openmax-stdio/6 events, offering
+// openmax's own tools to codex as a namespace of dynamic tools behind
+// openmax's approval gate. docs/codex-backend.md has the mapping table.
+package codexbackend
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/openmax/openmax/core"
+	"github.com/openmax/openmax/provider/codex"
+)
+
+// Namespace is the dynamic-tool namespace openmax's tools are offered in.
+const Namespace = "openmax"
+
+// Config configures a Backend.
+type Config struct {
+	// Command runs the app-server (see codex.Options.Command); empty means
+	// codex from PATH.
+	Command []string
+	// Dir is the project: codex's working directory and the thread's cwd.
+	Dir string
+	// Env is added to codex's environment (CODEX_HOME, for one).
+	Env []string
+	// Model is the thread's model; empty leaves it to codex's config.
+	Model string
+	// Instructions are sent as the thread's developer instructions.
+	Instructions string
+	// Version is openmax's, sent as clientInfo.
+	Version string
+	// Transcript, when set, records every app-server line (see
+	// codex.Options.Transcript).
+	Transcript io.Writer
+	// Log receives codex's stderr and the lines it sent that the client
+	// could not use; nil discards them.
+	Log io.Writer
+}
+
+// Backend is a core.Backend over one codex app-server, started at the
+// first turn and shared by every session of the engine, one codex thread
+// per session. It is safe for concurrent use; a session runs one turn at a
+// time, as core.Engine guarantees.
+type Backend struct {
+	cfg Config
+
+	mu      sync.Mutex
+	cl      *codex.Client
+	threads map[string]*codex.Session // openmax session id → its thread on the running app-server
+	ids     map[string]string         // openmax session id → its thread id, kept across restarts
+	turns   map[string]*turnRun       // codex thread id → the turn running on it
+	closed  bool
+}
+
+// New returns a Backend; nothing starts until the first turn.
+func New(cfg Config) *Backend {
+	if cfg.Log == nil {
+		cfg.Log = io.Discard
+	}
+	return &Backend{cfg: cfg, threads: map[string]*codex.Session{}, ids: map[string]string{}, turns: map[string]*turnRun{}}
+}
+
+// Close ends the app-server (closing its stdin) and waits for it within
+// ctx.
+func (b *Backend) Close(ctx context.Context) error {
+	b.mu.Lock()
+	cl := b.cl
+	b.cl, b.closed = nil, true
+	b.mu.Unlock()
+	if cl == nil {
+		return nil
+	}
+	return cl.Close(ctx)
+}
+
+// RunTurn implements core.Backend.
+func (b *Backend) RunTurn(ctx context.Context, h *core.TurnHost, text string) string {
+	s, err := b.thread(ctx, h)
+	if err != nil {
+		return fail(h, err)
+	}
+	r := newTurnRun(b, h, s)
+	return r.run(ctx, text)
+}
+
+// client returns the running app-server, starting it (with the tools the
+// host lists) when there is none or the last one ended.
+func (b *Backend) client(ctx context.Context, h *core.TurnHost) (*codex.Client, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return nil, errors.New("codex backend is closed")
+	}
+	if b.cl != nil {
+		select {
+		case <-b.cl.Ended():
+			b.cl = nil
+			clear(b.threads) // a new process resumes them
+		default:
+			return b.cl, nil
+		}
+	}
+	var tools []codex.Tool
+	for _, sp := range h.Tools() {
+		tools = append(tools, codex.Tool{Name: sp.Name, Description: sp.Description, InputSchema: sp.Schema, Handler: b.callTool})
+	}
+	o := codex.Options{
+		Command: b.cfg.Command, Dir: b.cfg.Dir, Env: b.cfg.Env,
+		ClientName: "openmax", ClientVersion: b.cfg.Version,
+		Transcript: b.cfg.Transcript, Stderr: b.cfg.Log,
+		OnBadLine: func(line []byte, err error) {
+			fmt.Fprintf(b.cfg.Log, "openmax: codex app-server: %v\n", err)
+		},
+	}
+	if len(tools) > 0 {
+		o.Tools = []codex.Namespace{{Name: Namespace, Description: "openmax's own tools, run by openmax behind its approval gate", Tools: tools}}
+	}
+	cl, err := codex.Start(ctx, o)
+	if err != nil {
+		return nil, fmt.Errorf("start codex app-server: %w", err)
+	}
+	b.cl = cl
+	go b.route(cl)
+	return cl, nil
+}
+
+// thread returns the session's codex thread, starting (or, after the
+// app-server was restarted, resuming) it.
+func (b *Backend) thread(ctx context.Context, h *core.TurnHost) (*codex.Session, error) {
+	cl, err := b.client(ctx, h)
+	if err != nil {
+		return nil, err
+	}
+	b.mu.Lock()
+	s, ok := b.threads[h.SessionID()]
+	id := b.ids[h.SessionID()]
+	b.mu.Unlock()
+	if ok {
+		return s, nil
+	}
+	o := codex.ThreadOptions{Cwd: b.cfg.Dir, Model: b.cfg.Model, DeveloperInstructions: b.cfg.Instructions}
+	if id != "" {
+		s, err = cl.ResumeThread(ctx, id, o)
+	} else {
+		s, err = cl.StartThread(ctx, o)
+	}
+	if err != nil {
+		return nil, err
+	}
+	b.mu.Lock()
+	b.threads[h.SessionID()], b.ids[h.SessionID()] = s, s.ID
+	b.mu.Unlock()
+	return s, nil
+}
+
+// route hands each event to the turn running on its thread; events of a
+// thread with no turn running are dropped (status changes after a turn
+// completed, for one).
+func (b *Backend) route(cl *codex.Client) {
+	for ev := range cl.Events() {
+		var p struct {
+			ThreadID string `json:"threadId"`
+		}
+		_ = json.Unmarshal(ev.Params, &p)
+		b.mu.Lock()
+		r := b.turns[p.ThreadID]
+		b.mu.Unlock()
+		if r != nil {
+			r.deliver(ev)
+		}
+	}
+	b.mu.Lock()
+	runs := make([]*turnRun, 0, len(b.turns))
+	for _, r := range b.turns {
+		runs = append(runs, r)
+	}
+	b.mu.Unlock()
+	for _, r := range runs {
+		r.ended(cl)
+	}
+}
+
+// callTool answers codex's call of an openmax tool: the turn running on
+// the call's thread runs it through openmax's gate.
+func (b *Backend) callTool(ctx context.Context, c codex.ToolCall) (string, error) {
+	b.mu.Lock()
+	r := b.turns[c.ThreadID]
+	b.mu.Unlock()
+	if r == nil {
+		return "", fmt.Errorf("no openmax turn is running on thread %s", c.ThreadID)
+	}
+	return r.callTool(ctx, c)
+}

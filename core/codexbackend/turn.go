@@ -1,0 +1,479 @@
+package codexbackend
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/openmax/openmax/core"
+	"github.com/openmax/openmax/core/wire"
+	"github.com/openmax/openmax/provider/codex"
+)
+
+// interruptWait bounds how long a cancelled turn waits for codex to say
+// the turn ended before it reports the cancel anyway (codex answers
+// within milliseconds).
+const interruptWait = 10 * time.Second
+
+// Tool names codex's own tool items are reported under (tool_start name).
+const (
+	ToolCommand    = "codex_command"
+	ToolFileChange = "codex_file_change"
+	ToolMCP        = "codex_mcp"
+)
+
+// turnRun is one turn on one thread: the loop that turns codex's events
+// into the turn's events, and the openmax tool calls codex makes during
+// it, run on the loop's goroutine so events and tools stay in order.
+type turnRun struct {
+	b *Backend
+	h *core.TurnHost
+	s *codex.Session
+
+	events   chan codex.Event
+	calls    chan toolRequest
+	gone     chan struct{} // the app-server ended
+	goneOnce sync.Once
+	finished chan struct{} // the loop returned
+
+	turnID string
+	// text is the text of the open run of tokens: every agent message
+	// since the last tool call, closed by one message_done before the next
+	// tool starts or when the turn ends.
+	text     strings.Builder
+	runOpen  bool
+	lastItem string          // the agent message the run's last token came from
+	seen     map[string]bool // agent messages that streamed deltas
+	tools    map[string]bool // codex's tool items started and not yet ended
+	attempts int             // retries reported so far
+	failure  *codex.TurnError
+}
+
+type toolRequest struct {
+	ctx   context.Context
+	call  codex.ToolCall
+	reply chan toolReply
+}
+
+type toolReply struct {
+	text string
+	err  error
+}
+
+func newTurnRun(b *Backend, h *core.TurnHost, s *codex.Session) *turnRun {
+	return &turnRun{
+		b: b, h: h, s: s,
+		events:   make(chan codex.Event, 256),
+		calls:    make(chan toolRequest),
+		gone:     make(chan struct{}),
+		finished: make(chan struct{}),
+		seen:     map[string]bool{},
+		tools:    map[string]bool{},
+	}
+}
+
+func (r *turnRun) deliver(ev codex.Event) {
+	select {
+	case r.events <- ev:
+	case <-r.finished:
+	}
+}
+
+func (r *turnRun) ended(*codex.Client) { r.goneOnce.Do(func() { close(r.gone) }) }
+
+func (r *turnRun) callTool(ctx context.Context, c codex.ToolCall) (string, error) {
+	q := toolRequest{ctx: ctx, call: c, reply: make(chan toolReply, 1)}
+	select {
+	case r.calls <- q:
+	case <-r.finished:
+		return "", errors.New("the openmax turn has ended")
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+	a := <-q.reply
+	return a.text, a.err
+}
+
+// fail reports a failure of the backend itself as the turn's error.
+func fail(h *core.TurnHost, err error) string {
+	h.Emit(wire.Error{Message: "codex: " + err.Error()})
+	return wire.StopError
+}
+
+func (r *turnRun) run(ctx context.Context, text string) (stop string) {
+	b := r.b
+	b.mu.Lock()
+	b.turns[r.s.ID] = r
+	b.mu.Unlock()
+	defer func() {
+		b.mu.Lock()
+		if b.turns[r.s.ID] == r {
+			delete(b.turns, r.s.ID)
+		}
+		b.mu.Unlock()
+		close(r.finished)
+	}()
+	if ctx.Err() != nil {
+		return wire.StopCancelled
+	}
+	turn, err := r.s.Send(ctx, text)
+	if err != nil {
+		if ctx.Err() != nil {
+			return wire.StopCancelled
+		}
+		return fail(r.h, err)
+	}
+	r.turnID = turn.ID
+	cancelled := ctx.Done()
+	var giveUp <-chan time.Time
+	for {
+		select {
+		case ev := <-r.events:
+			if stop, done := r.handle(ev); done {
+				return stop
+			}
+		case q := <-r.calls:
+			r.runCall(ctx, q)
+		case <-r.gone:
+			r.closeOpen("codex app-server ended")
+			r.flush()
+			r.h.Emit(wire.Error{Message: "codex app-server ended during the turn"})
+			return wire.StopError
+		case <-cancelled:
+			cancelled = nil
+			r.interrupt()
+			giveUp = time.After(interruptWait)
+		case <-giveUp:
+			r.closeOpen("cancelled")
+			r.flush()
+			return wire.StopCancelled
+		}
+	}
+}
+
+// interrupt asks codex to end the turn; turn/completed follows.
+func (r *turnRun) interrupt() {
+	go func() {
+		ctx, stop := context.WithTimeout(context.Background(), interruptWait)
+		defer stop()
+		if err := r.s.Interrupt(ctx); err != nil && !errors.Is(err, codex.ErrNoActiveTurn) {
+			fmt.Fprintf(r.b.cfg.Log, "openmax: codex turn/interrupt: %v\n", err)
+		}
+	}()
+}
+
+// runCall runs codex's call of an openmax tool through the host: the run
+// of tokens closes first, as before any tool.
+func (r *turnRun) runCall(ctx context.Context, q toolRequest) {
+	r.flush()
+	callCtx, stop := context.WithCancel(q.ctx)
+	defer stop()
+	unhook := context.AfterFunc(ctx, stop)
+	defer unhook()
+	res := r.h.CallTool(callCtx, q.call.CallID, q.call.Tool, q.call.Arguments)
+	if !res.OK {
+		q.reply <- toolReply{err: errors.New(res.Output)}
+		return
+	}
+	q.reply <- toolReply{text: res.Output}
+}
+
+// flush closes the open run of tokens with its message_done, and keeps
+// the text in the session.
+func (r *turnRun) flush() {
+	if !r.runOpen {
+		return
+	}
+	text := r.text.String()
+	r.h.Emit(wire.MessageDone{Text: text})
+	if err := r.h.Reply(text); err != nil {
+		fmt.Fprintf(r.b.cfg.Log, "openmax: keeping codex's reply in the session: %v\n", err)
+	}
+	r.text.Reset()
+	r.runOpen, r.lastItem = false, ""
+}
+
+func (r *turnRun) token(itemID, delta string) {
+	if delta == "" {
+		return
+	}
+	if r.runOpen && r.lastItem != itemID {
+		// Another agent message in the same run: keep them apart.
+		r.text.WriteString("\n\n")
+		r.h.Emit(wire.Token{Text: "\n\n"})
+	}
+	r.text.WriteString(delta)
+	r.h.Emit(wire.Token{Text: delta})
+	r.runOpen, r.lastItem = true, itemID
+}
+
+// closeOpen ends the tool calls codex started and never completed (an
+// interrupt leaves them so).
+func (r *turnRun) closeOpen(why string) {
+	ids := make([]string, 0, len(r.tools))
+	for id := range r.tools {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		r.h.Emit(wire.ToolEnd{CallID: id, OK: false, Output: why})
+	}
+	clear(r.tools)
+}
+
+// handle maps one event; done reports the end of the turn.
+func (r *turnRun) handle(ev codex.Event) (stop string, done bool) {
+	v, err := ev.Decode()
+	if err != nil {
+		return "", false // unknown to the schema: reported as a bad line already
+	}
+	switch p := v.(type) {
+	case *codex.AgentMessageDeltaNotification:
+		if p.TurnID == r.turnID {
+			r.seen[p.ItemID] = true
+			r.token(p.ItemID, p.Delta)
+		}
+	case *codex.ReasoningSummaryTextDeltaNotification:
+		if p.TurnID == r.turnID && p.Delta != "" {
+			r.h.Emit(wire.Thinking{Text: p.Delta})
+		}
+	case *codex.ReasoningTextDeltaNotification:
+		if p.TurnID == r.turnID && p.Delta != "" {
+			r.h.Emit(wire.Thinking{Text: p.Delta})
+		}
+	case *codex.ItemStartedNotification:
+		if p.TurnID == r.turnID {
+			r.itemStarted(p.Item)
+		}
+	case *codex.ItemCompletedNotification:
+		if p.TurnID == r.turnID {
+			r.itemCompleted(p.Item)
+		}
+	case *codex.ThreadTokenUsageUpdatedNotification:
+		if p.TurnID == r.turnID {
+			last := p.TokenUsage.Last
+			cached := int(last.CachedInputTokens)
+			r.h.Emit(wire.Usage{PromptTokens: int(last.InputTokens), CompletionTokens: int(last.OutputTokens), CachedTokens: &cached})
+		}
+	case *codex.ErrorNotification:
+		if p.TurnID != r.turnID {
+			break
+		}
+		if !p.WillRetry {
+			e := p.Error
+			r.failure = &e
+			break
+		}
+		if r.runOpen {
+			return r.truncated(p.Error), true
+		}
+		r.attempts++
+		attempt, max := retryCount(p.Error.Message, r.attempts)
+		r.h.Emit(wire.Retry{Attempt: attempt, MaxAttempts: max, Reason: errorText(p.Error)})
+	case *codex.TurnCompletedNotification:
+		if p.Turn.ID != r.turnID {
+			break
+		}
+		return r.completed(p.Turn), true
+	}
+	return "", false
+}
+
+func (r *turnRun) itemStarted(it codex.ThreadItem) {
+	var name string
+	var args any
+	switch it.Type {
+	case codex.ThreadItemTypeCommandExecution:
+		name, args = ToolCommand, map[string]any{"command": it.Command, "cwd": it.Cwd}
+	case codex.ThreadItemTypeFileChange:
+		paths := []string{}
+		for _, c := range it.Changes {
+			paths = append(paths, c.Path)
+		}
+		name, args = ToolFileChange, map[string]any{"paths": paths}
+	case codex.ThreadItemTypeMcpToolCall:
+		name, args = ToolMCP, map[string]any{"server": it.Server, "tool": rawString(it.Tool), "arguments": it.Arguments}
+	default:
+		return
+	}
+	if r.tools[it.ID] {
+		return
+	}
+	r.flush()
+	raw, _ := json.Marshal(args)
+	r.h.Emit(wire.ToolStart{CallID: it.ID, Name: name, Args: raw})
+	r.tools[it.ID] = true
+}
+
+func (r *turnRun) itemCompleted(it codex.ThreadItem) {
+	status := rawString(it.Status)
+	switch it.Type {
+	case codex.ThreadItemTypeAgentMessage:
+		if !r.seen[it.ID] {
+			r.token(it.ID, it.Text) // a message that came whole
+		}
+		return
+	case codex.ThreadItemTypeCommandExecution:
+		if !r.tools[it.ID] {
+			r.itemStarted(it)
+		}
+		r.h.Emit(wire.ToolEnd{CallID: it.ID, OK: status == "completed" && it.ExitCode == 0, Output: it.AggregatedOutput})
+	case codex.ThreadItemTypeFileChange:
+		if !r.tools[it.ID] {
+			r.itemStarted(it)
+		}
+		var summary []string
+		for _, c := range it.Changes {
+			d := fileDiff(it.ID, c)
+			r.h.Emit(d)
+			summary = append(summary, fmt.Sprintf("%s %s (+%d -%d)", c.Kind.Type, c.Path, d.Added, d.Removed))
+		}
+		r.h.Emit(wire.ToolEnd{CallID: it.ID, OK: status == "completed", Output: strings.Join(summary, "\n")})
+	case codex.ThreadItemTypeMcpToolCall:
+		if !r.tools[it.ID] {
+			r.itemStarted(it)
+		}
+		out := string(it.Result)
+		if it.Error != nil {
+			out = it.Error.Message
+		}
+		r.h.Emit(wire.ToolEnd{CallID: it.ID, OK: status == "completed", Output: out})
+	default:
+		return
+	}
+	delete(r.tools, it.ID)
+}
+
+// truncated ends a turn whose reply codex is about to retry after it
+// already streamed text: openmax never retries a reply that sent tokens,
+// so the reply is reported truncated (what streamed kept, as openmax's own
+// turns do) and codex's turn is interrupted.
+func (r *turnRun) truncated(e codex.TurnError) string {
+	r.closeOpen("cancelled: the reply was truncated")
+	r.flush()
+	r.h.Emit(wire.Error{Message: "reply truncated: " + errorText(e) + "; codex would retry a reply that already streamed text, so the turn was interrupted"})
+	r.interrupt()
+	r.awaitCompletion()
+	return wire.StopTruncated
+}
+
+// awaitCompletion waits (bounded) for codex's turn/completed after an
+// interrupt, so the thread is idle when the next turn starts.
+func (r *turnRun) awaitCompletion() {
+	giveUp := time.After(interruptWait)
+	for {
+		select {
+		case ev := <-r.events:
+			if ev.Method != codex.MethodTurnCompleted {
+				continue
+			}
+			v, err := ev.Decode()
+			if err == nil && v.(*codex.TurnCompletedNotification).Turn.ID == r.turnID {
+				return
+			}
+		case q := <-r.calls:
+			q.reply <- toolReply{err: errors.New("the openmax turn has ended")}
+		case <-r.gone:
+			return
+		case <-giveUp:
+			return
+		}
+	}
+}
+
+// completed ends the turn as codex ended it.
+func (r *turnRun) completed(t codex.Turn) string {
+	switch t.Status {
+	case codex.TurnStatusInterrupted:
+		r.closeOpen("cancelled")
+		r.flush()
+		return wire.StopCancelled
+	case codex.TurnStatusFailed:
+		r.closeOpen("not completed: the turn failed")
+		e := r.failure
+		if t.Error != nil {
+			e = t.Error
+		}
+		msg := "the turn failed"
+		if e != nil {
+			msg = errorText(*e)
+		}
+		// A failed reply's partial text is not kept: the error closes it.
+		r.text.Reset()
+		r.runOpen = false
+		r.h.Emit(wire.Error{Message: "codex: " + msg})
+		return wire.StopError
+	}
+	r.closeOpen("not completed")
+	r.flush()
+	return string(t.Status)
+}
+
+var reconnecting = regexp.MustCompile(`(\d+)/(\d+)`)
+
+// retryCount reads codex's "Reconnecting... N/MAX" (retry N of MAX) as
+// openmax's attempt and budget: retry N is attempt N+1 of MAX+1. Without
+// it, the attempt is counted and the budget is the attempt.
+func retryCount(msg string, n int) (attempt, max int) {
+	if m := reconnecting.FindStringSubmatch(msg); m != nil {
+		a, err1 := strconv.Atoi(m[1])
+		b, err2 := strconv.Atoi(m[2])
+		if err1 == nil && err2 == nil && a >= 1 && a <= b && b < 1<<20 {
+			return a + 1, b + 1
+		}
+	}
+	return n + 1, n + 1
+}
+
+// errorText is codex's error with the cause it adds.
+func errorText(e codex.TurnError) string {
+	if e.AdditionalDetails != "" && e.AdditionalDetails != e.Message {
+		return e.Message + ": " + e.AdditionalDetails
+	}
+	return e.Message
+}
+
+// rawString is a JSON string's value, or the JSON itself when it is not
+// a string.
+func rawString(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	return string(raw)
+}
+
+// fileDiff is one change of a fileChange item as a diff line: codex sends
+// an added file's content and an update's unified hunks.
+func fileDiff(callID string, c codex.FileUpdateChange) wire.Diff {
+	d := wire.Diff{CallID: callID, Path: c.Path, Diff: c.Diff}
+	lines := strings.Split(strings.TrimSuffix(c.Diff, "\n"), "\n")
+	switch c.Kind.Type {
+	case codex.PatchChangeKindTypeAdd:
+		if c.Diff != "" {
+			d.Added = len(lines)
+		}
+	case codex.PatchChangeKindTypeDelete:
+		if c.Diff != "" {
+			d.Removed = len(lines)
+		}
+	default:
+		for _, l := range lines {
+			switch {
+			case strings.HasPrefix(l, "+++"), strings.HasPrefix(l, "---"):
+			case strings.HasPrefix(l, "+"):
+				d.Added++
+			case strings.HasPrefix(l, "-"):
+				d.Removed++
+			}
+		}
+	}
+	return d
+}

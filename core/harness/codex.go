@@ -1,0 +1,52 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/openmax/openmax/core/codexbackend"
+)
+
+// useCodex makes codex app-server run the engine's turns (--provider
+// codex): the project is its working directory, the frozen system prompt
+// its developer instructions, the engine's tools its dynamic tools.
+func (h *Harness) useCodex() error {
+	cfg := codexbackend.Config{
+		Command:      strings.Fields(h.cfg.Codex),
+		Dir:          h.project,
+		Model:        h.cfg.Model,
+		Instructions: h.engine.System,
+		Version:      Version,
+		Log:          h.deps.Log,
+	}
+	if h.cfg.CodexTranscript != "" {
+		f, err := os.OpenFile(h.cfg.CodexTranscript, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+		if err != nil {
+			return fmt.Errorf("--codex-transcript: %w", err)
+		}
+		h.codexTranscript = f
+		cfg.Transcript = f
+	}
+	h.codex = codexbackend.New(cfg)
+	h.engine.Backend = h.codex
+	return nil
+}
+
+// closeCodex ends the app-server, if one runs, and the transcript.
+func (h *Harness) closeCodex() {
+	if h.codex != nil {
+		ctx, stop := context.WithTimeout(context.Background(), 5*time.Second)
+		defer stop()
+		if err := h.codex.Close(ctx); err != nil {
+			fmt.Fprintf(h.deps.Log, "openmax: stopping codex app-server: %v\n", err)
+		}
+	}
+	if h.codexTranscript != nil {
+		if err := h.codexTranscript.Close(); err != nil {
+			fmt.Fprintf(h.deps.Log, "openmax: --codex-transcript: %v\n", err)
+		}
+	}
+}
