@@ -136,8 +136,9 @@ func (c client) recv(line string) string {
 		}
 	}
 	if c.from != "" {
-		line = strings.ReplaceAll(line, `"`+c.from+`"`, `"`+c.to+`"`)
-		line = strings.ReplaceAll(line, `"`+c.from+`/`, `"`+c.to+`/`)
+		// Every occurrence: the transcripts have no other name starting
+		// with the recorded cwd.
+		line = strings.ReplaceAll(line, c.from, c.to)
 	}
 	return line
 }
@@ -340,9 +341,10 @@ func TestRealTranscripts(t *testing.T) {
 		{"codex-basic.jsonl", "/tmp/h/codex-research/runs/basic/work"},
 		{"codex-tool-ns.jsonl", "/tmp/h/codex-research/runs/tool_ns/work"},
 		{"codex-edge.jsonl", "/tmp/h/codex-research/runs/edge/work"},
-		// Recorded by the provider/codex client itself: two turns, the
-		// second calling a dynamic tool.
-		{"codex-go-client.jsonl", "/tmp/e2e-2058819081/work1"},
+		// Recorded by the provider/codex client itself: three turns, the
+		// second calling a dynamic tool, the third running a command whose
+		// output names the cwd.
+		{"codex-go-client.jsonl", "/tmp/e2e-1612473067/work1"},
 	} {
 		t.Run(tt.file, func(t *testing.T) {
 			tr := load(t, tt.file)
