@@ -1,0 +1,180 @@
+package main
+
+// The codex app-server client (provider/codex) end to end: every scenario
+// of internal/codexscenario driven against the real codex app-server
+// (npm @openai/codex, offline: `openmax fake-provider --scenario` as its
+// model on loopback, a dead proxy beyond it, a CODEX_HOME of its own), and
+// every committed recording of them replayed through the real
+// `openmax fake-app-server` binary.
+//
+// Recording: OPENMAX_RECORD_CODEX=1 go test ./cmd/openmax -run TestCodexAppServer
+// writes each client's transcript to provider/codex/testdata/transcripts
+// and each outcome to provider/codex/testdata/outcomes (then run
+// go test ./provider/codex -run TestReplayGolden to check the replays).
+// Without it the live outcome is checked against the committed one: a
+// difference means codex changed, and the failure says to re-record.
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/openmax/openmax/internal/codexscenario"
+	"github.com/openmax/openmax/internal/golden"
+	"github.com/openmax/openmax/provider/codex"
+)
+
+// codexTestdata is provider/codex/testdata, where the recordings live.
+var codexTestdata = filepath.Join("..", "..", "provider", "codex", "testdata")
+
+// recordCodexEnv, set to 1, makes TestCodexAppServer record.
+const recordCodexEnv = "OPENMAX_RECORD_CODEX"
+
+// liveCodex is a codexscenario.Harness running the real codex app-server:
+// every client a new process on the same CODEX_HOME and HOME.
+type liveCodex struct {
+	codex, home, codexHome, work string
+
+	mu      sync.Mutex
+	clients []*codex.Client
+	recs    []*codexscenario.Recording
+	stderr  []*syncBuffer
+}
+
+func (h *liveCodex) Dir() string { return h.work }
+
+func (h *liveCodex) Start(ctx context.Context, o codex.Options) (*codex.Client, error) {
+	rec, stderr := &codexscenario.Recording{}, &syncBuffer{}
+	const deadProxy = "http://127.0.0.1:9"
+	o.Command = []string{h.codex}
+	o.Dir = h.work
+	o.Env = []string{
+		"HOME=" + h.home, "CODEX_HOME=" + h.codexHome, "OPENMAX_CODEX_KEY=sk-openmax-test",
+		"HTTPS_PROXY=" + deadProxy, "HTTP_PROXY=" + deadProxy, "ALL_PROXY=" + deadProxy,
+		"https_proxy=" + deadProxy, "http_proxy=" + deadProxy, "all_proxy=" + deadProxy,
+		"NO_PROXY=127.0.0.1,localhost", "no_proxy=127.0.0.1,localhost",
+	}
+	o.Transcript, o.Stderr = rec, stderr
+	cl, err := codex.Start(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.clients, h.recs, h.stderr = append(h.clients, cl), append(h.recs, rec), append(h.stderr, stderr)
+	return cl, nil
+}
+
+func (h *liveCodex) close(ctx context.Context) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, cl := range h.clients {
+		_ = cl.Close(ctx)
+	}
+}
+
+// TestCodexAppServer runs each scenario against the real codex, in
+// parallel, and checks (or with OPENMAX_RECORD_CODEX=1 records) its
+// outcome; the interrupt's latency is logged.
+func TestCodexAppServer(t *testing.T) {
+	t.Parallel() // waits on child processes
+	codexBin := codexBinary(t)
+	bin := buildBinary(t)
+	record := os.Getenv(recordCodexEnv) == "1"
+	for _, sc := range codexscenario.All() {
+		t.Run(sc.Name, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			model := filepath.Join(t.TempDir(), "model.yaml")
+			if err := os.WriteFile(model, []byte(sc.Model), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			fp := startServer(t, ctx, bin, "fake-provider", "--scenario", model)
+			h := &liveCodex{codex: codexBin, home: t.TempDir(), codexHome: t.TempDir(), work: t.TempDir()}
+			if err := os.WriteFile(filepath.Join(h.codexHome, "config.toml"), []byte(codexConfig(fp.URL, 2)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			out, err := sc.Run(ctx, h)
+			h.close(ctx)
+			elapsed := time.Since(start)
+			if code := fp.stop(t); code != 0 {
+				t.Errorf("fake-provider exited %d:\n%s", code, fp.stderr)
+			}
+			if err != nil {
+				for i, e := range h.stderr {
+					t.Logf("codex %d stderr:\n%s", i+1, e)
+				}
+				t.Fatalf("the scenario against the real codex: %v\nso far:\n%s", err, out.Summary)
+			}
+			if len(h.recs) != sc.Clients {
+				t.Fatalf("the scenario started %d clients, its Clients says %d", len(h.recs), sc.Clients)
+			}
+			t.Logf("%s: %v against the real codex; latencies %v", sc.Name, elapsed.Round(time.Millisecond), out.Latencies)
+			outcome := filepath.Join(codexTestdata, "outcomes", codexscenario.OutcomeFile(sc.Name))
+			if record {
+				for i, rec := range h.recs {
+					path := filepath.Join(codexTestdata, "transcripts", codexscenario.TranscriptFile(sc.Name, i+1))
+					if err := golden.File(path, "", rec.Bytes(), true); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if err := golden.File(outcome, "", []byte(out.Summary), true); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err := golden.File(outcome, "the real codex", []byte(out.Summary), false); err != nil {
+				t.Errorf("%v\nThe real codex no longer does what was recorded. If the change is expected, re-record:\n"+
+					"  %s=1 go test ./cmd/openmax -run 'TestCodexAppServer$'\n  go test ./provider/codex -run TestReplayGolden",
+					err, recordCodexEnv)
+			}
+		})
+	}
+}
+
+// TestCodexAppServerRecordingsThroughTheBinary replays each committed
+// recording through `openmax fake-app-server` as the client's binary:
+// the same outcome as in process, every line replayed.
+func TestCodexAppServerRecordingsThroughTheBinary(t *testing.T) {
+	t.Parallel() // waits on child processes
+	bin := buildBinary(t)
+	for _, sc := range codexscenario.All() {
+		t.Run(sc.Name, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			var files []string
+			for n := 1; n <= sc.Clients; n++ {
+				files = append(files, filepath.Join(codexTestdata, "transcripts", codexscenario.TranscriptFile(sc.Name, n)))
+			}
+			h, err := codexscenario.NewReplay(t.TempDir(), files)
+			if errors.Is(err, os.ErrNotExist) {
+				t.Fatalf("%v (record it: %s=1 go test ./cmd/openmax -run 'TestCodexAppServer$')", err, recordCodexEnv)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			h.Command = []string{bin, "fake-app-server"}
+			out, err := sc.Run(ctx, h)
+			if ferr := h.Finish(ctx); ferr != nil {
+				err = errors.Join(err, ferr)
+			}
+			if err != nil {
+				t.Fatalf("%v\nso far:\n%s", err, out.Summary)
+			}
+			want, err := os.ReadFile(filepath.Join(codexTestdata, "outcomes", codexscenario.OutcomeFile(sc.Name)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out.Summary != string(want) {
+				t.Errorf("%s", golden.Diff("golden", "through the binary", want, []byte(out.Summary)))
+			}
+		})
+	}
+}

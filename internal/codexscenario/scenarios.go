@@ -1,0 +1,430 @@
+package codexscenario
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/openmax/openmax/provider/codex"
+)
+
+// ClientName is the clientInfo.name the drivers' clients send.
+const ClientName = "openmax-e2e"
+
+// SwitchedModel is the model the model_switch scenario switches to: a
+// name codex has no metadata for, like the configured gpt-5-codex, so its
+// tool surface stays the same.
+const SwitchedModel = "gpt-5.1-codex-other"
+
+// NotesFile and NotesText are the file the dynamic tool scenario reads.
+const (
+	NotesFile = "notes.txt"
+	NotesText = "hi from notes\n"
+)
+
+// All returns the scenarios, in a fixed order.
+func All() []Scenario {
+	return []Scenario{
+		{Name: "text", Doc: "initialize, a thread, a turn streaming text", Clients: 1, Run: runText,
+			Model: `replies:
+  - chunks: [{text: "Hello"}, {text: " from"}, {text: " the fake."}, {usage: {prompt_tokens: 20, completion_tokens: 5}}, {finish: stop}]
+`},
+		{Name: "tool", Doc: "the model calls the dynamic tool openmax.read_file twice (a file of the session, then a missing one); the handler answers", Clients: 1, Run: runTool,
+			Model: `replies:
+  - tool_calls: [{id: call_read1, name: read_file, namespace: openmax, args: {path: notes.txt}}]
+  - tool_calls: [{id: call_read2, name: read_file, namespace: openmax, args: {path: missing.txt}}]
+  - chunks: [{text: "The notes say hi;"}, {text: " missing.txt is not there."}, {finish: stop}]
+`},
+		{Name: "steer", Doc: "turn/steer while the model streams: codex drops that response and asks again with the steer", Clients: 1, Run: runSteer,
+			Model: `replies:
+  - chunks: [{text: "Working"}, {stall: true}]
+  - chunks: [{text: "Steered: "}, {text: "using the hint."}, {finish: stop}]
+`},
+		{Name: "interrupt", Doc: "turn/interrupt while the model streams, then a turn on the same thread", Clients: 1, Run: runInterrupt,
+			Model: `replies:
+  - chunks: [{text: "Streaming"}, {text: " and then"}, {stall: true}]
+  - chunks: [{text: "Still usable."}, {finish: stop}]
+`},
+		{Name: "compact", Doc: "a turn, thread/compact/start (a turn of its own with a contextCompaction item), a turn after it", Clients: 1, Run: runCompact,
+			Model: `replies:
+  - text: "First answer."
+  - text: "Summary: the user said hello."
+  - text: "After compaction."
+`},
+		{Name: "resume_fork", Doc: "two turns; a second client process on the same CODEX_HOME resumes the thread, runs a turn, forks it at the first turn and runs a turn on the fork", Clients: 2, Run: runResumeFork,
+			Model: `replies:
+  - text: "First answer."
+  - text: "Second answer."
+  - text: "Resumed answer."
+  - text: "Forked answer."
+`},
+		{Name: "model_switch", Doc: "a turn/start with another model, read back with thread/read; the next turn keeps it", Clients: 1, Run: runModelSwitch,
+			Model: `replies:
+  - text: "Default model answer."
+  - text: "Switched model answer."
+  - text: "Still switched."
+`},
+		{Name: "retry429", Doc: "a 429 with Retry-After: 0, then the answer: error willRetry then a completed turn", Clients: 1, Run: runRetry,
+			Model: `replies:
+  - status: 429
+    headers: {Retry-After: "0"}
+  - chunks: [{text: "Recovered"}, {text: " answer."}, {finish: stop}]
+`},
+		{Name: "truncated", Doc: "a stream ending before response.completed, then the answer: error willRetry then a completed turn", Clients: 1, Run: runRetry,
+			Model: `replies:
+  - chunks: [{text: "partial"}, {text: " text"}, {died: "cut"}]
+  - chunks: [{text: "Recovered"}, {text: " answer."}, {finish: stop}]
+`},
+	}
+}
+
+// session is one driver's run: its harness, log and clients.
+type session struct {
+	h   Harness
+	log *log
+	n   int // clients started
+}
+
+func newSession(h Harness) *session { return &session{h: h, log: newLog()} }
+
+// client starts the next client with the scenario's tools.
+func (s *session) client(ctx context.Context) (*codex.Client, *watcher, error) {
+	s.n++
+	cl, err := s.h.Start(ctx, codex.Options{ClientName: ClientName, ClientVersion: "0", Tools: s.tools()})
+	if err != nil {
+		return nil, nil, fmt.Errorf("client %d: %w", s.n, err)
+	}
+	ua, _, _ := strings.Cut(cl.Init.UserAgent, " ")
+	s.log.add("client %d: initialize -> userAgent %s", s.n, ua)
+	return cl, newWatcher(cl, s.log), nil
+}
+
+// tools is the openmax namespace: read_file over the session's folder.
+func (s *session) tools() []codex.Namespace {
+	dir := s.h.Dir()
+	return []codex.Namespace{{
+		Name:        "openmax",
+		Description: "Tools of the openmax session.",
+		Tools: []codex.Tool{{
+			Name:        "read_file",
+			Description: "Read a file of the session's folder.",
+			InputSchema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}`),
+			Handler: func(_ context.Context, call codex.ToolCall) (string, error) {
+				var args struct {
+					Path string `json:"path"`
+				}
+				if err := json.Unmarshal(call.Arguments, &args); err != nil {
+					s.log.tool("read_file %s: bad arguments", call.Arguments)
+					return "", fmt.Errorf("read_file: arguments: %w", err)
+				}
+				if !filepath.IsLocal(args.Path) {
+					s.log.tool("read_file %q: refused", args.Path)
+					return "", fmt.Errorf("read_file: %q is not a path inside the session's folder", args.Path)
+				}
+				b, err := os.ReadFile(filepath.Join(dir, args.Path))
+				if err != nil {
+					// The error names the file as the model gave it: an
+					// absolute path would differ between runs.
+					s.log.tool("read_file %q (call %s): not found", args.Path, call.CallID)
+					return "", fmt.Errorf("no such file: %s", args.Path)
+				}
+				s.log.tool("read_file %q (call %s): %d bytes", args.Path, call.CallID, len(b))
+				return string(b), nil
+			},
+		}},
+	}}
+}
+
+// threadOptions are every thread's settings.
+func (s *session) threadOptions() codex.ThreadOptions {
+	return codex.ThreadOptions{Cwd: s.h.Dir(), DeveloperInstructions: "You are driven by openmax's end-to-end tests."}
+}
+
+// thread starts a thread.
+func (s *session) thread(ctx context.Context, cl *codex.Client) (*codex.Session, error) {
+	th, err := cl.StartThread(ctx, s.threadOptions())
+	if err != nil {
+		return nil, err
+	}
+	s.log.add("thread/start -> %s", threadSummary(th.Thread))
+	return th, nil
+}
+
+func threadSummary(t codex.Thread) string {
+	return fmt.Sprintf("provider=%s cliVersion=%s status=%s turns=%d preview=%q", t.ModelProvider, t.CliVersion, t.Status.Type, len(t.Turns), t.Preview)
+}
+
+// send starts a turn.
+func (s *session) send(ctx context.Context, th *codex.Session, text string) (codex.Turn, error) {
+	turn, err := th.Send(ctx, text)
+	if err != nil {
+		return turn, err
+	}
+	s.log.add("turn/start %q -> status=%s", text, turn.Status)
+	return turn, nil
+}
+
+// turn starts a turn and waits for its turn/completed.
+func (s *session) turn(ctx context.Context, th *codex.Session, w *watcher, text string) (codex.Turn, error) {
+	turn, err := s.send(ctx, th, text)
+	if err != nil {
+		return turn, err
+	}
+	done, err := w.turnCompleted(ctx)
+	if err != nil {
+		return turn, err
+	}
+	if done.ID != turn.ID {
+		s.log.add("  (turn/completed is of another turn than turn/start answered)")
+	}
+	return turn, nil
+}
+
+// closeClient ends a client's app-server.
+func (s *session) closeClient(ctx context.Context, cl *codex.Client) error {
+	if err := cl.Close(ctx); err != nil {
+		return fmt.Errorf("close client %d: %w", s.n, err)
+	}
+	s.log.add("client %d: closed", s.n)
+	return nil
+}
+
+func runText(ctx context.Context, h Harness) (Outcome, error) {
+	s := newSession(h)
+	cl, w, err := s.client(ctx)
+	if err != nil {
+		return s.log.outcome(), err
+	}
+	th, err := s.thread(ctx, cl)
+	if err != nil {
+		return s.log.outcome(), err
+	}
+	if _, err := s.turn(ctx, th, w, "Say hello."); err != nil {
+		return s.log.outcome(), err
+	}
+	return s.log.outcome(), s.closeClient(ctx, cl)
+}
+
+func runTool(ctx context.Context, h Harness) (Outcome, error) {
+	s := newSession(h)
+	if err := os.WriteFile(filepath.Join(h.Dir(), NotesFile), []byte(NotesText), 0o644); err != nil {
+		return s.log.outcome(), err
+	}
+	cl, w, err := s.client(ctx)
+	if err != nil {
+		return s.log.outcome(), err
+	}
+	th, err := s.thread(ctx, cl)
+	if err != nil {
+		return s.log.outcome(), err
+	}
+	if _, err := s.turn(ctx, th, w, "Read notes.txt and missing.txt."); err != nil {
+		return s.log.outcome(), err
+	}
+	return s.log.outcome(), s.closeClient(ctx, cl)
+}
+
+func runSteer(ctx context.Context, h Harness) (Outcome, error) {
+	s := newSession(h)
+	cl, w, err := s.client(ctx)
+	if err != nil {
+		return s.log.outcome(), err
+	}
+	th, err := s.thread(ctx, cl)
+	if err != nil {
+		return s.log.outcome(), err
+	}
+	turn, err := s.send(ctx, th, "Start working.")
+	if err != nil {
+		return s.log.outcome(), err
+	}
+	// The model has streamed its first words and stalls: steer now.
+	if err := w.delta(ctx, "Working"); err != nil {
+		return s.log.outcome(), err
+	}
+	active := th.ActiveTurn()
+	if err := th.Steer(ctx, "Also mention the hint."); err != nil {
+		return s.log.outcome(), err
+	}
+	s.log.add("turn/steer %q (expectedTurnId = the turn turn/start answered: %v) -> ok", "Also mention the hint.", active == turn.ID)
+	done, err := w.turnCompleted(ctx)
+	if err != nil {
+		return s.log.outcome(), err
+	}
+	s.log.add("  (one turn: turn/completed is the steered turn: %v; no turn active after it: %v)", done.ID == turn.ID, th.ActiveTurn() == "")
+	return s.log.outcome(), s.closeClient(ctx, cl)
+}
+
+func runInterrupt(ctx context.Context, h Harness) (Outcome, error) {
+	s := newSession(h)
+	cl, w, err := s.client(ctx)
+	if err != nil {
+		return s.log.outcome(), err
+	}
+	th, err := s.thread(ctx, cl)
+	if err != nil {
+		return s.log.outcome(), err
+	}
+	if _, err := s.send(ctx, th, "Stream something."); err != nil {
+		return s.log.outcome(), err
+	}
+	// The stream stalls after " and then": interrupt it.
+	if err := w.delta(ctx, " and then"); err != nil {
+		return s.log.outcome(), err
+	}
+	start := time.Now()
+	if err := th.Interrupt(ctx); err != nil {
+		return s.log.outcome(), err
+	}
+	s.log.add("turn/interrupt -> ok")
+	done, err := w.turnCompleted(ctx)
+	if err != nil {
+		return s.log.outcome(), err
+	}
+	s.log.latency("interrupt", time.Since(start))
+	s.log.add("  (status %s; no turn active after it: %v)", done.Status, th.ActiveTurn() == "")
+	if _, err := s.turn(ctx, th, w, "Are you there?"); err != nil {
+		return s.log.outcome(), err
+	}
+	return s.log.outcome(), s.closeClient(ctx, cl)
+}
+
+func runCompact(ctx context.Context, h Harness) (Outcome, error) {
+	s := newSession(h)
+	cl, w, err := s.client(ctx)
+	if err != nil {
+		return s.log.outcome(), err
+	}
+	th, err := s.thread(ctx, cl)
+	if err != nil {
+		return s.log.outcome(), err
+	}
+	if _, err := s.turn(ctx, th, w, "Hello."); err != nil {
+		return s.log.outcome(), err
+	}
+	if err := th.Compact(ctx); err != nil {
+		return s.log.outcome(), err
+	}
+	s.log.add("thread/compact/start -> ok")
+	if _, err := w.turnCompleted(ctx); err != nil {
+		return s.log.outcome(), err
+	}
+	if _, err := s.turn(ctx, th, w, "After compaction?"); err != nil {
+		return s.log.outcome(), err
+	}
+	return s.log.outcome(), s.closeClient(ctx, cl)
+}
+
+func runResumeFork(ctx context.Context, h Harness) (Outcome, error) {
+	s := newSession(h)
+	cl, w, err := s.client(ctx)
+	if err != nil {
+		return s.log.outcome(), err
+	}
+	th, err := s.thread(ctx, cl)
+	if err != nil {
+		return s.log.outcome(), err
+	}
+	first, err := s.turn(ctx, th, w, "Hello one.")
+	if err != nil {
+		return s.log.outcome(), err
+	}
+	if _, err := s.turn(ctx, th, w, "Hello two."); err != nil {
+		return s.log.outcome(), err
+	}
+	if err := s.closeClient(ctx, cl); err != nil {
+		return s.log.outcome(), err
+	}
+
+	// A second app-server process on the same CODEX_HOME.
+	cl2, w2, err := s.client(ctx)
+	if err != nil {
+		return s.log.outcome(), err
+	}
+	resumed, err := cl2.ResumeThread(ctx, th.ID, s.threadOptions())
+	if err != nil {
+		return s.log.outcome(), err
+	}
+	s.log.add("thread/resume -> same thread: %v; %s", resumed.ID == th.ID, threadSummary(resumed.Thread))
+	if _, err := s.turn(ctx, resumed, w2, "Resumed?"); err != nil {
+		return s.log.outcome(), err
+	}
+	fork, err := cl2.ForkThread(ctx, th.ID, first.ID, s.threadOptions())
+	if err != nil {
+		return s.log.outcome(), err
+	}
+	s.log.add("thread/fork lastTurnId=<the first turn> -> a new thread: %v; forkedFromId is the resumed thread: %v; %s",
+		fork.ID != th.ID, fork.Thread.ForkedFromID == th.ID, threadSummary(fork.Thread))
+	if _, err := s.turn(ctx, fork, w2, "Forked?"); err != nil {
+		return s.log.outcome(), err
+	}
+	return s.log.outcome(), s.closeClient(ctx, cl2)
+}
+
+func runModelSwitch(ctx context.Context, h Harness) (Outcome, error) {
+	s := newSession(h)
+	cl, w, err := s.client(ctx)
+	if err != nil {
+		return s.log.outcome(), err
+	}
+	th, err := s.thread(ctx, cl)
+	if err != nil {
+		return s.log.outcome(), err
+	}
+	read := func() error {
+		t, err := th.Read(ctx)
+		if err != nil {
+			return err
+		}
+		s.log.add("thread/read -> model=%s", t.Model)
+		return nil
+	}
+	if _, err := s.turn(ctx, th, w, "Hello."); err != nil {
+		return s.log.outcome(), err
+	}
+	if err := read(); err != nil {
+		return s.log.outcome(), err
+	}
+	th.SetModel(SwitchedModel)
+	s.log.add("(model %s on the next turn/start)", SwitchedModel)
+	if _, err := s.turn(ctx, th, w, "Switch the model."); err != nil {
+		return s.log.outcome(), err
+	}
+	if err := read(); err != nil {
+		return s.log.outcome(), err
+	}
+	th.SetModel("")
+	s.log.add("(no model on the next turn/start)")
+	if _, err := s.turn(ctx, th, w, "Still switched?"); err != nil {
+		return s.log.outcome(), err
+	}
+	if err := read(); err != nil {
+		return s.log.outcome(), err
+	}
+	return s.log.outcome(), s.closeClient(ctx, cl)
+}
+
+// runRetry is one turn whose first model request fails and is retried.
+func runRetry(ctx context.Context, h Harness) (Outcome, error) {
+	s := newSession(h)
+	cl, w, err := s.client(ctx)
+	if err != nil {
+		return s.log.outcome(), err
+	}
+	th, err := s.thread(ctx, cl)
+	if err != nil {
+		return s.log.outcome(), err
+	}
+	if _, err := s.turn(ctx, th, w, "Answer, please."); err != nil {
+		return s.log.outcome(), err
+	}
+	return s.log.outcome(), s.closeClient(ctx, cl)
+}
+
+// ErrNoClient is a harness asked for more clients than it has.
+var ErrNoClient = errors.New("codexscenario: the scenario starts more clients than the harness has")

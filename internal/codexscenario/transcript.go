@@ -1,0 +1,263 @@
+package codexscenario
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/openmax/openmax/internal/golden"
+	"github.com/openmax/openmax/provider/codex"
+	"github.com/openmax/openmax/replay/appserver"
+)
+
+// Recording is a client's Options.Transcript: safe to read while the
+// client writes it, and able to wait for a number of lines (the client's
+// reader may still record lines after Close returns).
+type Recording struct {
+	mu    sync.Mutex
+	buf   bytes.Buffer
+	lines int
+	grew  chan struct{} // closed and replaced at every write
+}
+
+// Write takes one transcript line (the client writes each whole).
+func (r *Recording) Write(p []byte) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.buf.Write(p)
+	r.lines += bytes.Count(p, []byte{'\n'})
+	if r.grew != nil {
+		close(r.grew)
+		r.grew = nil
+	}
+	return len(p), nil
+}
+
+// Bytes returns a copy of what was recorded so far.
+func (r *Recording) Bytes() []byte {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return bytes.Clone(r.buf.Bytes())
+}
+
+// WaitLines waits until n lines were recorded.
+func (r *Recording) WaitLines(ctx context.Context, n int) error {
+	for {
+		r.mu.Lock()
+		if r.lines >= n {
+			r.mu.Unlock()
+			return nil
+		}
+		if r.grew == nil {
+			r.grew = make(chan struct{})
+		}
+		grew, have := r.grew, r.lines
+		r.mu.Unlock()
+		select {
+		case <-grew:
+		case <-ctx.Done():
+			return fmt.Errorf("the client recorded %d transcript lines, want %d: %w", have, n, ctx.Err())
+		}
+	}
+}
+
+// RecordedDir is the working directory a transcript's client sent: the
+// cwd of its first thread/start, thread/resume or thread/fork; "" when
+// none.
+func RecordedDir(transcript []byte) string {
+	for _, l := range bytes.Split(transcript, []byte{'\n'}) {
+		var tl codex.TranscriptLine
+		if json.Unmarshal(l, &tl) != nil || tl.Dir != codex.DirSend {
+			continue
+		}
+		var m struct {
+			Params struct {
+				Cwd string `json:"cwd"`
+			} `json:"params"`
+		}
+		if json.Unmarshal(tl.Msg, &m) == nil && m.Params.Cwd != "" {
+			return m.Params.Cwd
+		}
+	}
+	return ""
+}
+
+// CompareTranscripts checks that a replay's client transcript (got, from a
+// client working in gotDir) reproduces the recorded one (whose client
+// worked in recDir) line for line, after the normalisation the fake
+// app-server matches with (replay/appserver's table: request ids,
+// TimestampKeys, emails, IgnoredMembers, and the working directory as a
+// path prefix). Each direction must be the same sequence of lines. Across
+// directions the fake holds back what was recorded after a client line
+// until that line comes, but cannot make the client read what it wrote
+// before one in time, so a client line may come earlier among the
+// app-server's lines than it was recorded, never later.
+func CompareTranscripts(recorded, got []byte, recDir, gotDir string) error {
+	rec, err := normalisedLines(recorded, recDir)
+	if err != nil {
+		return fmt.Errorf("the recorded transcript: %w", err)
+	}
+	rep, err := normalisedLines(got, gotDir)
+	if err != nil {
+		return fmt.Errorf("the replay's transcript: %w", err)
+	}
+	var errs []string
+	for _, dir := range []string{codex.DirSend, codex.DirRecv} {
+		a, b := rec.only(dir), rep.only(dir)
+		if !slices.Equal(a, b) {
+			errs = append(errs, fmt.Sprintf("the %q lines differ:\n%s", dir,
+				golden.Diff("recorded", "replayed", []byte(strings.Join(a, "\n")+"\n"), []byte(strings.Join(b, "\n")+"\n"))))
+		}
+	}
+	if len(errs) == 0 {
+		rb, gb := rec.recvBeforeSends(), rep.recvBeforeSends()
+		for k := range min(len(rb), len(gb)) {
+			if gb[k] > rb[k] {
+				errs = append(errs, fmt.Sprintf("client line %d came after %d app-server lines in the replay, after %d in the recording",
+					k+1, gb[k], rb[k]))
+				break
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("the replay's client transcript does not reproduce the recording: %s", strings.Join(errs, "\n"))
+	}
+	return nil
+}
+
+// normLine is one transcript line, its message normalised.
+type normLine struct {
+	dir string
+	msg string
+}
+
+type normLines []normLine
+
+func (ls normLines) only(dir string) []string {
+	var out []string
+	for _, l := range ls {
+		if l.dir == dir {
+			out = append(out, l.msg)
+		}
+	}
+	return out
+}
+
+// recvBeforeSends counts, for each client line, the app-server lines
+// before it.
+func (ls normLines) recvBeforeSends() []int {
+	var out []int
+	recv := 0
+	for _, l := range ls {
+		if l.dir == codex.DirRecv {
+			recv++
+		} else {
+			out = append(out, recv)
+		}
+	}
+	return out
+}
+
+func normalisedLines(transcript []byte, dir string) (normLines, error) {
+	var out normLines
+	for i, l := range bytes.Split(transcript, []byte{'\n'}) {
+		if len(bytes.TrimSpace(l)) == 0 {
+			continue
+		}
+		var tl codex.TranscriptLine
+		if err := json.Unmarshal(l, &tl); err != nil {
+			return nil, fmt.Errorf("line %d: %w", i+1, err)
+		}
+		dec := json.NewDecoder(bytes.NewReader(tl.Msg))
+		dec.UseNumber()
+		var v any
+		if err := dec.Decode(&v); err != nil {
+			return nil, fmt.Errorf("line %d: %w", i+1, err)
+		}
+		b, err := json.Marshal(normalise(v, dir))
+		if err != nil {
+			return nil, fmt.Errorf("line %d: %w", i+1, err)
+		}
+		out = append(out, normLine{dir: tl.Dir, msg: string(b)})
+	}
+	return out, nil
+}
+
+// The placeholders of normalise.
+const (
+	placeholderID   = "<request id>"
+	placeholderTime = "<timestamp>"
+	placeholderIgn  = "<ignored>"
+	placeholderDir  = "<dir>"
+)
+
+// normalise applies replay/appserver's table to one message.
+func normalise(v any, dir string) any {
+	n := norm(v, dir)
+	m, ok := n.(map[string]any)
+	if !ok {
+		return n
+	}
+	method, hasMethod := m["method"]
+	if _, hasID := m["id"]; hasID && hasMethod {
+		m["id"] = placeholderID
+	}
+	for _, ig := range appserver.IgnoredMembers {
+		if method == ig.Method {
+			ignore(m, ig.Path)
+		}
+	}
+	return m
+}
+
+func ignore(m map[string]any, path []string) {
+	for i, k := range path {
+		v, ok := m[k]
+		if !ok {
+			return
+		}
+		if i == len(path)-1 {
+			m[k] = placeholderIgn
+			return
+		}
+		if m, ok = v.(map[string]any); !ok {
+			return
+		}
+	}
+}
+
+func norm(v any, dir string) any {
+	switch x := v.(type) {
+	case map[string]any:
+		n := make(map[string]any, len(x))
+		for k, e := range x {
+			_, isNum := e.(json.Number)
+			_, isMap := e.(map[string]any)
+			_, isList := e.([]any)
+			switch {
+			case k == "email" && !isMap && !isList:
+				n[k] = codex.Redacted
+			case slices.Contains(appserver.TimestampKeys, k) && isNum:
+				n[k] = placeholderTime
+			default:
+				n[k] = norm(e, dir)
+			}
+		}
+		return n
+	case []any:
+		n := make([]any, len(x))
+		for i, e := range x {
+			n[i] = norm(e, dir)
+		}
+		return n
+	case string:
+		if dir != "" && (x == dir || strings.HasPrefix(x, dir+"/")) {
+			return placeholderDir + x[len(dir):]
+		}
+	}
+	return v
+}
