@@ -6,8 +6,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-
-	"github.com/openmax/openmax/provider/codex"
 )
 
 // The normalisation table (see the package doc). Matching applies it to
@@ -257,7 +255,7 @@ func norm(v any, p *pathMap) any {
 		for k, e := range x {
 			switch {
 			case k == emailKey && !isContainer(e):
-				n[k] = codex.Redacted
+				n[k] = redacted
 			case slices.Contains(TimestampKeys, k) && isNumber(e):
 				n[k] = placeholderTime
 			default:

@@ -12,9 +12,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/openmax/openmax/internal/linediff"
 	"github.com/openmax/openmax/internal/lines"
-	"github.com/openmax/openmax/provider/codex"
-	"github.com/openmax/openmax/replay"
 )
 
 // Options tune Serve.
@@ -237,7 +236,7 @@ func (s *server) next(ctx context.Context) (*received, error) {
 func (s *server) walk(ctx context.Context) error {
 	ls := s.t.Lines
 	for i := 0; i < len(ls); {
-		if ls[i].Dir == codex.DirRecv {
+		if ls[i].Dir == dirRecv {
 			if err := s.emit(ctx, s.outgoing(&ls[i])); err != nil {
 				return err
 			}
@@ -247,7 +246,7 @@ func (s *server) walk(ctx context.Context) error {
 		}
 		// A group of consecutive client lines, matched in any order.
 		j := i
-		for j < len(ls) && ls[j].Dir == codex.DirSend {
+		for j < len(ls) && ls[j].Dir == dirSend {
 			j++
 		}
 		pending := make([]*Line, 0, j-i)
@@ -391,7 +390,9 @@ func (s *server) miss(ctx context.Context, r *received, pending []*Line) error {
 		best, bestN := -1, 0
 		for k, l := range pending {
 			want := s.expected(l, r)
-			diff, n := replay.LineDiff(want, got, fmt.Sprintf("transcript line %d (recorded, normalised)", l.Num),
+			ops := linediff.Lines(want, got)
+			n := linediff.Changes(ops)
+			diff := linediff.Unified(ops, fmt.Sprintf("transcript line %d (recorded, normalised)", l.Num),
 				fmt.Sprintf("client line %d (received, normalised)", r.n), 3)
 			if best < 0 || n < bestN {
 				best, bestN, e.Diff, e.Line = k, n, diff, l.Num
@@ -460,7 +461,7 @@ func (s *server) leftover(pending []*Line, rest []Line) error {
 	e := &LeftoverError{list: summary(left, 10)}
 	for _, l := range left {
 		e.Lines = append(e.Lines, l.Num)
-		if l.Dir == codex.DirSend {
+		if l.Dir == dirSend {
 			e.Sends++
 		}
 	}

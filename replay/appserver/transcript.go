@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/openmax/openmax/internal/lines"
-	"github.com/openmax/openmax/provider/codex"
 )
 
 // DefaultMaxLine caps one line from the client when Options give no other
@@ -21,6 +20,16 @@ import (
 const (
 	DefaultMaxLine           = 64 << 20
 	DefaultMaxTranscriptLine = 2 * DefaultMaxLine
+)
+
+// The transcript's vocabulary, as provider/codex records it
+// (codex.DirSend, codex.DirRecv, codex.Redacted; a test checks they agree).
+// It is spelled out here rather than imported so that provider/codex's own
+// tests can serve transcripts with this package without an import cycle.
+const (
+	dirSend  = "send" // a line the client wrote
+	dirRecv  = "recv" // a line the client read
+	redacted = "[redacted]"
 )
 
 // kind is what a message is, by its top-level members.
@@ -37,7 +46,7 @@ const (
 // Line is one line of a transcript.
 type Line struct {
 	Num int             // the 1-based line number in the transcript
-	Dir string          // codex.DirSend (client → app-server) or codex.DirRecv
+	Dir string          // "send" (client → app-server) or "recv"
 	Msg json.RawMessage // the message as compact JSON; a JSON string for a line that was not JSON
 
 	kind   kind
@@ -142,8 +151,8 @@ func parseLine(b []byte) (Line, error) {
 			return Line{}, fmt.Errorf("dir is %s, not a string", dir)
 		}
 	}
-	if d != codex.DirSend && d != codex.DirRecv {
-		return Line{}, fmt.Errorf("dir is %q, neither %q nor %q", d, codex.DirSend, codex.DirRecv)
+	if d != dirSend && d != dirRecv {
+		return Line{}, fmt.Errorf("dir is %q, neither %q nor %q", d, dirSend, dirRecv)
 	}
 	if msg == nil {
 		return Line{}, errors.New("no msg")
