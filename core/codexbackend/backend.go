@@ -109,11 +109,13 @@ func (b *Backend) client(ctx context.Context, h *core.TurnHost) (*codex.Client, 
 	}
 	var tools []codex.Tool
 	for _, sp := range h.Tools() {
-		tools = append(tools, codex.Tool{Name: sp.Name, Description: sp.Description, InputSchema: sp.Schema, Handler: b.callTool})
+		tools = append(tools, codex.Tool{Name: sp.Name, Description: sp.Description, InputSchema: sp.Schema})
 	}
 	o := codex.Options{
 		Command: b.cfg.Command, Dir: b.cfg.Dir, Env: b.cfg.Env,
 		ClientName: "openmax", ClientVersion: b.cfg.Version,
+		// A call is answered by the turn, in order with its events.
+		ToolCallsAsEvents: true,
 		Transcript: b.cfg.Transcript, Stderr: b.cfg.Log,
 		OnBadLine: func(line []byte, err error) {
 			fmt.Fprintf(b.cfg.Log, "openmax: codex app-server: %v\n", err)
@@ -172,8 +174,11 @@ func (b *Backend) route(cl *codex.Client) {
 		b.mu.Lock()
 		r := b.turns[p.ThreadID]
 		b.mu.Unlock()
-		if r != nil {
+		switch {
+		case r != nil:
 			r.deliver(ev)
+		case ev.IsRequest():
+			refuse(ev, "no openmax turn is running on thread "+p.ThreadID)
 		}
 	}
 	b.mu.Lock()
@@ -187,14 +192,12 @@ func (b *Backend) route(cl *codex.Client) {
 	}
 }
 
-// callTool answers codex's call of an openmax tool: the turn running on
-// the call's thread runs it through openmax's gate.
-func (b *Backend) callTool(ctx context.Context, c codex.ToolCall) (string, error) {
-	b.mu.Lock()
-	r := b.turns[c.ThreadID]
-	b.mu.Unlock()
-	if r == nil {
-		return "", fmt.Errorf("no openmax turn is running on thread %s", c.ThreadID)
-	}
-	return r.callTool(ctx, c)
+// refuse answers a tool call nobody can run as a failed call.
+func refuse(ev codex.Event, why string) {
+	_ = ev.Respond(toolResult(false, why), nil)
+}
+
+// toolResult is the answer to codex's call of an openmax tool.
+func toolResult(ok bool, text string) codex.DynamicToolCallResponse {
+	return codex.DynamicToolCallResponse{Success: ok, ContentItems: []codex.DynamicToolCallOutputContentItem{{Type: codex.DynamicToolCallOutputContentItemTypeInputText, Text: text}}}
 }

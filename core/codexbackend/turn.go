@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -38,7 +39,6 @@ type turnRun struct {
 	s *codex.Session
 
 	events   chan codex.Event
-	calls    chan toolRequest
 	gone     chan struct{} // the app-server ended
 	goneOnce sync.Once
 	finished chan struct{} // the loop returned
@@ -56,22 +56,10 @@ type turnRun struct {
 	failure  *codex.TurnError
 }
 
-type toolRequest struct {
-	ctx   context.Context
-	call  codex.ToolCall
-	reply chan toolReply
-}
-
-type toolReply struct {
-	text string
-	err  error
-}
-
 func newTurnRun(b *Backend, h *core.TurnHost, s *codex.Session) *turnRun {
 	return &turnRun{
 		b: b, h: h, s: s,
 		events:   make(chan codex.Event, 256),
-		calls:    make(chan toolRequest),
 		gone:     make(chan struct{}),
 		finished: make(chan struct{}),
 		seen:     map[string]bool{},
@@ -83,23 +71,13 @@ func (r *turnRun) deliver(ev codex.Event) {
 	select {
 	case r.events <- ev:
 	case <-r.finished:
+		if ev.IsRequest() {
+			refuse(ev, "the openmax turn has ended")
+		}
 	}
 }
 
 func (r *turnRun) ended(*codex.Client) { r.goneOnce.Do(func() { close(r.gone) }) }
-
-func (r *turnRun) callTool(ctx context.Context, c codex.ToolCall) (string, error) {
-	q := toolRequest{ctx: ctx, call: c, reply: make(chan toolReply, 1)}
-	select {
-	case r.calls <- q:
-	case <-r.finished:
-		return "", errors.New("the openmax turn has ended")
-	case <-ctx.Done():
-		return "", ctx.Err()
-	}
-	a := <-q.reply
-	return a.text, a.err
-}
 
 // fail reports a failure of the backend itself as the turn's error.
 func fail(h *core.TurnHost, err error) string {
@@ -136,11 +114,13 @@ func (r *turnRun) run(ctx context.Context, text string) (stop string) {
 	for {
 		select {
 		case ev := <-r.events:
+			if ev.IsRequest() {
+				r.runCall(ctx, ev)
+				continue
+			}
 			if stop, done := r.handle(ev); done {
 				return stop
 			}
-		case q := <-r.calls:
-			r.runCall(ctx, q)
 		case <-r.gone:
 			r.closeOpen("codex app-server ended")
 			r.flush()
@@ -169,20 +149,24 @@ func (r *turnRun) interrupt() {
 	}()
 }
 
-// runCall runs codex's call of an openmax tool through the host: the run
-// of tokens closes first, as before any tool.
-func (r *turnRun) runCall(ctx context.Context, q toolRequest) {
-	r.flush()
-	callCtx, stop := context.WithCancel(q.ctx)
-	defer stop()
-	unhook := context.AfterFunc(ctx, stop)
-	defer unhook()
-	res := r.h.CallTool(callCtx, q.call.CallID, q.call.Tool, q.call.Arguments)
-	if !res.OK {
-		q.reply <- toolReply{err: errors.New(res.Output)}
+// runCall runs codex's call of an openmax tool (an item/tool/call request,
+// in order with the turn's events) through the host, and answers it: the
+// run of tokens closes first, as before any tool.
+func (r *turnRun) runCall(ctx context.Context, ev codex.Event) {
+	var p codex.DynamicToolCallParams
+	if err := json.Unmarshal(ev.Params, &p); err != nil {
+		_ = ev.Respond(nil, &codex.RPCError{Code: codex.CodeInvalidParams, Message: "item/tool/call params: " + err.Error()})
 		return
 	}
-	q.reply <- toolReply{text: res.Output}
+	if p.TurnID != r.turnID || p.Namespace != Namespace {
+		refuse(ev, fmt.Sprintf("no tool %q in namespace %q for this turn", p.Tool, p.Namespace))
+		return
+	}
+	r.flush()
+	res := r.h.CallTool(ctx, p.CallID, p.Tool, p.Arguments)
+	if err := ev.Respond(toolResult(res.OK, res.Output), nil); err != nil {
+		fmt.Fprintf(r.b.cfg.Log, "openmax: answering codex's call %s: %v\n", p.CallID, err)
+	}
 }
 
 // flush closes the open run of tokens with its message_done, and keeps
@@ -295,7 +279,7 @@ func (r *turnRun) itemStarted(it codex.ThreadItem) {
 	case codex.ThreadItemTypeFileChange:
 		paths := []string{}
 		for _, c := range it.Changes {
-			paths = append(paths, c.Path)
+			paths = append(paths, r.rel(c.Path))
 		}
 		name, args = ToolFileChange, map[string]any{"paths": paths}
 	case codex.ThreadItemTypeMcpToolCall:
@@ -331,9 +315,9 @@ func (r *turnRun) itemCompleted(it codex.ThreadItem) {
 		}
 		var summary []string
 		for _, c := range it.Changes {
-			d := fileDiff(it.ID, c)
+			d := fileDiff(it.ID, r.rel(c.Path), c)
 			r.h.Emit(d)
-			summary = append(summary, fmt.Sprintf("%s %s (+%d -%d)", c.Kind.Type, c.Path, d.Added, d.Removed))
+			summary = append(summary, fmt.Sprintf("%s %s (+%d -%d)", c.Kind.Type, d.Path, d.Added, d.Removed))
 		}
 		r.h.Emit(wire.ToolEnd{CallID: it.ID, OK: status == "completed", Output: strings.Join(summary, "\n")})
 	case codex.ThreadItemTypeMcpToolCall:
@@ -371,6 +355,10 @@ func (r *turnRun) awaitCompletion() {
 	for {
 		select {
 		case ev := <-r.events:
+			if ev.IsRequest() {
+				refuse(ev, "the openmax turn has ended")
+				continue
+			}
 			if ev.Method != codex.MethodTurnCompleted {
 				continue
 			}
@@ -378,8 +366,6 @@ func (r *turnRun) awaitCompletion() {
 			if err == nil && v.(*codex.TurnCompletedNotification).Turn.ID == r.turnID {
 				return
 			}
-		case q := <-r.calls:
-			q.reply <- toolReply{err: errors.New("the openmax turn has ended")}
 		case <-r.gone:
 			return
 		case <-giveUp:
@@ -440,6 +426,19 @@ func errorText(e codex.TurnError) string {
 	return e.Message
 }
 
+// rel is path relative to the project when it lies inside it, as the
+// wire's diff paths are.
+func (r *turnRun) rel(path string) string {
+	if r.b.cfg.Dir == "" || !filepath.IsAbs(path) {
+		return path
+	}
+	rel, err := filepath.Rel(r.b.cfg.Dir, path)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+		return path
+	}
+	return rel
+}
+
 // rawString is a JSON string's value, or the JSON itself when it is not
 // a string.
 func rawString(raw json.RawMessage) string {
@@ -450,30 +449,57 @@ func rawString(raw json.RawMessage) string {
 	return string(raw)
 }
 
-// fileDiff is one change of a fileChange item as a diff line: codex sends
-// an added file's content and an update's unified hunks.
-func fileDiff(callID string, c codex.FileUpdateChange) wire.Diff {
-	d := wire.Diff{CallID: callID, Path: c.Path, Diff: c.Diff}
-	lines := strings.Split(strings.TrimSuffix(c.Diff, "\n"), "\n")
+// fileDiff is one change of a fileChange item as a diff line. codex sends
+// an added file's content, a deleted file's content, and an update's
+// unified hunks without file headers; the wire carries a unified diff, so
+// the headers (and for a whole file its one hunk) are added here.
+func fileDiff(callID, path string, c codex.FileUpdateChange) wire.Diff {
+	d := wire.Diff{CallID: callID, Path: path}
+	body := strings.TrimSuffix(c.Diff, "\n")
+	var lines []string
+	if c.Diff != "" {
+		lines = strings.Split(body, "\n")
+	}
+	var b strings.Builder
 	switch c.Kind.Type {
 	case codex.PatchChangeKindTypeAdd:
-		if c.Diff != "" {
-			d.Added = len(lines)
+		d.Added = len(lines)
+		fmt.Fprintf(&b, "--- /dev/null\n+++ b/%s\n@@ -0,0 +%s @@\n", path, hunkRange(len(lines)))
+		for _, l := range lines {
+			b.WriteString("+" + l + "\n")
 		}
 	case codex.PatchChangeKindTypeDelete:
-		if c.Diff != "" {
-			d.Removed = len(lines)
+		d.Removed = len(lines)
+		fmt.Fprintf(&b, "--- a/%s\n+++ /dev/null\n@@ -%s +0,0 @@\n", path, hunkRange(len(lines)))
+		for _, l := range lines {
+			b.WriteString("-" + l + "\n")
 		}
 	default:
+		to := path
+		if c.Kind.MovePath != "" {
+			to = c.Kind.MovePath
+		}
+		fmt.Fprintf(&b, "--- a/%s\n+++ b/%s\n", path, to)
 		for _, l := range lines {
 			switch {
-			case strings.HasPrefix(l, "+++"), strings.HasPrefix(l, "---"):
 			case strings.HasPrefix(l, "+"):
 				d.Added++
 			case strings.HasPrefix(l, "-"):
 				d.Removed++
 			}
 		}
+		if c.Diff != "" {
+			b.WriteString(body + "\n")
+		}
 	}
+	d.Diff = b.String()
 	return d
+}
+
+// hunkRange is a unified hunk's line range of n lines from line 1.
+func hunkRange(n int) string {
+	if n == 1 {
+		return "1"
+	}
+	return fmt.Sprintf("1,%d", n)
 }

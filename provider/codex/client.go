@@ -40,6 +40,14 @@ type Options struct {
 	// the client (a resumed or forked thread keeps the tools it was
 	// started with).
 	Tools []Namespace
+	// ToolCallsAsEvents delivers the server's item/tool/call requests on
+	// Events instead of calling the tools' handlers: each is an Event for
+	// which IsRequest is true, in order with the notifications read
+	// before and after it, and the consumer answers it with Respond (a
+	// DynamicToolCallResponse). A consumer that maps a turn's events in
+	// order (text before a call closes before the call runs) needs this;
+	// the handlers may then be nil. An unanswered call holds the turn.
+	ToolCallsAsEvents bool
 	// Transcript, when set, receives every line in both directions as a
 	// TranscriptLine, deltas included, "email" values redacted.
 	Transcript io.Writer
@@ -127,7 +135,7 @@ type Client struct {
 // initialize (with the experimental API, which dynamic tools need), then
 // the initialized notification.
 func Start(ctx context.Context, o Options) (*Client, error) {
-	if err := checkTools(o.Tools); err != nil {
+	if err := checkTools(o.Tools, o.ToolCallsAsEvents); err != nil {
 		return nil, err
 	}
 	command := o.Command
@@ -173,7 +181,7 @@ func Start(ctx context.Context, o Options) (*Client, error) {
 // the other end of r and w (an in-memory peer in tests, or a process
 // started elsewhere). Closing the client closes w.
 func Connect(ctx context.Context, r io.Reader, w io.WriteCloser, o Options) (*Client, error) {
-	if err := checkTools(o.Tools); err != nil {
+	if err := checkTools(o.Tools, o.ToolCallsAsEvents); err != nil {
 		return nil, err
 	}
 	cl := newClient(r, w, o)
@@ -206,6 +214,7 @@ func newClient(r io.Reader, w io.Writer, o Options) *Client {
 		onBadLine:  o.OnBadLine,
 		onRequest:  cl.serverRequest,
 		observe:    cl.observe,
+		inBand:     map[string]bool{MethodItemToolCall: o.ToolCallsAsEvents},
 	})
 	return cl
 }
@@ -221,7 +230,7 @@ func (o Options) identityEnv() []string {
 }
 
 // checkTools refuses names the server reserves, and duplicates.
-func checkTools(nss []Namespace) error {
+func checkTools(nss []Namespace, asEvents bool) error {
 	seen := map[[2]string]bool{}
 	for _, ns := range nss {
 		if ns.Name == "" || strings.HasPrefix(ns.Name, reservedPrefix) {
@@ -231,7 +240,7 @@ func checkTools(nss []Namespace) error {
 			if t.Name == "" || strings.HasPrefix(t.Name, reservedPrefix) {
 				return fmt.Errorf("codex: dynamic tool %q in %q: names starting with %q are reserved (and a tool needs a name)", t.Name, ns.Name, reservedPrefix)
 			}
-			if t.Handler == nil {
+			if t.Handler == nil && !asEvents {
 				return fmt.Errorf("codex: dynamic tool %s.%s has no handler", ns.Name, t.Name)
 			}
 			k := [2]string{ns.Name, t.Name}

@@ -501,3 +501,29 @@ func TestToolCallIsCancelledWhenItsTurnEnds(t *testing.T) {
 		t.Fatalf("late call's context: %v", err)
 	}
 }
+
+// With ToolCallsAsEvents a tool call arrives on Events in order with the
+// notifications around it, and Respond answers it.
+func TestToolCallsAsEventsKeepOrder(t *testing.T) {
+	cl, p := connectPeer(t, Options{ToolCallsAsEvents: true, Tools: []Namespace{{Name: "openmax", Tools: []Tool{{Name: "read_file"}}}}})
+	p.notify(MethodItemAgentMessageDelta, `{"threadId":"th1","turnId":"tu1","itemId":"m1","delta":"before"}`)
+	p.send(`{"id":0,"method":"item/tool/call","params":{"threadId":"th1","turnId":"tu1","callId":"c1","namespace":"openmax","tool":"read_file","arguments":{}}}`)
+	p.notify(MethodItemAgentMessageDelta, `{"threadId":"th1","turnId":"tu1","itemId":"m2","delta":"after"}`)
+	first, call, last := takeEvent(t, cl), takeEvent(t, cl), takeEvent(t, cl)
+	if first.IsRequest() || !call.IsRequest() || last.IsRequest() || call.Method != MethodItemToolCall {
+		t.Fatalf("events %q %q %q, want the call between the deltas", first.Method, call.Method, last.Method)
+	}
+	if err := first.Respond(nil, nil); err == nil {
+		t.Fatal("a notification accepted a response")
+	}
+	if err := call.Respond(DynamicToolCallResponse{Success: true, ContentItems: []DynamicToolCallOutputContentItem{{Type: DynamicToolCallOutputContentItemTypeInputText, Text: "x"}}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	line, err := p.in.ReadBytes('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.TrimSpace(string(line)); got != `{"id":0,"result":{"contentItems":[{"text":"x","type":"inputText"}],"success":true}}` {
+		t.Fatalf("answer %s", got)
+	}
+}

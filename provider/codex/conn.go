@@ -49,6 +49,23 @@ type Event struct {
 	Method      string
 	Params      json.RawMessage
 	EmittedAtMs int64 // the server's emittedAtMs, 0 when absent
+
+	// respond answers a server request delivered as an event (see
+	// Options.ToolCallsAsEvents); nil for a notification.
+	respond func(result any, rpcErr *RPCError) error
+}
+
+// IsRequest reports whether the event is a server request the consumer
+// must answer with Respond.
+func (e Event) IsRequest() bool { return e.respond != nil }
+
+// Respond answers a server request delivered as an event: result, or the
+// JSON-RPC error rpcErr when it is not nil. It fails for a notification.
+func (e Event) Respond(result any, rpcErr *RPCError) error {
+	if e.respond == nil {
+		return fmt.Errorf("codex: %s is a notification, not a request", e.Method)
+	}
+	return e.respond(result, rpcErr)
 }
 
 // Decode returns the event's params as a pointer to the generated params
@@ -93,6 +110,7 @@ type conn struct {
 	onBadLine  func(line []byte, err error)
 	onRequest  serverRequestFunc
 	observe    func(Event) // sees each event on the reader goroutine, before it is queued
+	inBand     map[string]bool // server requests delivered on Events, in order
 
 	wmu sync.Mutex // one whole line at a time, to w and to the transcript
 
@@ -115,7 +133,7 @@ type conn struct {
 func newConn(r io.Reader, w io.Writer, o connOptions) *conn {
 	ctx, stop := context.WithCancel(context.Background())
 	c := &conn{
-		w: w, transcript: o.transcript, onBadLine: o.onBadLine, onRequest: o.onRequest, observe: o.observe,
+		w: w, transcript: o.transcript, onBadLine: o.onBadLine, onRequest: o.onRequest, observe: o.observe, inBand: o.inBand,
 		pending: map[int64]chan message{},
 		wake:    make(chan struct{}, 1),
 		done:    make(chan struct{}),
@@ -133,6 +151,7 @@ type connOptions struct {
 	onBadLine  func(line []byte, err error)
 	onRequest  serverRequestFunc
 	observe    func(Event)
+	inBand     map[string]bool
 }
 
 // record writes one transcript line; a failing transcript writer is
@@ -314,6 +333,11 @@ func (c *conn) route(line []byte) {
 		return
 	}
 	switch {
+	case m.Method != "" && len(m.ID) > 0 && c.inBand[m.Method]:
+		id := m.ID
+		c.enqueue(Event{Method: m.Method, Params: m.Params, respond: func(result any, rpcErr *RPCError) error {
+			return c.reply(id, result, rpcErr)
+		}})
 	case m.Method != "" && len(m.ID) > 0:
 		c.handlers.Add(1)
 		go c.answer(m)
@@ -410,11 +434,18 @@ func (c *conn) answer(m message) {
 	} else {
 		result, rpcErr = c.onRequest(c.reqCtx, m.Method, m.Params)
 	}
+	if err := c.reply(m.ID, result, rpcErr); err != nil {
+		c.bad(nil, fmt.Errorf("codex: answer %s: %w", m.Method, err))
+	}
+}
+
+// reply sends the response to the server request id.
+func (c *conn) reply(id json.RawMessage, result any, rpcErr *RPCError) error {
 	resp := struct {
 		ID     json.RawMessage `json:"id"`
 		Result any             `json:"result,omitempty"`
 		Error  *RPCError       `json:"error,omitempty"`
-	}{ID: m.ID}
+	}{ID: id}
 	if rpcErr != nil {
 		resp.Error = rpcErr
 	} else {
@@ -423,7 +454,5 @@ func (c *conn) answer(m message) {
 			resp.Result = struct{}{}
 		}
 	}
-	if err := c.send(resp); err != nil {
-		c.bad(nil, fmt.Errorf("codex: answer %s: %w", m.Method, err))
-	}
+	return c.send(resp)
 }

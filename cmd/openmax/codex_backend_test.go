@@ -1,0 +1,261 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/tools/txtar"
+
+	"github.com/openmax/openmax/internal/golden"
+)
+
+// A codex case is one txtar archive, golden/codex/NAME.txtar: a session of
+// `openmax --stdio --provider codex`, where each turn runs inside codex
+// app-server. Its comment says what the case shows; its sections are:
+//
+//	fake.yaml         the model's replies: the fake provider's scenario, which
+//	                  the real codex talks to when the case is recorded
+//	steps             the client's side of the conversation (as in
+//	                  golden/sessions: > line, < TYPE, eof)
+//	project/...       optional: the files of the project the session runs in
+//	app-server.jsonl  every line openmax and codex app-server exchanged, as
+//	                  recorded from the real codex ({"dir","msg"} lines)
+//	transcript        openmax's stdout, then the exit code
+//
+// TestCodexBackend replays every case with `openmax fake-app-server` in
+// codex's place, on every run and with no codex installed: the transcript
+// must match and pass the stream checker. TestCodexBackendLive runs the same
+// steps against the real codex (installed from npm) talking to the fake
+// provider; OPENMAX_RECORD_CODEX=1 rewrites app-server.jsonl and the
+// transcript from it, otherwise the live transcript must equal the golden
+// one (a codex upgrade that changes what openmax reports fails here, and
+// says to re-record).
+const codexCasesDir = "../../golden/codex"
+
+type codexCase struct {
+	path       string
+	scenario   []byte
+	steps      []byte
+	project    map[string][]byte
+	appServer  []byte
+	transcript []byte
+}
+
+func loadCodexCase(t *testing.T, path string) codexCase {
+	t.Helper()
+	a, err := txtar.ParseFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := codexCase{path: path}
+	for _, f := range a.Files {
+		switch name := f.Name; {
+		case name == "fake.yaml":
+			c.scenario = f.Data
+		case name == "steps":
+			c.steps = f.Data
+		case name == "app-server.jsonl":
+			c.appServer = f.Data
+		case name == "transcript":
+			c.transcript = f.Data
+		case strings.HasPrefix(name, "project/") && fs.ValidPath(name):
+			if c.project == nil {
+				c.project = map[string][]byte{}
+			}
+			c.project[strings.TrimPrefix(name, "project/")] = f.Data
+		default:
+			t.Fatalf("%s: unknown section %q", path, name)
+		}
+	}
+	if c.steps == nil || c.scenario == nil {
+		t.Fatalf("%s: a codex case needs fake.yaml and steps", path)
+	}
+	return c
+}
+
+func codexCases(t *testing.T) []string {
+	t.Helper()
+	paths, err := filepath.Glob(filepath.Join(codexCasesDir, "*.txtar"))
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no codex cases in %s: %v", codexCasesDir, err)
+	}
+	return paths
+}
+
+// runCodexCase runs the binary as `openmax --stdio --provider codex
+// --codex CODEX` through the case's steps, in a fresh project holding the
+// case's files, and returns stdout (project path as $PROJECT) with the exit
+// code, and what it wrote to stdin.
+func runCodexCase(t *testing.T, bin string, c codexCase, codexCmd string, extraEnv []string, args ...string) (transcript, stdin []byte, stderr string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	project := t.TempDir()
+	for name, data := range c.project {
+		p := filepath.Join(project, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o777); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, data, 0o666); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The project's real path: codex reports it resolved.
+	project, err := filepath.EvalSymlinks(project)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := trustedBinaryEnv(t, ctx, bin, project, "", extraEnv...)
+	cmd := exec.CommandContext(ctx, bin, append([]string{"--stdio", "--session-id", "s1", "--project", project, "--provider", "codex", "--codex", codexCmd}, args...)...)
+	cmd.Env = env
+	cmd.Dir = project
+	inR, inW := io.Pipe()
+	cmd.Stdin = inR
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var errBuf syncBuffer
+	cmd.Stderr = &errBuf
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s := &session{t: t, stdin: inW, lines: make(chan string, 1024), result: make(chan int, 1)}
+	go func() {
+		sc := bufio.NewScanner(out)
+		sc.Buffer(nil, 64<<20)
+		for sc.Scan() {
+			s.lines <- sc.Text()
+		}
+		close(s.lines)
+		err := cmd.Wait()
+		code := 0
+		if err != nil {
+			code = -1
+			if cmd.ProcessState != nil {
+				code = cmd.ProcessState.ExitCode()
+			}
+		}
+		s.result <- code
+	}()
+	for i, step := range strings.Split(strings.TrimSpace(string(c.steps)), "\n") {
+		if err := s.step(ctx, strings.TrimRight(step, "\r")); err != nil {
+			t.Fatalf("%s: step %d %q: %v\nstdout so far:\n%s\nstderr:\n%s", c.path, i+1, step, err, strings.Join(s.got, "\n"), errBuf.String())
+		}
+	}
+	inW.Close()
+	var code int
+	select {
+	case code = <-s.result:
+	case <-ctx.Done():
+		t.Fatalf("openmax did not exit after stdin closed\nstdout:\n%s\nstderr:\n%s", strings.Join(s.got, "\n"), errBuf.String())
+	}
+	for line := range s.lines {
+		s.got = append(s.got, line)
+	}
+	var buf bytes.Buffer
+	for _, l := range s.got {
+		buf.WriteString(l)
+		buf.WriteByte('\n')
+	}
+	fmt.Fprintf(&buf, "exit: %d\n", code)
+	return bytes.ReplaceAll(buf.Bytes(), []byte(project), []byte("$PROJECT")), s.sent.Bytes(), errBuf.String()
+}
+
+// TestCodexBackend replays every codex case through the real binary with
+// `openmax fake-app-server` as codex.
+func TestCodexBackend(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the binary; skipped in -short mode")
+	}
+	bin := buildBinary(t)
+	for _, path := range codexCases(t) {
+		t.Run(strings.TrimSuffix(filepath.Base(path), ".txtar"), func(t *testing.T) {
+			t.Parallel()
+			c := loadCodexCase(t, path)
+			if c.appServer == nil {
+				t.Fatalf("%s has no app-server.jsonl: record it with OPENMAX_RECORD_CODEX=1 go test ./cmd/openmax -run TestCodexBackendLive", path)
+			}
+			recorded := filepath.Join(t.TempDir(), "app-server.jsonl")
+			if err := os.WriteFile(recorded, c.appServer, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			log := filepath.Join(t.TempDir(), "fake.log")
+			transcript, stdin, stderr := runCodexCase(t, bin, c, bin+" fake-app-server --log "+log+" --transcript "+recorded, nil)
+			checkTranscript(t, transcript, stdin)
+			if err := golden.Section(path, "transcript", "got", transcript, *update); err != nil {
+				t.Errorf("%v\nstderr:\n%s", err, stderr)
+			}
+			if strings.Contains(stderr, "MISS") || strings.Contains(stderr, "miss") {
+				t.Errorf("the fake app-server missed:\n%s", stderr)
+			}
+		})
+	}
+}
+
+// TestCodexBackendLive runs every codex case against the real codex.
+func TestCodexBackendLive(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs codex; skipped in -short mode")
+	}
+	codex := codexBinary(t)
+	bin := buildBinary(t)
+	record := os.Getenv("OPENMAX_RECORD_CODEX") == "1"
+	for _, path := range codexCases(t) {
+		t.Run(strings.TrimSuffix(filepath.Base(path), ".txtar"), func(t *testing.T) {
+			t.Parallel()
+			c := loadCodexCase(t, path)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			dir := t.TempDir()
+			sc := filepath.Join(dir, "scenario.yaml")
+			if err := os.WriteFile(sc, c.scenario, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			fake := startServer(t, ctx, bin, "fake-provider", "--scenario", sc)
+			codexHome := filepath.Join(dir, "codex-home")
+			if err := os.MkdirAll(codexHome, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(codexConfig(fake.URL, 2)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			const deadProxy = "http://127.0.0.1:9"
+			env := []string{
+				"HOME=" + dir, "CODEX_HOME=" + codexHome, "OPENMAX_CODEX_KEY=sk-openmax-test",
+				"HTTPS_PROXY=" + deadProxy, "HTTP_PROXY=" + deadProxy, "ALL_PROXY=" + deadProxy,
+				"https_proxy=" + deadProxy, "http_proxy=" + deadProxy, "all_proxy=" + deadProxy,
+				"NO_PROXY=127.0.0.1,localhost", "no_proxy=127.0.0.1,localhost",
+			}
+			appServer := filepath.Join(dir, "app-server.jsonl")
+			transcript, stdin, stderr := runCodexCase(t, bin, c, codex, env, "--codex-transcript", appServer)
+			checkTranscript(t, transcript, stdin)
+			if record {
+				data, err := os.ReadFile(appServer)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := golden.Section(path, "app-server.jsonl", "recorded", data, true); err != nil {
+					t.Fatal(err)
+				}
+				if err := golden.Section(path, "transcript", "got", transcript, true); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err := golden.Section(path, "transcript", "live codex", transcript, false); err != nil {
+				t.Errorf("%v\nThe real codex now leads openmax to other events: if that is codex's change, re-record with OPENMAX_RECORD_CODEX=1 go test ./cmd/openmax -run TestCodexBackendLive\nstderr:\n%s", err, stderr)
+			}
+		})
+	}
+}
