@@ -116,7 +116,7 @@ func (b *Backend) client(ctx context.Context, h *core.TurnHost) (*codex.Client, 
 		ClientName: "openmax", ClientVersion: b.cfg.Version,
 		// A call is answered by the turn, in order with its events.
 		ToolCallsAsEvents: true,
-		Transcript: b.cfg.Transcript, Stderr: b.cfg.Log,
+		Transcript:        b.cfg.Transcript, Stderr: b.cfg.Log,
 		OnBadLine: func(line []byte, err error) {
 			fmt.Fprintf(b.cfg.Log, "openmax: codex app-server: %v\n", err)
 		},

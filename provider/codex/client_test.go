@@ -516,14 +516,18 @@ func TestToolCallsAsEventsKeepOrder(t *testing.T) {
 	if err := first.Respond(nil, nil); err == nil {
 		t.Fatal("a notification accepted a response")
 	}
-	if err := call.Respond(DynamicToolCallResponse{Success: true, ContentItems: []DynamicToolCallOutputContentItem{{Type: DynamicToolCallOutputContentItemTypeInputText, Text: "x"}}}, nil); err != nil {
-		t.Fatal(err)
-	}
+	responded := make(chan error, 1)
+	go func() { // the pipe is unbuffered: the peer reads below
+		responded <- call.Respond(DynamicToolCallResponse{Success: true, ContentItems: []DynamicToolCallOutputContentItem{{Type: DynamicToolCallOutputContentItemTypeInputText, Text: "x"}}}, nil)
+	}()
 	line, err := p.in.ReadBytes('\n')
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := strings.TrimSpace(string(line)); got != `{"id":0,"result":{"contentItems":[{"text":"x","type":"inputText"}],"success":true}}` {
 		t.Fatalf("answer %s", got)
+	}
+	if err := <-responded; err != nil {
+		t.Fatal(err)
 	}
 }

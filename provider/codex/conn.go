@@ -109,7 +109,7 @@ type conn struct {
 	transcript io.Writer
 	onBadLine  func(line []byte, err error)
 	onRequest  serverRequestFunc
-	observe    func(Event) // sees each event on the reader goroutine, before it is queued
+	observe    func(Event)     // sees each event on the reader goroutine, before it is queued
 	inBand     map[string]bool // server requests delivered on Events, in order
 
 	wmu sync.Mutex // one whole line at a time, to w and to the transcript
