@@ -454,6 +454,8 @@ func TestTranscriptRedactsEmails(t *testing.T) {
 		{`{"a":{"email" : null,"x":{"email":"q\"@r"}}}`, `{"dir":"recv","msg":{"a":{"email":"[redacted]","x":{"email":"[redacted]"}}}}`},
 		{`{"text":"write to \"email\": \"x@y\""}`, `{"dir":"recv","msg":{"text":"write to \"email\": \"x@y\""}}`},
 		{`not json`, `{"dir":"recv","msg":"not json"}`},
+		{`{"cmd":"echo a >&2 <x>"}`, `{"dir":"recv","msg":{"cmd":"echo a >&2 <x>"}}`},
+		{`echo <&>`, `{"dir":"recv","msg":"echo <&>"}`},
 	} {
 		got, err := TranscriptBytes(DirRecv, []byte(tt.in))
 		if err != nil {

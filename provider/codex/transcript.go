@@ -44,11 +44,21 @@ func TranscriptBytes(dir string, line []byte) ([]byte, error) {
 		}
 		msg = buf.Bytes()
 	} else {
-		s, err := json.Marshal(string(line))
-		if err != nil {
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(string(line)); err != nil {
 			return nil, fmt.Errorf("codex: transcript line: %w", err)
 		}
-		msg = s
+		msg = bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 	}
-	return json.Marshal(TranscriptLine{Dir: dir, Msg: msg})
+	// Not json.Marshal: it would escape <, > and & inside the message,
+	// and the transcript keeps the line's text as it crossed.
+	var out bytes.Buffer
+	enc := json.NewEncoder(&out)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(TranscriptLine{Dir: dir, Msg: msg}); err != nil {
+		return nil, fmt.Errorf("codex: transcript line: %w", err)
+	}
+	return bytes.TrimSuffix(out.Bytes(), []byte("\n")), nil
 }
