@@ -144,6 +144,8 @@ func (c *Config) Validate() error {
 		return errors.New("--codex and --codex-transcript are only for --provider codex")
 	case c.Provider == "codex" && (c.BaseURL != "" || c.Script != ""):
 		return errors.New("--provider codex takes no --base-url or --script: codex reads its model provider from CODEX_HOME/config.toml")
+	case c.Provider == "codex" && c.Compact:
+		return errors.New("--compact is not for --provider codex: codex compacts its own thread")
 	}
 	for _, d := range []struct {
 		name string

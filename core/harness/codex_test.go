@@ -1,0 +1,48 @@
+package harness_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/openmax/openmax/core/harness"
+)
+
+// TestCodexFlags: --provider codex takes its own flags and none of the
+// HTTP providers'; its flags are refused with any other provider.
+func TestCodexFlags(t *testing.T) {
+	w := newWorld(t, false)
+	for _, tt := range []struct {
+		name string
+		set  func(*harness.Config)
+		want string // "" means accepted
+	}{
+		{"plain", func(c *harness.Config) { c.Provider = "codex" }, ""},
+		{"command and transcript", func(c *harness.Config) {
+			c.Provider, c.Codex, c.CodexTranscript = "codex", "openmax fake-app-server --transcript t.jsonl", t.TempDir()+"/codex.jsonl"
+		}, ""},
+		{"base url", func(c *harness.Config) { c.Provider, c.BaseURL = "codex", "http://127.0.0.1:1" }, "takes no --base-url"},
+		{"script", func(c *harness.Config) { c.Provider, c.Script = "codex", "s.yaml" }, "takes no --base-url or --script"},
+		{"compact", func(c *harness.Config) { c.Provider, c.Compact = "codex", true }, "codex compacts its own thread"},
+		{"codex flag elsewhere", func(c *harness.Config) { c.Provider, c.Codex = "echo", "codex" }, "only for --provider codex"},
+		{"transcript elsewhere", func(c *harness.Config) { c.Provider, c.CodexTranscript = "echo", "t.jsonl" }, "only for --provider codex"},
+		{"unwritable transcript", func(c *harness.Config) { c.Provider, c.CodexTranscript = "codex", t.TempDir()+"/missing/dir/t.jsonl" }, "--codex-transcript"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := harness.Defaults()
+			cfg.Project = w.project
+			tt.set(&cfg)
+			_, err := harness.New(cfg, harness.Deps{Getenv: w.getenv})
+			if tt.want == "" {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			var ce *harness.ConfigError
+			if !errors.As(err, &ce) || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("got %v; want a *ConfigError containing %q", err, tt.want)
+			}
+		})
+	}
+}
