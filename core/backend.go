@@ -72,6 +72,24 @@ func (h *TurnHost) CallTool(ctx context.Context, callID, name string, args json.
 	return res
 }
 
+// Thread is the id the backend keeps this session's conversation under,
+// as SetThread saved it (also by an earlier process, for a continued
+// session); "" when none yet.
+func (h *TurnHost) Thread() string {
+	h.t.s.mu.Lock()
+	defer h.t.s.mu.Unlock()
+	return h.t.s.backendThread
+}
+
+// SetThread saves the backend's id for this session's conversation with
+// the session's state, so --continue resumes it.
+func (h *TurnHost) SetThread(id string) {
+	h.t.s.mu.Lock()
+	h.t.s.backendThread = id
+	h.t.s.mu.Unlock()
+	h.t.s.stateChanged()
+}
+
 // Reply keeps the model's final text of the turn in the session, so a
 // continued session shows it.
 func (h *TurnHost) Reply(text string) error {

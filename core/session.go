@@ -21,6 +21,8 @@ type Session struct {
 	scale float64
 	// warnedSchemas records that schemas_over_budget went out.
 	warnedSchemas bool
+	// backendThread is the Backend's id for the conversation (TurnHost).
+	backendThread string
 	// saveState persists scale and warnedSchemas (SetState); nil keeps
 	// them in memory.
 	saveState func(SessionState) error

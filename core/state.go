@@ -4,17 +4,20 @@ package core
 // transcript: the budget's scale (the ratio of the prompt tokens the server
 // last reported to the estimate of that request) and whether
 // schemas_over_budget already went out, which the contract allows at most
-// once per session.
+// once per session; and, under a Backend, the id the backend keeps the
+// conversation under (codex's thread id), so a continued session resumes
+// it.
 type SessionState struct {
 	Scale         float64 `json:"scale,omitempty"`
 	WarnedSchemas bool    `json:"warned_schemas,omitempty"`
+	BackendThread string  `json:"backend_thread,omitempty"`
 }
 
 // State returns the session's carried state.
 func (s *Session) State() SessionState {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return SessionState{Scale: s.scale, WarnedSchemas: s.warnedSchemas}
+	return SessionState{Scale: s.scale, WarnedSchemas: s.warnedSchemas, BackendThread: s.backendThread}
 }
 
 // SetState restores st (read back from a continued session) and makes save,
@@ -24,7 +27,7 @@ func (s *Session) State() SessionState {
 func (s *Session) SetState(st SessionState, save func(SessionState) error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.scale, s.warnedSchemas, s.saveState = st.Scale, st.WarnedSchemas, save
+	s.scale, s.warnedSchemas, s.backendThread, s.saveState = st.Scale, st.WarnedSchemas, st.BackendThread, save
 }
 
 // RequestCompaction forces a compaction at the start of the session's next
@@ -49,7 +52,7 @@ func (s *Session) takeForcedCompaction() bool {
 // without s.mu held.
 func (s *Session) stateChanged() {
 	s.mu.Lock()
-	save, st := s.saveState, SessionState{Scale: s.scale, WarnedSchemas: s.warnedSchemas}
+	save, st := s.saveState, SessionState{Scale: s.scale, WarnedSchemas: s.warnedSchemas, BackendThread: s.backendThread}
 	s.mu.Unlock()
 	if save != nil {
 		_ = save(st) // advisory: see SetState

@@ -98,9 +98,15 @@ func codexCases(t *testing.T) []string {
 // code, and what it wrote to stdin.
 func runCodexCase(t *testing.T, bin string, c codexCase, codexCmd string, extraEnv []string, args ...string) (transcript, stdin []byte, stderr string) {
 	t.Helper()
+	return runCodexIn(t, bin, c, t.TempDir(), t.TempDir(), codexCmd, extraEnv, args...)
+}
+
+// runCodexIn is runCodexCase in the project and state directories given,
+// so a second run can continue the first one's session.
+func runCodexIn(t *testing.T, bin string, c codexCase, project, state, codexCmd string, extraEnv []string, args ...string) (transcript, stdin []byte, stderr string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	project := t.TempDir()
 	for name, data := range c.project {
 		p := filepath.Join(project, filepath.FromSlash(name))
 		if err := os.MkdirAll(filepath.Dir(p), 0o777); err != nil {
@@ -115,7 +121,7 @@ func runCodexCase(t *testing.T, bin string, c codexCase, codexCmd string, extraE
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := trustedBinaryEnv(t, ctx, bin, project, "", extraEnv...)
+	env := trustedBinaryEnv(t, ctx, bin, project, state, extraEnv...)
 	cmd := exec.CommandContext(ctx, bin, append([]string{"--stdio", "--session-id", "s1", "--project", project, "--provider", "codex", "--codex", codexCmd}, args...)...)
 	cmd.Env = env
 	cmd.Dir = project
@@ -223,20 +229,7 @@ func TestCodexBackendLive(t *testing.T) {
 				t.Fatal(err)
 			}
 			fake := startServer(t, ctx, bin, "fake-provider", "--scenario", sc)
-			codexHome := filepath.Join(dir, "codex-home")
-			if err := os.MkdirAll(codexHome, 0o700); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(codexConfig(fake.URL, 2)), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			const deadProxy = "http://127.0.0.1:9"
-			env := []string{
-				"HOME=" + dir, "CODEX_HOME=" + codexHome, "OPENMAX_CODEX_KEY=sk-openmax-test",
-				"HTTPS_PROXY=" + deadProxy, "HTTP_PROXY=" + deadProxy, "ALL_PROXY=" + deadProxy,
-				"https_proxy=" + deadProxy, "http_proxy=" + deadProxy, "all_proxy=" + deadProxy,
-				"NO_PROXY=127.0.0.1,localhost", "no_proxy=127.0.0.1,localhost",
-			}
+			env := liveCodexEnv(t, dir, fake.URL)
 			appServer := filepath.Join(dir, "app-server.jsonl")
 			transcript, stdin, stderr := runCodexCase(t, bin, c, codex, env, "--codex-transcript", appServer)
 			checkTranscript(t, transcript, stdin)
@@ -257,5 +250,99 @@ func TestCodexBackendLive(t *testing.T) {
 				t.Errorf("%v\nThe real codex now leads openmax to other events: if that is codex's change, re-record with OPENMAX_RECORD_CODEX=1 go test ./cmd/openmax -run TestCodexBackendLive\nstderr:\n%s", err, stderr)
 			}
 		})
+	}
+}
+
+// The continue case runs two processes on one project and state: the
+// second with --continue. Its archive has steps and steps-2, and the
+// app-server.jsonl and transcript sections of each run (-2 for the
+// second).
+const codexContinueCase = "../../golden/codex/continue/continue.txtar"
+
+func TestCodexBackendContinue(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the binary; skipped in -short mode")
+	}
+	bin := buildBinary(t)
+	live := os.Getenv("OPENMAX_RECORD_CODEX") == "1"
+	a, err := txtar.ParseFile(codexContinueCase)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sections := map[string][]byte{}
+	for _, f := range a.Files {
+		sections[f.Name] = f.Data
+	}
+	project, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	state := t.TempDir()
+	var env []string
+	codexCmd := func(run string) (string, string) {
+		recorded := filepath.Join(t.TempDir(), "app-server.jsonl")
+		if err := os.WriteFile(recorded, sections["app-server"+run+".jsonl"], 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return bin + " fake-app-server --transcript " + recorded, ""
+	}
+	if live {
+		codex := codexBinary(t)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		dir := t.TempDir()
+		sc := filepath.Join(dir, "scenario.yaml")
+		if err := os.WriteFile(sc, sections["fake.yaml"], 0o644); err != nil {
+			t.Fatal(err)
+		}
+		fake := startServer(t, ctx, bin, "fake-provider", "--scenario", sc)
+		env = liveCodexEnv(t, dir, fake.URL)
+		codexCmd = func(string) (string, string) { return codex, filepath.Join(t.TempDir(), "app-server.jsonl") }
+	}
+	for _, run := range []string{"", "-2"} {
+		c := codexCase{path: codexContinueCase, steps: sections["steps"+run]}
+		cmd, record := codexCmd(run)
+		var args []string
+		if run != "" {
+			args = append(args, "--continue")
+		}
+		if record != "" {
+			args = append(args, "--codex-transcript", record)
+		}
+		transcript, stdin, stderr := runCodexIn(t, bin, c, project, state, cmd, env, args...)
+		checkTranscript(t, transcript, stdin)
+		if record != "" {
+			data, err := os.ReadFile(record)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := golden.Section(codexContinueCase, "app-server"+run+".jsonl", "recorded", data, true); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := golden.Section(codexContinueCase, "transcript"+run, "got", transcript, *update || live); err != nil {
+			t.Errorf("%v\nstderr:\n%s", err, stderr)
+		}
+	}
+}
+
+// liveCodexEnv is the environment of a real codex run offline: its own
+// CODEX_HOME under dir whose config names the fake provider at base, and
+// proxies at a closed loopback port so nothing leaves the machine.
+func liveCodexEnv(t *testing.T, dir, base string) []string {
+	t.Helper()
+	codexHome := filepath.Join(dir, "codex-home")
+	if err := os.MkdirAll(codexHome, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(codexConfig(base, 2)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const deadProxy = "http://127.0.0.1:9"
+	return []string{
+		"HOME=" + dir, "CODEX_HOME=" + codexHome, "OPENMAX_CODEX_KEY=sk-openmax-test",
+		"HTTPS_PROXY=" + deadProxy, "HTTP_PROXY=" + deadProxy, "ALL_PROXY=" + deadProxy,
+		"https_proxy=" + deadProxy, "http_proxy=" + deadProxy, "all_proxy=" + deadProxy,
+		"NO_PROXY=127.0.0.1,localhost", "no_proxy=127.0.0.1,localhost",
 	}
 }

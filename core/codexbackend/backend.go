@@ -147,6 +147,9 @@ func (b *Backend) thread(ctx context.Context, h *core.TurnHost) (*codex.Session,
 	if ok {
 		return s, nil
 	}
+	if id == "" {
+		id = h.Thread() // a continued session's thread
+	}
 	o := codex.ThreadOptions{Cwd: b.cfg.Dir, Model: b.cfg.Model, DeveloperInstructions: b.cfg.Instructions}
 	if id != "" {
 		s, err = cl.ResumeThread(ctx, id, o)
@@ -159,6 +162,9 @@ func (b *Backend) thread(ctx context.Context, h *core.TurnHost) (*codex.Session,
 	b.mu.Lock()
 	b.threads[h.SessionID()], b.ids[h.SessionID()] = s, s.ID
 	b.mu.Unlock()
+	if h.Thread() != s.ID {
+		h.SetThread(s.ID)
+	}
 	return s, nil
 }
 
