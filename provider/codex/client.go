@@ -115,6 +115,7 @@ type Client struct {
 	Init InitializeResponse
 
 	stdin  io.Closer
+	stdout io.Closer // the read end of the server's stdout
 	proc   *exec.Cmd
 	exited chan struct{}
 	errOut *tailBuffer
@@ -157,15 +158,22 @@ func Start(ctx context.Context, o Options) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("codex: %w", err)
 	}
-	stdout, err := cmd.StdoutPipe()
+	// stdout is a pipe of the client's own, not cmd.StdoutPipe: Wait
+	// closes that one when the process exits, which would drop the last
+	// lines the reader has not read yet.
+	stdout, w, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("codex: %w", err)
 	}
-	if err := cmd.Start(); err != nil {
+	cmd.Stdout = w
+	err = cmd.Start()
+	w.Close() // the child holds its own copy
+	if err != nil {
+		stdout.Close()
 		return nil, fmt.Errorf("codex: start %s: %w", command[0], err)
 	}
 	cl := newClient(stdout, stdin, o)
-	cl.stdin, cl.proc, cl.errOut = stdin, cmd, errOut
+	cl.stdin, cl.stdout, cl.proc, cl.errOut = stdin, stdout, cmd, errOut
 	go func() {
 		_ = cmd.Wait()
 		close(cl.exited)
@@ -186,6 +194,9 @@ func Connect(ctx context.Context, r io.Reader, w io.WriteCloser, o Options) (*Cl
 	}
 	cl := newClient(r, w, o)
 	cl.stdin = w
+	if rc, ok := r.(io.Closer); ok {
+		cl.stdout = rc // Close waits for the peer's output to end, then closes it
+	}
 	close(cl.exited)
 	if err := cl.initialize(ctx); err != nil {
 		_ = cl.Close(ctx)
@@ -298,14 +309,19 @@ func (cl *Client) withStderr(err error) error {
 	return err
 }
 
-// Close closes the server's stdin, which ends it, and waits for it to
-// exit; when ctx ends first the process is killed. Pending server
-// requests see their context cancelled. Close is idempotent.
+// Close closes the server's stdin, which ends it, waits for it to exit
+// and for every line it wrote to be read (and recorded); when ctx ends
+// first the process is killed and the rest of its output dropped.
+// Pending server requests see their context cancelled. Close is
+// idempotent.
 func (cl *Client) Close(ctx context.Context) error {
 	cl.closeOnce.Do(func() {
 		cl.c.wmu.Lock()
 		err := cl.stdin.Close()
 		cl.c.wmu.Unlock()
+		if errors.Is(err, os.ErrClosed) {
+			err = nil // the process exited first, and Wait closed it
+		}
 		select {
 		case <-cl.exited:
 		case <-ctx.Done():
@@ -313,6 +329,19 @@ func (cl *Client) Close(ctx context.Context) error {
 				_ = cl.proc.Process.Kill()
 			}
 			<-cl.exited
+		}
+		// The output it wrote before exiting is read to its end (a
+		// process it left behind holding stdout is cut off at ctx's end).
+		if cl.stdout != nil {
+			select {
+			case <-cl.c.readEnd:
+			case <-ctx.Done():
+				_ = cl.stdout.Close()
+				<-cl.c.readEnd
+			}
+		}
+		if cl.stdout != nil {
+			_ = cl.stdout.Close()
 		}
 		cl.c.end(ErrClosed)
 		cl.c.stopPump()

@@ -120,7 +120,8 @@ type conn struct {
 	queue   []Event
 	wake    chan struct{} // a token when the queue gains an event or the conn ends
 	err     error         // why the conn ended; nil while it runs
-	done    chan struct{} // closed when the reader ends
+	done    chan struct{} // closed when the connection ends (the reader's end, or Close)
+	readEnd chan struct{} // closed when the reader goroutine has returned
 	quit    chan struct{} // closed by stopPump: nobody will take more events
 	quitOne sync.Once
 
@@ -137,6 +138,7 @@ func newConn(r io.Reader, w io.Writer, o connOptions) *conn {
 		pending: map[int64]chan message{},
 		wake:    make(chan struct{}, 1),
 		done:    make(chan struct{}),
+		readEnd: make(chan struct{}),
 		quit:    make(chan struct{}),
 		events:  make(chan Event),
 		reqCtx:  ctx, reqStop: stop,
@@ -184,7 +186,9 @@ func (c *conn) send(v any) error {
 	}
 	c.record(DirSend, b)
 	if _, err := c.w.Write(append(b, '\n')); err != nil {
-		return fmt.Errorf("codex: write to app-server: %w", err)
+		// The server is gone (or closed its stdin): as closed as a
+		// connection gets.
+		return fmt.Errorf("codex: write to app-server: %w (%w)", err, ErrClosed)
 	}
 	return nil
 }
@@ -270,6 +274,7 @@ func (c *conn) notify(method string, params any) error {
 // read is the reader goroutine: it routes every line until the stream
 // ends, then fails what is still waiting.
 func (c *conn) read(r io.Reader) {
+	defer close(c.readEnd)
 	lr := lines.NewReader(r, MaxLine)
 	var err error
 	for {

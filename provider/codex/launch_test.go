@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -67,4 +68,55 @@ func TestStartReportsAServerThatDies(t *testing.T) {
 	if _, err := Start(ctx, Options{Command: []string{filepath.Join(t.TempDir(), "no-such-codex")}}); err == nil || !strings.Contains(err.Error(), "no-such-codex") {
 		t.Fatalf("Start of a missing program: %v", err)
 	}
+}
+
+// A server that writes its last lines and exits at once loses none of
+// them: every event is delivered and every line recorded before Close
+// returns (reading the output is never cut short by the process's exit).
+func TestLastLinesOfAnExitingServerAreKept(t *testing.T) {
+	const n = 5000
+	script := `read -r line
+printf '{"id":1,"result":{"userAgent":"x","codexHome":"/","platformFamily":"unix","platformOs":"linux"}}\n'
+read -r line
+seq ` + "5000" + ` | sed 's/.*/{"method":"item\/agentMessage\/delta","params":{"threadId":"t","turnId":"u","itemId":"i","delta":"&"}}/'
+exit 0`
+	for round := 0; round < 5; round++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		var transcript lockedBuffer
+		cl, err := Start(ctx, Options{Command: []string{"sh", "-c", script, "sh"}, Transcript: &transcript})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := 0
+		for range cl.Events() {
+			got++
+		}
+		if err := cl.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+		cancel()
+		if got != n {
+			t.Fatalf("round %d: %d of %d events", round, got, n)
+		}
+		if lines := strings.Count(transcript.String(), "\n"); lines != n+3 {
+			t.Fatalf("round %d: %d transcript lines, want %d", round, lines, n+3)
+		}
+	}
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
