@@ -346,3 +346,64 @@ func liveCodexEnv(t *testing.T, dir, base string) []string {
 		"NO_PROXY=127.0.0.1,localhost", "no_proxy=127.0.0.1,localhost",
 	}
 }
+
+// dyingAppServer is a stand-in app-server (a shell script) that answers
+// every request, then, on turn/start, streams one delta and exits as a
+// crashed server would.
+const dyingAppServer = `while read -r line; do
+  id=$(printf '%s' "$line" | sed -n 's/^{"id":\([0-9]*\),.*/\1/p')
+  case "$line" in
+  *'"turn/start"'*)
+    printf '{"id":%s,"result":{"turn":{"id":"u1","status":"inProgress","items":[]}}}\n' "$id"
+    printf '{"method":"turn/started","params":{"threadId":"th1","turn":{"id":"u1","status":"inProgress","items":[]}}}\n'
+    printf '{"method":"item/agentMessage/delta","params":{"threadId":"th1","turnId":"u1","itemId":"m1","delta":"Half an ans"}}\n'
+    echo "panic: the stand-in crashed" >&2
+    exit 101;;
+  *'"id"'*)
+    printf '{"id":%s,"result":{"thread":{"id":"th1"},"userAgent":"x","codexHome":"/","platformFamily":"unix","platformOs":"linux"}}\n' "$id";;
+  esac
+done
+`
+
+// TestCodexBackendServerDies: an app-server that dies during a turn ends
+// that turn with error and done error (the streamed text closed first);
+// the next turn starts a new app-server, which resumes the thread.
+func TestCodexBackendServerDies(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the binary; skipped in -short mode")
+	}
+	bin := buildBinary(t)
+	script := filepath.Join(t.TempDir(), "dying-app-server.sh")
+	if err := os.WriteFile(script, []byte(dyingAppServer), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c := codexCase{path: "dying app-server", steps: []byte(`> {"cmd":"user","text":"Hi"}
+< done
+> {"cmd":"user","text":"Again"}
+< done
+`)}
+	recorded := filepath.Join(t.TempDir(), "app-server.jsonl")
+	transcript, stdin, stderr := runCodexCase(t, bin, c, "sh "+script, nil, "--codex-transcript", recorded)
+	checkTranscript(t, transcript, stdin)
+	lines, err := os.ReadFile(recorded)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if starts, resumes := strings.Count(string(lines), `"method":"thread/start"`), strings.Count(string(lines), `"method":"thread/resume","params":{"approvalPolicy":"never","cwd"`); starts != 1 || resumes != 1 {
+		t.Fatalf("thread/start %d times and thread/resume %d times, want once each (the second app-server resumes the thread):\n%s", starts, resumes, lines)
+	}
+	want := `{"session_id":"s1","type":"token","text":"Half an ans"}
+{"session_id":"s1","type":"message_done","text":"Half an ans"}
+{"session_id":"s1","type":"error","message":"codex app-server ended during the turn"}
+{"session_id":"s1","type":"done","stop_reason":"error"}
+`
+	if n := strings.Count(string(transcript), want); n != 2 {
+		t.Fatalf("want each turn to end so (%d did):\n%s\nstderr:\n%s", n, transcript, stderr)
+	}
+	if !strings.HasSuffix(string(transcript), "exit: 1\n") {
+		t.Fatalf("exit code: %s", transcript)
+	}
+	if !strings.Contains(stderr, "panic: the stand-in crashed") {
+		t.Fatalf("the app-server's stderr is not on openmax's stderr:\n%s", stderr)
+	}
+}

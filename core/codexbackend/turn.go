@@ -122,6 +122,22 @@ func (r *turnRun) run(ctx context.Context, text string) (stop string) {
 				return stop
 			}
 		case <-r.gone:
+			// Every event the server sent was delivered before gone
+			// closed: what is queued still counts.
+			for drained := false; !drained; {
+				select {
+				case ev := <-r.events:
+					if ev.IsRequest() {
+						refuse(ev, "the codex app-server ended")
+						continue
+					}
+					if stop, done := r.handle(ev); done {
+						return stop
+					}
+				default:
+					drained = true
+				}
+			}
 			r.closeOpen("codex app-server ended")
 			r.flush()
 			r.h.Emit(wire.Error{Message: "codex app-server ended during the turn"})
@@ -464,13 +480,19 @@ func fileDiff(callID, path string, c codex.FileUpdateChange) wire.Diff {
 	switch c.Kind.Type {
 	case codex.PatchChangeKindTypeAdd:
 		d.Added = len(lines)
-		fmt.Fprintf(&b, "--- /dev/null\n+++ b/%s\n@@ -0,0 +%s @@\n", path, hunkRange(len(lines)))
+		fmt.Fprintf(&b, "--- /dev/null\n+++ b/%s\n", path)
+		if len(lines) > 0 { // an empty file has no hunk
+			fmt.Fprintf(&b, "@@ -0,0 +%s @@\n", hunkRange(len(lines)))
+		}
 		for _, l := range lines {
 			b.WriteString("+" + l + "\n")
 		}
 	case codex.PatchChangeKindTypeDelete:
 		d.Removed = len(lines)
-		fmt.Fprintf(&b, "--- a/%s\n+++ /dev/null\n@@ -%s +0,0 @@\n", path, hunkRange(len(lines)))
+		fmt.Fprintf(&b, "--- a/%s\n+++ /dev/null\n", path)
+		if len(lines) > 0 {
+			fmt.Fprintf(&b, "@@ -%s +0,0 @@\n", hunkRange(len(lines)))
+		}
 		for _, l := range lines {
 			b.WriteString("-" + l + "\n")
 		}
