@@ -22,6 +22,7 @@ import (
 	"github.com/openmax/openmax/core/tool"
 	"github.com/openmax/openmax/core/wire"
 	"github.com/openmax/openmax/provider/clock"
+	"github.com/openmax/openmax/provider/codex"
 )
 
 // Version is the openmax build reported by hello.
@@ -56,6 +57,9 @@ type env struct {
 	// placeholderKeys: the API keys are stand-ins (a replay sends nothing
 	// anywhere), so there is no secret to redact from replies.
 	placeholderKeys bool
+	// codexStart starts the app-server of --provider codex in place of
+	// its command (tests: a recorded transcript served in process).
+	codexStart func(ctx context.Context, o codex.Options) (*codex.Client, error)
 }
 
 func (e env) env(key string) string {
@@ -68,7 +72,7 @@ func (e env) env(key string) string {
 // deps is e as the harness takes it, diagnostics going to log.
 func (e env) deps(log io.Writer) harness.Deps {
 	return harness.Deps{Transport: e.transport, Clock: e.clock, Getenv: e.getenv, Tools: e.tools,
-		NoBuiltin: e.noBuiltin, Seed: e.seed, PlaceholderKeys: e.placeholderKeys, Log: log}
+		NoBuiltin: e.noBuiltin, Seed: e.seed, PlaceholderKeys: e.placeholderKeys, Log: log, CodexStart: e.codexStart}
 }
 
 // errUsage marks a command-line mistake (exit code 2).

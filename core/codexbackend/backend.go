@@ -42,6 +42,10 @@ type Config struct {
 	// Log receives codex's stderr and the lines it sent that the client
 	// could not use; nil discards them.
 	Log io.Writer
+	// Start starts the app-server with the options the backend built; nil
+	// means codex.Start (Command as a child process). A test connects an
+	// in-process fake here (codex.Connect).
+	Start func(ctx context.Context, o codex.Options) (*codex.Client, error)
 }
 
 // Backend is a core.Backend over one codex app-server, started at the
@@ -124,7 +128,11 @@ func (b *Backend) client(ctx context.Context, h *core.TurnHost) (*codex.Client, 
 	if len(tools) > 0 {
 		o.Tools = []codex.Namespace{{Name: Namespace, Description: "openmax's own tools, run by openmax behind its approval gate", Tools: tools}}
 	}
-	cl, err := codex.Start(ctx, o)
+	start := b.cfg.Start
+	if start == nil {
+		start = codex.Start
+	}
+	cl, err := start(ctx, o)
 	if err != nil {
 		return nil, fmt.Errorf("start codex app-server: %w", err)
 	}

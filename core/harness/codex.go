@@ -21,6 +21,7 @@ func (h *Harness) useCodex() error {
 		Instructions: h.engine.System,
 		Version:      Version,
 		Log:          h.deps.Log,
+		Start:        h.deps.CodexStart,
 	}
 	if h.cfg.CodexTranscript != "" {
 		f, err := os.OpenFile(h.cfg.CodexTranscript, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)

@@ -24,6 +24,7 @@ import (
 	"github.com/openmax/openmax/core/tool"
 	"github.com/openmax/openmax/core/tool/builtin"
 	"github.com/openmax/openmax/provider/clock"
+	"github.com/openmax/openmax/provider/codex"
 )
 
 // Deps are what a caller substitutes for the real world. The zero Deps is
@@ -52,6 +53,10 @@ type Deps struct {
 	PlaceholderKeys bool
 	// Log receives diagnostics, never protocol lines; nil discards them.
 	Log io.Writer
+	// CodexStart, under --provider codex, starts the app-server in place
+	// of running Config.Codex (a test serves a recorded transcript in
+	// process); nil runs the command.
+	CodexStart func(ctx context.Context, o codex.Options) (*codex.Client, error)
 	// Hooks, when set, are the session's hooks (hooks.go); NoHooks runs
 	// none (a replay answers hook calls from the recording instead).
 	Hooks   core.Hooks
