@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -278,15 +279,27 @@ func TestParseVersion(t *testing.T) {
 	}
 }
 
+// sourceImporter type-checks the standard library from source once for
+// every typecheck of the test binary (a new one per call parsed
+// encoding/json and its imports again each time: most of this package's
+// test time).
+var (
+	importFset     = token.NewFileSet()
+	sourceImporter = importer.ForCompiler(importFset, "source", nil)
+	importMu       sync.Mutex
+)
+
 // typecheck compiles a generated file as package codex.
 func typecheck(t *testing.T, src []byte) {
 	t.Helper()
-	fset := token.NewFileSet()
+	importMu.Lock() // the source importer is not safe for concurrent use
+	defer importMu.Unlock()
+	fset := importFset
 	f, err := parser.ParseFile(fset, "protocol.gen.go", src, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	conf := types.Config{Importer: importer.ForCompiler(fset, "source", nil)}
+	conf := types.Config{Importer: sourceImporter}
 	if _, err := conf.Check("codex", fset, []*ast.File{f}, nil); err != nil {
 		t.Fatalf("generated code does not compile: %v\n%s", err, src)
 	}
