@@ -331,6 +331,9 @@ func (r *turnRun) itemCompleted(it codex.ThreadItem) {
 		}
 		var summary []string
 		for _, c := range it.Changes {
+			if c.Kind.MovePath != "" {
+				c.Kind.MovePath = r.rel(c.Kind.MovePath)
+			}
 			d := fileDiff(it.ID, r.rel(c.Path), c)
 			r.h.Emit(d)
 			summary = append(summary, fmt.Sprintf("%s %s (+%d -%d)", c.Kind.Type, d.Path, d.Added, d.Removed))
