@@ -52,12 +52,12 @@ func (h *liveCodex) Start(ctx context.Context, o codex.Options) (*codex.Client, 
 	const deadProxy = "http://127.0.0.1:9"
 	o.Command = []string{h.codex}
 	o.Dir = h.work
-	o.Env = []string{
-		"HOME=" + h.home, "CODEX_HOME=" + h.codexHome, "OPENMAX_CODEX_KEY=sk-openmax-test",
-		"HTTPS_PROXY=" + deadProxy, "HTTP_PROXY=" + deadProxy, "ALL_PROXY=" + deadProxy,
-		"https_proxy=" + deadProxy, "http_proxy=" + deadProxy, "all_proxy=" + deadProxy,
+	o.Env = append(o.Env, // the scenario's own first, then the offline setup
+		"HOME="+h.home, "CODEX_HOME="+h.codexHome, "OPENMAX_CODEX_KEY=sk-openmax-test",
+		"HTTPS_PROXY="+deadProxy, "HTTP_PROXY="+deadProxy, "ALL_PROXY="+deadProxy,
+		"https_proxy="+deadProxy, "http_proxy="+deadProxy, "all_proxy="+deadProxy,
 		"NO_PROXY=127.0.0.1,localhost", "no_proxy=127.0.0.1,localhost",
-	}
+	)
 	o.Transcript, o.Stderr = rec, stderr
 	cl, err := codex.Start(ctx, o)
 	if err != nil {

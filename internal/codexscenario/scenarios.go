@@ -75,6 +75,22 @@ func All() []Scenario {
     headers: {Retry-After: "0"}
   - chunks: [{text: "Recovered"}, {text: " answer."}, {finish: stop}]
 `},
+		{Name: "command_env", Doc: "the model runs a shell command through codex: it sees the client's commit identity (GIT_AUTHOR_*/GIT_COMMITTER_*) and extra environment, and its output streams as outputDelta before the item completes", Clients: 1, Run: runCommandEnv,
+			Model: `replies:
+  - tool_calls: [{id: call_env1, name: exec_command, args: {cmd: "printf '%s <%s> %s\\n' \"$GIT_AUTHOR_NAME\" \"$GIT_COMMITTER_EMAIL\" \"$OPENMAX_SCENARIO\"; for i in 1 2 3; do sleep 0.3; echo line$i; done", yield_time_ms: 10000}}]
+  - chunks: [{text: "Ran it."}, {finish: stop}]
+`},
+		{Name: "interrupt_command", Doc: "turn/interrupt while a shell command runs (sleep 30): the turn ends interrupted at once, the command item never completes, and the thread stays usable", Clients: 1, Run: runInterruptCommand,
+			Model: `replies:
+  - tool_calls: [{id: call_sleep1, name: exec_command, args: {cmd: "sleep 30", yield_time_ms: 60000}}]
+  - chunks: [{text: "Stopped waiting."}, {finish: stop}]
+`},
+		{Name: "resume_tool", Doc: "a thread started with the openmax tools is resumed by a second app-server process, which sends no tools: the resumed thread still has them, and the model's call reaches the second client's handler", Clients: 2, Run: runResumeTool,
+			Model: `replies:
+  - text: "First answer."
+  - tool_calls: [{id: call_read_resumed, name: read_file, namespace: openmax, args: {path: notes.txt}}]
+  - chunks: [{text: "Read it after the resume."}, {finish: stop}]
+`},
 		{Name: "truncated", Doc: "a stream ending before response.completed, then the answer: error willRetry then a completed turn", Clients: 1, Run: runRetry,
 			Model: `replies:
   - chunks: [{text: "partial"}, {text: " text"}, {died: "cut"}]
@@ -94,8 +110,15 @@ func newSession(h Harness) *session { return &session{h: h, log: newLog()} }
 
 // client starts the next client with the scenario's tools.
 func (s *session) client(ctx context.Context) (*codex.Client, *watcher, error) {
+	return s.clientWith(ctx, codex.Options{})
+}
+
+// clientWith starts the next client with o, the scenario's tools and
+// client info added.
+func (s *session) clientWith(ctx context.Context, o codex.Options) (*codex.Client, *watcher, error) {
 	s.n++
-	cl, err := s.h.Start(ctx, codex.Options{ClientName: ClientName, ClientVersion: "0", Tools: s.tools()})
+	o.ClientName, o.ClientVersion, o.Tools = ClientName, "0", s.tools()
+	cl, err := s.h.Start(ctx, o)
 	if err != nil {
 		return nil, nil, fmt.Errorf("client %d: %w", s.n, err)
 	}
@@ -428,3 +451,93 @@ func runRetry(ctx context.Context, h Harness) (Outcome, error) {
 
 // ErrNoClient is a harness asked for more clients than it has.
 var ErrNoClient = errors.New("codexscenario: the scenario starts more clients than the harness has")
+
+// Identity is the commit identity the command_env scenario's client sets.
+var Identity = codex.Identity{Name: "Ada Bot", Email: "ada@example.com"}
+
+func runCommandEnv(ctx context.Context, h Harness) (Outcome, error) {
+	s := newSession(h)
+	cl, w, err := s.clientWith(ctx, codex.Options{Identity: Identity, Env: []string{"OPENMAX_SCENARIO=command_env"}})
+	if err != nil {
+		return s.log.outcome(), err
+	}
+	th, err := s.thread(ctx, cl)
+	if err != nil {
+		return s.log.outcome(), err
+	}
+	if _, err := s.turn(ctx, th, w, "Show the identity."); err != nil {
+		return s.log.outcome(), err
+	}
+	return s.log.outcome(), s.closeClient(ctx, cl)
+}
+
+func runInterruptCommand(ctx context.Context, h Harness) (Outcome, error) {
+	s := newSession(h)
+	cl, w, err := s.client(ctx)
+	if err != nil {
+		return s.log.outcome(), err
+	}
+	th, err := s.thread(ctx, cl)
+	if err != nil {
+		return s.log.outcome(), err
+	}
+	if _, err := s.send(ctx, th, "Wait a while."); err != nil {
+		return s.log.outcome(), err
+	}
+	// The command has started (and runs for 30 s): interrupt it.
+	if err := w.until(ctx, "the command's item/started", func(ev codex.Event) bool {
+		var p codex.ItemStartedNotification
+		return ev.Method == codex.MethodItemStarted && json.Unmarshal(ev.Params, &p) == nil && p.Item.Type == codex.ThreadItemTypeCommandExecution
+	}); err != nil {
+		return s.log.outcome(), err
+	}
+	start := time.Now()
+	if err := th.Interrupt(ctx); err != nil {
+		return s.log.outcome(), err
+	}
+	s.log.add("turn/interrupt -> ok")
+	done, err := w.turnCompleted(ctx)
+	if err != nil {
+		return s.log.outcome(), err
+	}
+	s.log.latency("interrupt_command", time.Since(start))
+	s.log.add("  (status %s; no turn active after it: %v)", done.Status, th.ActiveTurn() == "")
+	if _, err := s.turn(ctx, th, w, "Are you there?"); err != nil {
+		return s.log.outcome(), err
+	}
+	return s.log.outcome(), s.closeClient(ctx, cl)
+}
+
+func runResumeTool(ctx context.Context, h Harness) (Outcome, error) {
+	s := newSession(h)
+	if err := os.WriteFile(filepath.Join(h.Dir(), NotesFile), []byte(NotesText), 0o644); err != nil {
+		return s.log.outcome(), err
+	}
+	cl, w, err := s.client(ctx)
+	if err != nil {
+		return s.log.outcome(), err
+	}
+	th, err := s.thread(ctx, cl)
+	if err != nil {
+		return s.log.outcome(), err
+	}
+	if _, err := s.turn(ctx, th, w, "Hello."); err != nil {
+		return s.log.outcome(), err
+	}
+	if err := s.closeClient(ctx, cl); err != nil {
+		return s.log.outcome(), err
+	}
+	cl2, w2, err := s.client(ctx)
+	if err != nil {
+		return s.log.outcome(), err
+	}
+	resumed, err := cl2.ResumeThread(ctx, th.ID, s.threadOptions())
+	if err != nil {
+		return s.log.outcome(), err
+	}
+	s.log.add("thread/resume (no dynamicTools sent) -> same thread: %v", resumed.ID == th.ID)
+	if _, err := s.turn(ctx, resumed, w2, "Read notes.txt again."); err != nil {
+		return s.log.outcome(), err
+	}
+	return s.log.outcome(), s.closeClient(ctx, cl2)
+}

@@ -27,6 +27,7 @@ type item struct {
 	typ       string
 	deltas    strings.Builder
 	n         int // deltas
+	output    int // command output deltas
 	completed bool
 }
 
@@ -124,6 +125,10 @@ func (w *watcher) note(ev codex.Event) error {
 		line := "item/completed " + describe(p.Item, true)
 		if it, ok := w.items[p.Item.ID]; ok {
 			it.completed = true
+			if p.Item.Type == codex.ThreadItemTypeCommandExecution {
+				// How many deltas varies with timing; that some came does not.
+				line += fmt.Sprintf(" (output streamed before it completed: %v)", it.output > 0)
+			}
 			if p.Item.Type == codex.ThreadItemTypeAgentMessage {
 				if it.deltas.String() == p.Item.Text {
 					line += fmt.Sprintf(" (the text of its %d deltas)", it.n)
@@ -147,6 +152,14 @@ func (w *watcher) note(ev codex.Event) error {
 		}
 		it.deltas.WriteString(p.Delta)
 		it.n++
+	case codex.MethodItemCommandExecutionOutputDelta:
+		var p codex.CommandExecutionOutputDeltaNotification
+		if err := decode(ev, &p); err != nil {
+			return err
+		}
+		if it, ok := w.items[p.ItemID]; ok {
+			it.output++
+		}
 	case codex.MethodError:
 		var p codex.ErrorNotification
 		if err := decode(ev, &p); err != nil {
