@@ -91,6 +91,10 @@ func All() []Scenario {
   - tool_calls: [{id: call_read_resumed, name: read_file, namespace: openmax, args: {path: notes.txt}}]
   - chunks: [{text: "Read it after the resume."}, {finish: stop}]
 `},
+		{Name: "reasoning", Doc: "the model reasons before answering: a reasoning item whose summary streams as item/reasoning/summaryTextDelta, then the agent message", Clients: 1, Run: runText,
+			Model: `replies:
+  - chunks: [{thinking: "Weighing"}, {thinking: " the options."}, {text: "Decided."}, {finish: stop}]
+`},
 		{Name: "truncated", Doc: "a stream ending before response.completed, then the answer: error willRetry then a completed turn", Clients: 1, Run: runRetry,
 			Model: `replies:
   - chunks: [{text: "partial"}, {text: " text"}, {died: "cut"}]

@@ -125,6 +125,9 @@ func (w *watcher) note(ev codex.Event) error {
 		line := "item/completed " + describe(p.Item, true)
 		if it, ok := w.items[p.Item.ID]; ok {
 			it.completed = true
+			if p.Item.Type == codex.ThreadItemTypeReasoning {
+				line += fmt.Sprintf(" (its summary streamed as %d deltas: %q)", it.n, it.deltas.String())
+			}
 			if p.Item.Type == codex.ThreadItemTypeCommandExecution {
 				// How many deltas varies with timing; that some came does not.
 				line += fmt.Sprintf(" (output streamed before it completed: %v)", it.output > 0)
@@ -152,6 +155,15 @@ func (w *watcher) note(ev codex.Event) error {
 		}
 		it.deltas.WriteString(p.Delta)
 		it.n++
+	case codex.MethodItemReasoningSummaryTextDelta:
+		var p codex.ReasoningSummaryTextDeltaNotification
+		if err := decode(ev, &p); err != nil {
+			return err
+		}
+		if it, ok := w.items[p.ItemID]; ok {
+			it.deltas.WriteString(p.Delta)
+			it.n++
+		}
 	case codex.MethodItemCommandExecutionOutputDelta:
 		var p codex.CommandExecutionOutputDeltaNotification
 		if err := decode(ev, &p); err != nil {
