@@ -19,6 +19,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -26,6 +27,7 @@ import (
 	"github.com/openmax/openmax/internal/codexscenario"
 	"github.com/openmax/openmax/internal/golden"
 	"github.com/openmax/openmax/provider/codex"
+	"github.com/openmax/openmax/recorder/cassette"
 )
 
 // codexTestdata is provider/codex/testdata, where the recordings live.
@@ -94,17 +96,32 @@ func TestCodexAppServer(t *testing.T) {
 			if err := os.WriteFile(model, []byte(sc.Model), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			fp := startServer(t, ctx, bin, "fake-provider", "--scenario", model)
+			// compact's model requests are kept (record --proxy) to show
+			// what codex sends after compacting.
+			var fp *childServer
+			var proxied *scripted
+			base := ""
+			if sc.Name == "compact" {
+				proxied = serveScenario(t, ctx, bin, sc.Model)
+				base = proxied.URL
+			} else {
+				fp = startServer(t, ctx, bin, "fake-provider", "--scenario", model)
+				base = fp.URL
+			}
 			h := &liveCodex{codex: codexBin, home: t.TempDir(), codexHome: t.TempDir(), work: t.TempDir()}
-			if err := os.WriteFile(filepath.Join(h.codexHome, "config.toml"), []byte(codexConfig(fp.URL, 2)), 0o644); err != nil {
+			if err := os.WriteFile(filepath.Join(h.codexHome, "config.toml"), []byte(codexConfig(base, 2)), 0o644); err != nil {
 				t.Fatal(err)
 			}
 			start := time.Now()
 			out, err := sc.Run(ctx, h)
 			h.close(ctx)
 			elapsed := time.Since(start)
-			if code := fp.stop(t); code != 0 {
-				t.Errorf("fake-provider exited %d:\n%s", code, fp.stderr)
+			if fp != nil {
+				if code := fp.stop(t); code != 0 {
+					t.Errorf("fake-provider exited %d:\n%s", code, fp.stderr)
+				}
+			} else if err == nil {
+				checkCompactedHistory(t, proxied.finish(t))
 			}
 			if err != nil {
 				for i, e := range h.stderr {
@@ -176,5 +193,26 @@ func TestCodexAppServerRecordingsThroughTheBinary(t *testing.T) {
 				t.Errorf("%s", golden.Diff("golden", "through the binary", want, []byte(out.Summary)))
 			}
 		})
+	}
+}
+
+// checkCompactedHistory: after thread/compact/start the thread remembers
+// the conversation in summary. codex sent three model requests (the first
+// turn, the compaction, the turn after it); the last carries the
+// compaction's reply (the summary) instead of the first turn's answer.
+func checkCompactedHistory(t *testing.T, f *cassette.File) {
+	t.Helper()
+	if len(f.Interactions) != 3 {
+		t.Fatalf("codex made %d model requests, want 3 (turn, compaction, turn)", len(f.Interactions))
+	}
+	last := f.Interactions[2].Request.Body
+	if !strings.Contains(last, "Summary: the user said hello.") {
+		t.Errorf("the request after compaction does not carry the summary:\n%s", last)
+	}
+	if strings.Contains(last, "First answer.") {
+		t.Errorf("the request after compaction still carries the first answer whole:\n%s", last)
+	}
+	if !strings.Contains(last, "Hello.") {
+		t.Errorf("the request after compaction lost the user's earlier message:\n%s", last)
 	}
 }
