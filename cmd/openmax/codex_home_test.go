@@ -42,7 +42,9 @@ func TestCodexHomeConfigApplies(t *testing.T) {
 		t.Fatal(err)
 	}
 	notify := `notify = ["sh", "-c", "printf '%s' \"$1\" > ` + fifo + `", "sh"]` + "\n"
-	if err := os.WriteFile(conf, append([]byte(notify), base...), 0o644); err != nil {
+	// An MCP server that cannot start: codex reports its startup.
+	mcp := "\n[mcp_servers.broken]\ncommand = \"false\"\n"
+	if err := os.WriteFile(conf, append(append([]byte(notify), base...), mcp...), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	got := make(chan []byte, 1)
@@ -67,9 +69,19 @@ func TestCodexHomeConfigApplies(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cl.Close(ctx)
+	mcpStates := make(chan []codex.McpServerStartupState, 1)
 	go func() {
-		for range cl.Events() {
+		var states []codex.McpServerStartupState
+		for ev := range cl.Events() {
+			if ev.Method != codex.MethodMcpServerStartupStatusUpdated {
+				continue
+			}
+			v, err := ev.Decode()
+			if p, ok := v.(*codex.McpServerStatusUpdatedNotification); err == nil && ok && p.Name == "broken" {
+				states = append(states, p.Status)
+			}
 		}
+		mcpStates <- states
 	}()
 	th, err := cl.StartThread(ctx, codex.ThreadOptions{Cwd: work})
 	if err != nil {
@@ -91,5 +103,11 @@ func TestCodexHomeConfigApplies(t *testing.T) {
 		}
 	case <-ctx.Done():
 		t.Fatal("codex never ran the notify program configured in CODEX_HOME/config.toml")
+	}
+	if err := cl.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if states := <-mcpStates; len(states) == 0 || states[len(states)-1] != codex.McpServerStartupStateFailed {
+		t.Fatalf("mcpServer/startupStatus/updated for the configured server: %v, want it ending failed", states)
 	}
 }
