@@ -178,7 +178,7 @@ func normalisedLines(transcript []byte, dir string) (normLines, error) {
 		if err := dec.Decode(&v); err != nil {
 			return nil, fmt.Errorf("line %d: %w", i+1, err)
 		}
-		b, err := json.Marshal(normalise(v, dir))
+		b, err := json.Marshal(appserver.Normalised(v, dir, placeholderDir))
 		if err != nil {
 			return nil, fmt.Errorf("line %d: %w", i+1, err)
 		}
@@ -187,77 +187,5 @@ func normalisedLines(transcript []byte, dir string) (normLines, error) {
 	return out, nil
 }
 
-// The placeholders of normalise.
-const (
-	placeholderID   = "<request id>"
-	placeholderTime = "<timestamp>"
-	placeholderIgn  = "<ignored>"
-	placeholderDir  = "<dir>"
-)
-
-// normalise applies replay/appserver's table to one message.
-func normalise(v any, dir string) any {
-	n := norm(v, dir)
-	m, ok := n.(map[string]any)
-	if !ok {
-		return n
-	}
-	method, hasMethod := m["method"]
-	if _, hasID := m["id"]; hasID && hasMethod {
-		m["id"] = placeholderID
-	}
-	for _, ig := range appserver.IgnoredMembers {
-		if method == ig.Method {
-			ignore(m, ig.Path)
-		}
-	}
-	return m
-}
-
-func ignore(m map[string]any, path []string) {
-	for i, k := range path {
-		v, ok := m[k]
-		if !ok {
-			return
-		}
-		if i == len(path)-1 {
-			m[k] = placeholderIgn
-			return
-		}
-		if m, ok = v.(map[string]any); !ok {
-			return
-		}
-	}
-}
-
-func norm(v any, dir string) any {
-	switch x := v.(type) {
-	case map[string]any:
-		n := make(map[string]any, len(x))
-		for k, e := range x {
-			_, isNum := e.(json.Number)
-			_, isMap := e.(map[string]any)
-			_, isList := e.([]any)
-			switch {
-			case k == "email" && !isMap && !isList:
-				n[k] = codex.Redacted
-			case slices.Contains(appserver.TimestampKeys, k) && isNum:
-				n[k] = placeholderTime
-			default:
-				n[k] = norm(e, dir)
-			}
-		}
-		return n
-	case []any:
-		n := make([]any, len(x))
-		for i, e := range x {
-			n[i] = norm(e, dir)
-		}
-		return n
-	case string:
-		if dir != "" && (x == dir || strings.HasPrefix(x, dir+"/")) {
-			return placeholderDir + x[len(dir):]
-		}
-	}
-	return v
-}
+// placeholderDir stands for the session's folder in compared lines.
+const placeholderDir = "<dir>"

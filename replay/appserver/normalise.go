@@ -210,6 +210,18 @@ func learn(rec, got any, p *pathMap, found map[string]string) {
 	}
 }
 
+// Normalised is a parsed message (decoded with UseNumber) as the fake
+// compares it: the table applied, and every path from (when not empty)
+// written as to. Tools that compare transcripts use it, so they judge as
+// the fake does.
+func Normalised(v any, from, to string) any {
+	var p *pathMap
+	if from != "" {
+		p = &pathMap{from: []string{from}, to: []string{to}}
+	}
+	return normalise(v, p)
+}
+
 // normalise returns v with the table applied: a request's id and
 // timestamps replaced by placeholders, emails redacted, and (when p is
 // not nil) learned prefixes substituted in strings.
