@@ -40,6 +40,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/openmax/openmax/internal/codexscenario"
 )
 
 func main() {
@@ -103,45 +105,6 @@ func findCodex(flagged string) string {
 	return found[0]
 }
 
-// config is CODEX_HOME/config.toml: the fake at base as the model
-// provider, the Responses wire, and nothing that reaches beyond loopback
-// (as codexConfig in cmd/openmax/codex_test.go).
-func config(base string) string {
-	return fmt.Sprintf(`model = "gpt-5-codex"
-model_provider = "openmax"
-check_for_update_on_startup = false
-
-[analytics]
-enabled = false
-
-[features]
-plugins = false
-remote_plugin = false
-shell_snapshot = false
-
-[model_providers.openmax]
-name = "openmax"
-base_url = "%s/v1"
-wire_api = "responses"
-env_key = "OPENMAX_CODEX_KEY"
-request_max_retries = 0
-stream_max_retries = 0
-stream_idle_timeout_ms = 60000
-`, base)
-}
-
-// offlineEnv is the environment of every child: PATH, the given folders,
-// a key for the fake, and proxies at a closed loopback port.
-func offlineEnv(vars ...string) []string {
-	const dead = "http://127.0.0.1:9"
-	env := []string{"PATH=" + os.Getenv("PATH"), "OPENMAX_CODEX_KEY=sk-openmax-bench",
-		"NO_PROXY=127.0.0.1,localhost", "no_proxy=127.0.0.1,localhost"}
-	for _, k := range []string{"HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY"} {
-		env = append(env, k+"="+dead, strings.ToLower(k)+"="+dead)
-	}
-	return append(env, vars...)
-}
-
 func run(codex, openmax string, n, interrupts int, keep bool) error {
 	scratch, err := os.MkdirTemp("", "codexlatency-")
 	if err != nil {
@@ -182,14 +145,15 @@ func run(codex, openmax string, n, interrupts int, keep bool) error {
 		return err
 	}
 	defer stopOpenmaxFake()
-	cfg := config(codexURL)
+	cfg := codexscenario.CodexHomeConfig(codexURL, 0)
 	if err := os.WriteFile(filepath.Join(dirs["codex-home"], "config.toml"), []byte(cfg), 0o600); err != nil {
 		return err
 	}
 	codexEnv := func(codexHome string) []string {
-		return offlineEnv("HOME="+dirs["home"], "CODEX_HOME="+codexHome)
+		return append([]string{"PATH=" + os.Getenv("PATH")}, codexscenario.OfflineEnv(dirs["home"], codexHome)...)
 	}
-	env := offlineEnv("HOME="+dirs["home"], "XDG_STATE_HOME="+dirs["state"], "XDG_CONFIG_HOME="+dirs["config"], "OPENAI_API_KEY=sk-openmax-bench")
+	env := append([]string{"PATH=" + os.Getenv("PATH"), "XDG_STATE_HOME=" + dirs["state"], "XDG_CONFIG_HOME=" + dirs["config"], "OPENAI_API_KEY=sk-openmax-bench"},
+		codexscenario.OfflineEnv(dirs["home"], "")...)
 
 	// 1. Start-up, interleaved.
 	const initialize = `{"id":1,"method":"initialize","params":{"clientInfo":{"name":"openmax-bench","version":"0"},"capabilities":{"experimentalApi":true}}}` + "\n"
@@ -440,7 +404,7 @@ func startFake(openmax, scratch, name, home string, turns int) (string, func(), 
 		return "", nil, err
 	}
 	fake := exec.Command(openmax, "fake-provider", "--scenario", scenario)
-	fake.Env = offlineEnv("HOME=" + home)
+	fake.Env = append([]string{"PATH=" + os.Getenv("PATH")}, codexscenario.OfflineEnv(home, "")...)
 	out, err := fake.StdoutPipe()
 	if err != nil {
 		return "", nil, err

@@ -51,15 +51,9 @@ func (h *liveCodex) Dir() string { return h.work }
 
 func (h *liveCodex) Start(ctx context.Context, o codex.Options) (*codex.Client, error) {
 	rec, stderr := &codexscenario.Recording{}, &syncBuffer{}
-	const deadProxy = "http://127.0.0.1:9"
 	o.Command = []string{h.codex}
 	o.Dir = h.work
-	o.Env = append(o.Env, // the scenario's own first, then the offline setup
-		"HOME="+h.home, "CODEX_HOME="+h.codexHome, "OPENMAX_CODEX_KEY=sk-openmax-test",
-		"HTTPS_PROXY="+deadProxy, "HTTP_PROXY="+deadProxy, "ALL_PROXY="+deadProxy,
-		"https_proxy="+deadProxy, "http_proxy="+deadProxy, "all_proxy="+deadProxy,
-		"NO_PROXY=127.0.0.1,localhost", "no_proxy=127.0.0.1,localhost",
-	)
+	o.Env = append(o.Env, codexscenario.OfflineEnv(h.home, h.codexHome)...) // the scenario's own first
 	o.Transcript, o.Stderr = rec, stderr
 	cl, err := codex.Start(ctx, o)
 	if err != nil {

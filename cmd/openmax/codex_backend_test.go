@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/tools/txtar"
 
+	"github.com/openmax/openmax/internal/codexscenario"
 	"github.com/openmax/openmax/internal/golden"
 )
 
@@ -332,19 +333,10 @@ func TestCodexBackendContinue(t *testing.T) {
 func liveCodexEnv(t *testing.T, dir, base string) []string {
 	t.Helper()
 	codexHome := filepath.Join(dir, "codex-home")
-	if err := os.MkdirAll(codexHome, 0o700); err != nil {
+	if err := codexscenario.WriteCodexHome(codexHome, base, 2); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(codexConfig(base, 2)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	const deadProxy = "http://127.0.0.1:9"
-	return []string{
-		"HOME=" + dir, "CODEX_HOME=" + codexHome, "OPENMAX_CODEX_KEY=sk-openmax-test",
-		"HTTPS_PROXY=" + deadProxy, "HTTP_PROXY=" + deadProxy, "ALL_PROXY=" + deadProxy,
-		"https_proxy=" + deadProxy, "http_proxy=" + deadProxy, "all_proxy=" + deadProxy,
-		"NO_PROXY=127.0.0.1,localhost", "no_proxy=127.0.0.1,localhost",
-	}
+	return codexscenario.OfflineEnv(dir, codexHome)
 }
 
 // dyingAppServer is a stand-in app-server (a shell script) that answers

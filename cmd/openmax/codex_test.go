@@ -44,6 +44,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openmax/openmax/internal/codexscenario"
 	"github.com/openmax/openmax/recorder/cassette"
 )
 
@@ -73,31 +74,10 @@ func codexBinary(t *testing.T) string {
 	return bin
 }
 
-// codexConfig is CODEX_HOME/config.toml: the fake at base as the model
-// provider "openmax", speaking the Responses wire, with retries retries of
-// a failed request or stream, and nothing that reaches beyond loopback.
+// codexConfig is CODEX_HOME/config.toml for a real codex run offline
+// against the fake at base (internal/codexscenario).
 func codexConfig(base string, retries int) string {
-	return fmt.Sprintf(`model = "gpt-5-codex"
-model_provider = "openmax"
-check_for_update_on_startup = false
-
-[analytics]
-enabled = false
-
-[features]
-plugins = false
-remote_plugin = false
-shell_snapshot = false
-
-[model_providers.openmax]
-name = "openmax"
-base_url = "%s/v1"
-wire_api = "responses"
-env_key = "OPENMAX_CODEX_KEY"
-request_max_retries = %d
-stream_max_retries = %d
-stream_idle_timeout_ms = 20000
-`, base, retries, retries)
+	return codexscenario.CodexHomeConfig(base, retries)
 }
 
 // codexResult is how one codex run ended.
@@ -122,14 +102,7 @@ func runCodex(t *testing.T, ctx context.Context, codex, base, prompt string, ret
 	defer cancel()
 	cmd := exec.CommandContext(ctx, codex, "exec", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox", "--color", "never", prompt)
 	cmd.Dir = work
-	const deadProxy = "http://127.0.0.1:9"
-	cmd.Env = []string{
-		"PATH=" + os.Getenv("PATH"), "HOME=" + home, "CODEX_HOME=" + codexHome,
-		"OPENMAX_CODEX_KEY=sk-openmax-test",
-		"HTTPS_PROXY=" + deadProxy, "HTTP_PROXY=" + deadProxy, "ALL_PROXY=" + deadProxy,
-		"https_proxy=" + deadProxy, "http_proxy=" + deadProxy, "all_proxy=" + deadProxy,
-		"NO_PROXY=127.0.0.1,localhost", "no_proxy=127.0.0.1,localhost",
-	}
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH")}, codexscenario.OfflineEnv(home, codexHome)...)
 	var stdout, stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run() // stdin is /dev/null: codex reads a piped stdin as more prompt
