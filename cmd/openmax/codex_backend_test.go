@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -160,23 +159,11 @@ func runCodexIn(t *testing.T, bin string, c codexCase, project, state, codexCmd 
 			t.Fatalf("%s: step %d %q: %v\nstdout so far:\n%s\nstderr:\n%s", c.path, i+1, step, err, strings.Join(s.got, "\n"), errBuf.String())
 		}
 	}
-	inW.Close()
-	var code int
-	select {
-	case code = <-s.result:
-	case <-ctx.Done():
-		t.Fatalf("openmax did not exit after stdin closed\nstdout:\n%s\nstderr:\n%s", strings.Join(s.got, "\n"), errBuf.String())
+	got, err := s.end(ctx)
+	if err != nil {
+		t.Fatalf("%v\nstderr:\n%s", err, errBuf.String())
 	}
-	for line := range s.lines {
-		s.got = append(s.got, line)
-	}
-	var buf bytes.Buffer
-	for _, l := range s.got {
-		buf.WriteString(l)
-		buf.WriteByte('\n')
-	}
-	fmt.Fprintf(&buf, "exit: %d\n", code)
-	return bytes.ReplaceAll(buf.Bytes(), []byte(project), []byte("$PROJECT")), s.sent.Bytes(), errBuf.String()
+	return bytes.ReplaceAll(got, []byte(project), []byte("$PROJECT")), s.sent.Bytes(), errBuf.String()
 }
 
 // TestCodexBackend replays every codex case through the real binary with

@@ -108,15 +108,9 @@ func runCodexInProcess(t *testing.T, c codexCase, tr *appserver.Transcript) ([]b
 			return nil, fmt.Errorf("step %d %q: %w\nstdout so far:\n%s\nstderr:\n%s", i+1, step, err, strings.Join(s.got, "\n"), stderr.String())
 		}
 	}
-	inW.Close()
-	var code int
-	select {
-	case code = <-s.result:
-	case <-ctx.Done():
-		return nil, fmt.Errorf("openmax did not exit after stdin closed")
-	}
-	for line := range s.lines {
-		s.got = append(s.got, line)
+	got, err := s.end(ctx)
+	if err != nil {
+		return nil, err
 	}
 	mu.Lock()
 	defer mu.Unlock()
@@ -125,11 +119,5 @@ func runCodexInProcess(t *testing.T, c codexCase, tr *appserver.Transcript) ([]b
 			return nil, fmt.Errorf("the fake app-server: %w", err)
 		}
 	}
-	var buf bytes.Buffer
-	for _, l := range s.got {
-		buf.WriteString(l)
-		buf.WriteByte('\n')
-	}
-	fmt.Fprintf(&buf, "exit: %d\n", code)
-	return bytes.ReplaceAll(buf.Bytes(), []byte(project), []byte("$PROJECT")), nil
+	return bytes.ReplaceAll(got, []byte(project), []byte("$PROJECT")), nil
 }

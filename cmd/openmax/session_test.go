@@ -268,27 +268,16 @@ func runSession(t *testing.T, path string, prefix []string) (transcript, stdin [
 			t.Fatalf("step %d %q: %v\nstdout so far:\n%s\nstderr:\n%s", i+1, step, err, strings.Join(s.got, "\n"), stderr.String())
 		}
 	}
-	inW.Close()
-	var code int
-	select {
-	case code = <-s.result:
-	case <-ctx.Done():
-		t.Fatalf("openmax did not exit after stdin closed\nstdout:\n%s", strings.Join(s.got, "\n"))
+	got, err := s.end(ctx)
+	if err != nil {
+		t.Fatal(err)
 	}
-	for line := range s.lines {
-		s.got = append(s.got, line)
-	}
-	var out bytes.Buffer
-	for _, l := range s.got {
-		out.WriteString(l)
-		out.WriteByte('\n')
-	}
-	fmt.Fprintf(&out, "exit: %d\n", code)
+	out := bytes.NewBuffer(got)
 	if server != nil {
 		// What the fake provider received, so a golden shows whether an
 		// attempt went out (a cancel during a backoff wait must stop it).
 		for _, r := range server.Requests() {
-			fmt.Fprintf(&out, "request: %s %s\n", r.Method, r.Path)
+			fmt.Fprintf(out, "request: %s %s\n", r.Method, r.Path)
 		}
 	}
 	// Loopback ports vary from run to run; nothing else is normalised.
@@ -358,6 +347,28 @@ func closedURL(t *testing.T) string {
 	addr := l.Addr().String()
 	l.Close()
 	return "http://" + addr + "/v1"
+}
+
+// end closes stdin, waits for openmax to exit, and returns every stdout
+// line followed by "exit: CODE".
+func (s *session) end(ctx context.Context) ([]byte, error) {
+	s.stdin.Close()
+	var code int
+	select {
+	case code = <-s.result:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("openmax did not exit after stdin closed\nstdout:\n%s", strings.Join(s.got, "\n"))
+	}
+	for line := range s.lines {
+		s.got = append(s.got, line)
+	}
+	var out bytes.Buffer
+	for _, l := range s.got {
+		out.WriteString(l)
+		out.WriteByte('\n')
+	}
+	fmt.Fprintf(&out, "exit: %d\n", code)
+	return out.Bytes(), nil
 }
 
 func (s *session) step(ctx context.Context, step string) error {
