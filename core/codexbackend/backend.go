@@ -15,6 +15,7 @@ import (
 	"sync"
 
 	"github.com/openmax/openmax/core"
+	"github.com/openmax/openmax/core/wire"
 	"github.com/openmax/openmax/provider/codex"
 )
 
@@ -88,6 +89,11 @@ func (b *Backend) Close(ctx context.Context) error {
 func (b *Backend) RunTurn(ctx context.Context, h *core.TurnHost, text string) string {
 	s, err := b.thread(ctx, h)
 	if err != nil {
+		if ctx.Err() != nil {
+			// Cancelled while the app-server started or the thread
+			// opened: the next turn starts them again.
+			return wire.StopCancelled
+		}
 		return fail(h, err)
 	}
 	r := newTurnRun(b, h, s)
