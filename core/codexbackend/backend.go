@@ -13,9 +13,11 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"time"
 
 	"github.com/openmax/openmax/core"
 	"github.com/openmax/openmax/core/wire"
+	"github.com/openmax/openmax/provider/clock"
 	"github.com/openmax/openmax/provider/codex"
 )
 
@@ -47,6 +49,49 @@ type Config struct {
 	// means codex.Start (Command as a child process). A test connects an
 	// in-process fake here (codex.Connect).
 	Start func(ctx context.Context, o codex.Options) (*codex.Client, error)
+	// AnswerTimeout bounds the wait for the app-server's answer to
+	// starting (initialize), opening the thread and starting a turn (the
+	// turn itself is not bounded: it ends when codex says so or the client
+	// cancels it). Zero means DefaultAnswerTimeout.
+	AnswerTimeout time.Duration
+	// Clock times AnswerTimeout and the wait for an interrupted turn's
+	// end; nil means the wall clock.
+	Clock clock.Clock
+}
+
+// DefaultAnswerTimeout is how long the app-server may take to answer
+// initialize, thread/start or turn/start (codex answers in milliseconds;
+// it reads its configuration and starts MCP servers first).
+const DefaultAnswerTimeout = 60 * time.Second
+
+// errNoAnswer is the cause of a wait that AnswerTimeout ended.
+var errNoAnswer = errors.New("codex app-server did not answer in time")
+
+// answering returns ctx bounded by AnswerTimeout on the backend's clock.
+func (b *Backend) answering(ctx context.Context) (context.Context, context.CancelFunc) {
+	d := b.cfg.AnswerTimeout
+	if d <= 0 {
+		d = DefaultAnswerTimeout
+	}
+	return withTimeout(ctx, b.clock(), d, fmt.Errorf("%w (%v)", errNoAnswer, d))
+}
+
+func (b *Backend) clock() clock.Clock {
+	if b.cfg.Clock == nil {
+		return clock.Real{}
+	}
+	return b.cfg.Clock
+}
+
+// withTimeout is context.WithTimeout on c, cancelling with cause.
+func withTimeout(ctx context.Context, c clock.Clock, d time.Duration, cause error) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	go func() {
+		if clock.Sleep(ctx, c, d) == nil {
+			cancel(cause)
+		}
+	}()
+	return ctx, func() { cancel(context.Canceled) }
 }
 
 // Backend is a core.Backend over one codex app-server, started at the
@@ -87,7 +132,12 @@ func (b *Backend) Close(ctx context.Context) error {
 
 // RunTurn implements core.Backend.
 func (b *Backend) RunTurn(ctx context.Context, h *core.TurnHost, text string) string {
-	s, err := b.thread(ctx, h)
+	actx, stop := b.answering(ctx)
+	s, err := b.thread(actx, h)
+	if cause := context.Cause(actx); err != nil && errors.Is(cause, errNoAnswer) {
+		err = cause
+	}
+	stop()
 	if err != nil {
 		if ctx.Err() != nil {
 			// Cancelled while the app-server started or the thread

@@ -101,7 +101,12 @@ func (r *turnRun) run(ctx context.Context, text string) (stop string) {
 	if ctx.Err() != nil {
 		return wire.StopCancelled
 	}
-	turn, err := r.s.Send(ctx, text)
+	actx, release := r.b.answering(ctx)
+	turn, err := r.s.Send(actx, text)
+	if cause := context.Cause(actx); err != nil && errors.Is(cause, errNoAnswer) {
+		err = cause
+	}
+	release()
 	if err != nil {
 		if ctx.Err() != nil {
 			return wire.StopCancelled
@@ -145,7 +150,7 @@ func (r *turnRun) run(ctx context.Context, text string) (stop string) {
 		case <-cancelled:
 			cancelled = nil
 			r.interrupt()
-			giveUp = time.After(interruptWait)
+			giveUp = r.b.clock().After(interruptWait)
 		case <-giveUp:
 			r.closeOpen("cancelled")
 			r.flush()
@@ -370,7 +375,7 @@ func (r *turnRun) truncated(e codex.TurnError) string {
 // awaitCompletion waits (bounded) for codex's turn/completed after an
 // interrupt, so the thread is idle when the next turn starts.
 func (r *turnRun) awaitCompletion() {
-	giveUp := time.After(interruptWait)
+	giveUp := r.b.clock().After(interruptWait)
 	for {
 		select {
 		case ev := <-r.events:

@@ -22,6 +22,7 @@ func (h *Harness) useCodex() error {
 		Version:      Version,
 		Log:          h.deps.Log,
 		Start:        h.deps.CodexStart,
+		Clock:        h.deps.Clock,
 	}
 	if h.cfg.CodexTranscript != "" {
 		f, err := os.OpenFile(h.cfg.CodexTranscript, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)

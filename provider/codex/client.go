@@ -179,7 +179,10 @@ func Start(ctx context.Context, o Options) (*Client, error) {
 		close(cl.exited)
 	}()
 	if err := cl.initialize(ctx); err != nil {
-		_ = cl.Close(context.WithoutCancel(ctx))
+		// A server that did not initialize is killed, not waited for.
+		dead, kill := context.WithCancel(context.Background())
+		kill()
+		_ = cl.Close(dead)
 		return nil, cl.withStderr(err)
 	}
 	return cl, nil
