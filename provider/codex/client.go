@@ -1,6 +1,7 @@
 package codex
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -60,6 +61,9 @@ type Options struct {
 	// Stderr receives the server's stderr; nil keeps only its last few
 	// KiB, which the error of a server that exits names.
 	Stderr io.Writer
+	// MaxLine caps one line from the server (0: MaxLine); MaxQueued the
+	// events read and not yet taken from Events (0: MaxQueued).
+	MaxLine, MaxQueued int
 }
 
 // Identity is a commit identity.
@@ -100,9 +104,9 @@ const reservedPrefix = "mcp__"
 // events are being read; each waits for its own response, which is
 // routed to it directly, never through Events. Events delivers the
 // server's notifications in the order they were read, from one goroutine
-// of the client's; the client buffers up to 65,536 of them for a slow
-// consumer and drops the connection past that, so Events must be
-// drained. Server requests are answered on goroutines of their own (a
+// of the client's; the client buffers up to Options.MaxQueued (65,536) of
+// them for a slow consumer and drops the connection past that, so Events
+// must be drained. Server requests are answered on goroutines of their own (a
 // tool's handler may call the client). After the server's stdout ends,
 // every call fails with ErrClosed (or the read error), Events is closed
 // once drained, and Close reaps the process.
@@ -229,6 +233,8 @@ func newClient(r io.Reader, w io.Writer, o Options) *Client {
 		onRequest:  cl.serverRequest,
 		observe:    cl.observe,
 		inBand:     map[string]bool{MethodItemToolCall: o.ToolCallsAsEvents},
+		maxLine:    cmp.Or(o.MaxLine, MaxLine),
+		maxQueued:  cmp.Or(o.MaxQueued, MaxQueued),
 	})
 	return cl
 }

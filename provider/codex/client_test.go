@@ -533,3 +533,37 @@ func TestToolCallsAsEventsKeepOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A hostile server: a line over the cap is skipped and reported (the
+// connection goes on), and events nobody takes end the connection once
+// MaxQueued are waiting, instead of growing without bound.
+func TestHostileServerIsBounded(t *testing.T) {
+	var mu sync.Mutex
+	var bad []string
+	cl, p := connectPeer(t, Options{MaxLine: 1024, MaxQueued: 50, OnBadLine: func(_ []byte, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		bad = append(bad, err.Error())
+	}})
+	p.send(`{"method":"item/agentMessage/delta","params":{"delta":"` + strings.Repeat("x", 5000) + `"}}`)
+	p.notify(MethodItemAgentMessageDelta, `{"threadId":"t","turnId":"u","itemId":"i","delta":"after"}`)
+	if ev := takeEvent(t, cl); !strings.Contains(string(ev.Params), `"after"`) {
+		t.Fatalf("the line after the long one: %s", ev.Params)
+	}
+	mu.Lock()
+	if len(bad) != 1 || !strings.Contains(bad[0], "longer than the 1024-byte limit") {
+		t.Fatalf("bad lines %q", bad)
+	}
+	mu.Unlock()
+	for i := 0; i < 60; i++ { // nobody takes these
+		p.notify(MethodItemAgentMessageDelta, `{"threadId":"t","turnId":"u","itemId":"i","delta":"flood"}`)
+	}
+	select {
+	case <-cl.Ended():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the connection still runs with 60 events waiting and a cap of 50")
+	}
+	if _, err := cl.StartThread(context.Background(), ThreadOptions{}); err == nil || !strings.Contains(err.Error(), "50 events were not taken") {
+		t.Fatalf("a call after the drop: %v", err)
+	}
+}

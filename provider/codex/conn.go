@@ -13,15 +13,16 @@ import (
 	"github.com/openmax/openmax/internal/lines"
 )
 
-// MaxLine is the longest app-server line the client accepts. A longer one
-// is skipped to its newline and reported as a bad line; the connection
-// goes on.
+// MaxLine is the default longest app-server line the client accepts
+// (Options.MaxLine). A longer one is skipped to its newline and reported
+// as a bad line; the connection goes on.
 const MaxLine = 64 << 20
 
-// maxQueued bounds the events read but not yet taken from Events. A
-// consumer that stops taking them does not make the client grow without
-// bound: past this many the connection fails.
-const maxQueued = 1 << 16
+// MaxQueued is the default bound on the events read but not yet taken
+// from Events (Options.MaxQueued). A consumer that stops taking them does
+// not make the client grow without bound: past this many the connection
+// is dropped.
+const MaxQueued = 1 << 16
 
 // RPCError is a JSON-RPC error object, as the server sends it in a response
 // and as the client answers a server request it refuses.
@@ -111,6 +112,8 @@ type conn struct {
 	onRequest  serverRequestFunc
 	observe    func(Event)     // sees each event on the reader goroutine, before it is queued
 	inBand     map[string]bool // server requests delivered on Events, in order
+	maxLine    int
+	maxQueued  int
 
 	wmu sync.Mutex // one whole line at a time, to w and to the transcript
 
@@ -135,6 +138,7 @@ func newConn(r io.Reader, w io.Writer, o connOptions) *conn {
 	ctx, stop := context.WithCancel(context.Background())
 	c := &conn{
 		w: w, transcript: o.transcript, onBadLine: o.onBadLine, onRequest: o.onRequest, observe: o.observe, inBand: o.inBand,
+		maxLine: o.maxLine, maxQueued: o.maxQueued,
 		pending: map[int64]chan message{},
 		wake:    make(chan struct{}, 1),
 		done:    make(chan struct{}),
@@ -154,6 +158,8 @@ type connOptions struct {
 	onRequest  serverRequestFunc
 	observe    func(Event)
 	inBand     map[string]bool
+	maxLine    int
+	maxQueued  int
 }
 
 // record writes one transcript line; a failing transcript writer is
@@ -275,7 +281,7 @@ func (c *conn) notify(method string, params any) error {
 // ends, then fails what is still waiting.
 func (c *conn) read(r io.Reader) {
 	defer close(c.readEnd)
-	lr := lines.NewReader(r, MaxLine)
+	lr := lines.NewReader(r, c.maxLine)
 	var err error
 	for {
 		var line []byte
@@ -375,9 +381,9 @@ func (c *conn) route(line []byte) {
 
 func (c *conn) enqueue(ev Event) {
 	c.mu.Lock()
-	if len(c.queue) >= maxQueued {
+	if len(c.queue) >= c.maxQueued {
 		c.mu.Unlock()
-		c.end(fmt.Errorf("codex: %d events were not taken from Events; connection dropped", maxQueued))
+		c.end(fmt.Errorf("codex: %d events were not taken from Events; connection dropped", c.maxQueued))
 		return
 	}
 	c.queue = append(c.queue, ev)
