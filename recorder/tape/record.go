@@ -31,6 +31,10 @@ type RecordOptions struct {
 	Cassette recorder.Options
 }
 
+// errCodexSession refuses to record or replay a --provider codex session
+// as a cassette.
+var errCodexSession = errors.New("a --provider codex session is recorded as its app-server transcript, not a cassette: run it with --codex-transcript FILE and replay it with --codex \"openmax fake-app-server --transcript FILE\" (docs/codex-backend.md)")
+
 // Record runs the live harness on in and out exactly as harness.Serve
 // does, recording every provider exchange, the client's commands with the
 // protocol point each arrived at, the tools offered and what their calls
@@ -50,6 +54,11 @@ type RecordOptions struct {
 // costs a recording.
 func Record(ctx context.Context, in io.Reader, out io.Writer, o RecordOptions) (int, error) {
 	cfg := o.Config
+	if cfg.Provider == "codex" {
+		// Its model traffic is codex's, not openmax's: nothing to record
+		// here, and a replay would start codex.
+		return 0, &harness.ConfigError{Err: errCodexSession}
+	}
 	if cfg.SessionID == "" {
 		cfg.SessionID = harness.NewSessionID()
 	}

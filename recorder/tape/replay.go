@@ -97,6 +97,9 @@ func Replay(ctx context.Context, f *cassette.File, o ReplayOptions) (Result, err
 	if err != nil {
 		return r, fmt.Errorf("recorded configuration: %w", err)
 	}
+	if cfg.Provider == "codex" {
+		return r, errCodexSession
+	}
 	project := cfg.Project // the recorded path, reported as recorded
 	cfg.Project, cfg.SessionID, cfg.Continue = "", sess.SessionID, false
 	// Recorded endings replay as recorded: no watchdog on the replay's
