@@ -25,6 +25,11 @@ func (h *Harness) useCodex() error {
 		Clock:        h.deps.Clock,
 	}
 	if h.cfg.CodexTranscript != "" {
+		// A FIFO, device or directory is refused before it can block the
+		// start or take what is not a file.
+		if fi, err := os.Stat(h.cfg.CodexTranscript); err == nil && !fi.Mode().IsRegular() {
+			return fmt.Errorf("--codex-transcript: %s is not a regular file", h.cfg.CodexTranscript)
+		}
 		f, err := os.OpenFile(h.cfg.CodexTranscript, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 		if err != nil {
 			return fmt.Errorf("--codex-transcript: %w", err)

@@ -2,7 +2,9 @@ package harness_test
 
 import (
 	"errors"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/openmax/openmax/core/harness"
@@ -27,6 +29,8 @@ func TestCodexFlags(t *testing.T) {
 		{"codex flag elsewhere", func(c *harness.Config) { c.Provider, c.Codex = "echo", "codex" }, "only for --provider codex"},
 		{"transcript elsewhere", func(c *harness.Config) { c.Provider, c.CodexTranscript = "echo", "t.jsonl" }, "only for --provider codex"},
 		{"unwritable transcript", func(c *harness.Config) { c.Provider, c.CodexTranscript = "codex", t.TempDir()+"/missing/dir/t.jsonl" }, "--codex-transcript"},
+		{"transcript is a directory", func(c *harness.Config) { c.Provider, c.CodexTranscript = "codex", t.TempDir() }, "is not a regular file"},
+		{"transcript is a FIFO", func(c *harness.Config) { c.Provider, c.CodexTranscript = "codex", fifo(t) }, "is not a regular file"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := harness.Defaults()
@@ -45,4 +49,14 @@ func TestCodexFlags(t *testing.T) {
 			}
 		})
 	}
+}
+
+// fifo makes a named pipe nobody reads: opening it for writing would block.
+func fifo(t *testing.T) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "fifo")
+	if err := syscall.Mkfifo(p, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
