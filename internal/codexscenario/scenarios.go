@@ -167,6 +167,34 @@ func (s *session) tools() []codex.Namespace {
 	}}
 }
 
+// open starts the next client with o and a thread on it.
+func (s *session) open(ctx context.Context, o codex.Options) (*codex.Client, *watcher, *codex.Session, error) {
+	cl, w, err := s.clientWith(ctx, o)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	th, err := s.thread(ctx, cl)
+	return cl, w, th, err
+}
+
+// interrupt interrupts th's running turn, waits for its turn/completed
+// (the latency is kept under name), and runs one more turn on the thread.
+func (s *session) interrupt(ctx context.Context, th *codex.Session, w *watcher, name string) error {
+	start := time.Now()
+	if err := th.Interrupt(ctx); err != nil {
+		return err
+	}
+	s.log.add("turn/interrupt -> ok")
+	done, err := w.turnCompleted(ctx)
+	if err != nil {
+		return err
+	}
+	s.log.latency(name, time.Since(start))
+	s.log.add("  (status %s; no turn active after it: %v)", done.Status, th.ActiveTurn() == "")
+	_, err = s.turn(ctx, th, w, "Are you there?")
+	return err
+}
+
 // threadOptions are every thread's settings.
 func (s *session) threadOptions() codex.ThreadOptions {
 	return codex.ThreadOptions{Cwd: s.h.Dir(), DeveloperInstructions: "You are driven by openmax's end-to-end tests."}
@@ -223,11 +251,7 @@ func (s *session) closeClient(ctx context.Context, cl *codex.Client) error {
 
 func runText(ctx context.Context, h Harness) (Outcome, error) {
 	s := newSession(h)
-	cl, w, err := s.client(ctx)
-	if err != nil {
-		return s.log.outcome(), err
-	}
-	th, err := s.thread(ctx, cl)
+	cl, w, th, err := s.open(ctx, codex.Options{})
 	if err != nil {
 		return s.log.outcome(), err
 	}
@@ -242,11 +266,7 @@ func runTool(ctx context.Context, h Harness) (Outcome, error) {
 	if err := os.WriteFile(filepath.Join(h.Dir(), NotesFile), []byte(NotesText), 0o644); err != nil {
 		return s.log.outcome(), err
 	}
-	cl, w, err := s.client(ctx)
-	if err != nil {
-		return s.log.outcome(), err
-	}
-	th, err := s.thread(ctx, cl)
+	cl, w, th, err := s.open(ctx, codex.Options{})
 	if err != nil {
 		return s.log.outcome(), err
 	}
@@ -258,11 +278,7 @@ func runTool(ctx context.Context, h Harness) (Outcome, error) {
 
 func runSteer(ctx context.Context, h Harness) (Outcome, error) {
 	s := newSession(h)
-	cl, w, err := s.client(ctx)
-	if err != nil {
-		return s.log.outcome(), err
-	}
-	th, err := s.thread(ctx, cl)
+	cl, w, th, err := s.open(ctx, codex.Options{})
 	if err != nil {
 		return s.log.outcome(), err
 	}
@@ -289,11 +305,7 @@ func runSteer(ctx context.Context, h Harness) (Outcome, error) {
 
 func runInterrupt(ctx context.Context, h Harness) (Outcome, error) {
 	s := newSession(h)
-	cl, w, err := s.client(ctx)
-	if err != nil {
-		return s.log.outcome(), err
-	}
-	th, err := s.thread(ctx, cl)
+	cl, w, th, err := s.open(ctx, codex.Options{})
 	if err != nil {
 		return s.log.outcome(), err
 	}
@@ -304,18 +316,7 @@ func runInterrupt(ctx context.Context, h Harness) (Outcome, error) {
 	if err := w.delta(ctx, " and then"); err != nil {
 		return s.log.outcome(), err
 	}
-	start := time.Now()
-	if err := th.Interrupt(ctx); err != nil {
-		return s.log.outcome(), err
-	}
-	s.log.add("turn/interrupt -> ok")
-	done, err := w.turnCompleted(ctx)
-	if err != nil {
-		return s.log.outcome(), err
-	}
-	s.log.latency("interrupt", time.Since(start))
-	s.log.add("  (status %s; no turn active after it: %v)", done.Status, th.ActiveTurn() == "")
-	if _, err := s.turn(ctx, th, w, "Are you there?"); err != nil {
+	if err := s.interrupt(ctx, th, w, "interrupt"); err != nil {
 		return s.log.outcome(), err
 	}
 	return s.log.outcome(), s.closeClient(ctx, cl)
@@ -323,11 +324,7 @@ func runInterrupt(ctx context.Context, h Harness) (Outcome, error) {
 
 func runCompact(ctx context.Context, h Harness) (Outcome, error) {
 	s := newSession(h)
-	cl, w, err := s.client(ctx)
-	if err != nil {
-		return s.log.outcome(), err
-	}
-	th, err := s.thread(ctx, cl)
+	cl, w, th, err := s.open(ctx, codex.Options{})
 	if err != nil {
 		return s.log.outcome(), err
 	}
@@ -349,11 +346,7 @@ func runCompact(ctx context.Context, h Harness) (Outcome, error) {
 
 func runResumeFork(ctx context.Context, h Harness) (Outcome, error) {
 	s := newSession(h)
-	cl, w, err := s.client(ctx)
-	if err != nil {
-		return s.log.outcome(), err
-	}
-	th, err := s.thread(ctx, cl)
+	cl, w, th, err := s.open(ctx, codex.Options{})
 	if err != nil {
 		return s.log.outcome(), err
 	}
@@ -395,11 +388,7 @@ func runResumeFork(ctx context.Context, h Harness) (Outcome, error) {
 
 func runModelSwitch(ctx context.Context, h Harness) (Outcome, error) {
 	s := newSession(h)
-	cl, w, err := s.client(ctx)
-	if err != nil {
-		return s.log.outcome(), err
-	}
-	th, err := s.thread(ctx, cl)
+	cl, w, th, err := s.open(ctx, codex.Options{})
 	if err != nil {
 		return s.log.outcome(), err
 	}
@@ -439,11 +428,7 @@ func runModelSwitch(ctx context.Context, h Harness) (Outcome, error) {
 // runRetry is one turn whose first model request fails and is retried.
 func runRetry(ctx context.Context, h Harness) (Outcome, error) {
 	s := newSession(h)
-	cl, w, err := s.client(ctx)
-	if err != nil {
-		return s.log.outcome(), err
-	}
-	th, err := s.thread(ctx, cl)
+	cl, w, th, err := s.open(ctx, codex.Options{})
 	if err != nil {
 		return s.log.outcome(), err
 	}
@@ -461,11 +446,7 @@ var Identity = codex.Identity{Name: "Ada Bot", Email: "ada@example.com"}
 
 func runCommandEnv(ctx context.Context, h Harness) (Outcome, error) {
 	s := newSession(h)
-	cl, w, err := s.clientWith(ctx, codex.Options{Identity: Identity, Env: []string{"OPENMAX_SCENARIO=command_env"}})
-	if err != nil {
-		return s.log.outcome(), err
-	}
-	th, err := s.thread(ctx, cl)
+	cl, w, th, err := s.open(ctx, codex.Options{Identity: Identity, Env: []string{"OPENMAX_SCENARIO=command_env"}})
 	if err != nil {
 		return s.log.outcome(), err
 	}
@@ -477,11 +458,7 @@ func runCommandEnv(ctx context.Context, h Harness) (Outcome, error) {
 
 func runInterruptCommand(ctx context.Context, h Harness) (Outcome, error) {
 	s := newSession(h)
-	cl, w, err := s.client(ctx)
-	if err != nil {
-		return s.log.outcome(), err
-	}
-	th, err := s.thread(ctx, cl)
+	cl, w, th, err := s.open(ctx, codex.Options{})
 	if err != nil {
 		return s.log.outcome(), err
 	}
@@ -495,18 +472,7 @@ func runInterruptCommand(ctx context.Context, h Harness) (Outcome, error) {
 	}); err != nil {
 		return s.log.outcome(), err
 	}
-	start := time.Now()
-	if err := th.Interrupt(ctx); err != nil {
-		return s.log.outcome(), err
-	}
-	s.log.add("turn/interrupt -> ok")
-	done, err := w.turnCompleted(ctx)
-	if err != nil {
-		return s.log.outcome(), err
-	}
-	s.log.latency("interrupt_command", time.Since(start))
-	s.log.add("  (status %s; no turn active after it: %v)", done.Status, th.ActiveTurn() == "")
-	if _, err := s.turn(ctx, th, w, "Are you there?"); err != nil {
+	if err := s.interrupt(ctx, th, w, "interrupt_command"); err != nil {
 		return s.log.outcome(), err
 	}
 	return s.log.outcome(), s.closeClient(ctx, cl)
@@ -517,11 +483,7 @@ func runResumeTool(ctx context.Context, h Harness) (Outcome, error) {
 	if err := os.WriteFile(filepath.Join(h.Dir(), NotesFile), []byte(NotesText), 0o644); err != nil {
 		return s.log.outcome(), err
 	}
-	cl, w, err := s.client(ctx)
-	if err != nil {
-		return s.log.outcome(), err
-	}
-	th, err := s.thread(ctx, cl)
+	cl, w, th, err := s.open(ctx, codex.Options{})
 	if err != nil {
 		return s.log.outcome(), err
 	}
