@@ -386,3 +386,40 @@ func TestCodexBackendServerDies(t *testing.T) {
 		t.Fatalf("the app-server's stderr is not on openmax's stderr:\n%s", stderr)
 	}
 }
+
+// TestCodexPrompt: -p runs its one turn inside codex too, printing the
+// reply text (the recorded dynamic_tool session, played by fake-app-server:
+// openmax's read_file runs for codex, and both texts are printed).
+func TestCodexPrompt(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the binary; skipped in -short mode")
+	}
+	t.Parallel()
+	bin := buildBinary(t)
+	c := loadCodexCase(t, filepath.Join(codexCasesDir, "dynamic_tool.txtar"))
+	recorded := filepath.Join(t.TempDir(), "app-server.jsonl")
+	if err := os.WriteFile(recorded, c.appServer, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	project, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(project, "notes.txt"), c.project["notes.txt"], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "-p", "What do the notes say?", "--project", project, "--provider", "codex",
+		"--codex", bin+" fake-app-server --transcript "+recorded)
+	cmd.Env = trustedBinaryEnv(t, ctx, bin, project, "")
+	cmd.Dir = project
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("openmax -p: %v\n%s", err, stderr.String())
+	}
+	if got, want := stdout.String(), "Let me read it.\nThe notes say hi.\n"; got != want {
+		t.Fatalf("stdout %q, want %q\nstderr:\n%s", got, want, stderr.String())
+	}
+}
