@@ -2,12 +2,14 @@ package harness
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
 	"time"
 
 	"github.com/openmax/openmax/core/codexbackend"
+	"github.com/openmax/openmax/internal/flock"
 )
 
 // useCodex makes codex app-server run the engine's turns (--provider
@@ -30,11 +32,21 @@ func (h *Harness) useCodex() error {
 		if fi, err := os.Stat(h.cfg.CodexTranscript); err == nil && !fi.Mode().IsRegular() {
 			return fmt.Errorf("--codex-transcript: %s is not a regular file", h.cfg.CodexTranscript)
 		}
-		f, err := os.OpenFile(h.cfg.CodexTranscript, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+		// One writer at a time: a second openmax on the same file would
+		// interleave two sessions' lines.
+		lock, err := flock.Acquire(h.cfg.CodexTranscript, 0o600, 0)
+		if errors.Is(err, flock.ErrHeld) {
+			return fmt.Errorf("--codex-transcript: %s is being written by another openmax", h.cfg.CodexTranscript)
+		}
 		if err != nil {
 			return fmt.Errorf("--codex-transcript: %w", err)
 		}
-		h.codexTranscript = f
+		f, err := os.OpenFile(h.cfg.CodexTranscript, os.O_WRONLY|os.O_TRUNC, 0o600)
+		if err != nil {
+			_ = lock.Release()
+			return fmt.Errorf("--codex-transcript: %w", err)
+		}
+		h.codexTranscript, h.codexTranscriptLock = f, lock
 		cfg.Transcript = f
 	}
 	h.codex = codexbackend.New(cfg)
@@ -55,5 +67,6 @@ func (h *Harness) closeCodex() {
 		if err := h.codexTranscript.Close(); err != nil {
 			fmt.Fprintf(h.deps.Log, "openmax: --codex-transcript: %v\n", err)
 		}
+		_ = h.codexTranscriptLock.Release()
 	}
 }

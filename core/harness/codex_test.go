@@ -31,6 +31,7 @@ func TestCodexFlags(t *testing.T) {
 		{"unwritable transcript", func(c *harness.Config) { c.Provider, c.CodexTranscript = "codex", t.TempDir()+"/missing/dir/t.jsonl" }, "--codex-transcript"},
 		{"transcript is a directory", func(c *harness.Config) { c.Provider, c.CodexTranscript = "codex", t.TempDir() }, "is not a regular file"},
 		{"transcript is a FIFO", func(c *harness.Config) { c.Provider, c.CodexTranscript = "codex", fifo(t) }, "is not a regular file"},
+		{"transcript being written", func(c *harness.Config) { c.Provider, c.CodexTranscript = "codex", heldTranscript(t) }, "is being written by another openmax"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := harness.Defaults()
@@ -56,6 +57,19 @@ func fifo(t *testing.T) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "fifo")
 	if err := syscall.Mkfifo(p, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// heldTranscript is a transcript path another openmax (a harness of this
+// test) is writing.
+func heldTranscript(t *testing.T) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "t.jsonl")
+	cfg := harness.Defaults()
+	cfg.Provider, cfg.CodexTranscript, cfg.Project = "codex", p, t.TempDir()
+	if _, err := harness.New(cfg, harness.Deps{}); err != nil {
 		t.Fatal(err)
 	}
 	return p

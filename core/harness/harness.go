@@ -23,6 +23,7 @@ import (
 	"github.com/openmax/openmax/core/stdio"
 	"github.com/openmax/openmax/core/tool"
 	"github.com/openmax/openmax/core/tool/builtin"
+	"github.com/openmax/openmax/internal/flock"
 	"github.com/openmax/openmax/provider/clock"
 	"github.com/openmax/openmax/provider/codex"
 )
@@ -85,8 +86,9 @@ type Harness struct {
 	tools   *tool.Registry // the tools New assembled
 	// codex runs the turns under --provider codex (codex.go), recording
 	// to codexTranscript when set.
-	codex           *codexbackend.Backend
-	codexTranscript *os.File
+	codex               *codexbackend.Backend
+	codexTranscript     *os.File
+	codexTranscriptLock *flock.Lock
 }
 
 // ConfigError is a configuration mistake New found: an unknown provider, a
