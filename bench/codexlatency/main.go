@@ -41,6 +41,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/openmax/openmax/bench/internal/childtime"
 	"github.com/openmax/openmax/internal/codexscenario"
 )
 
@@ -218,48 +219,11 @@ func run(codex, openmax string, n, interrupts int, keep bool) error {
 // openmaxArgv is the openmax start-up timed beside codex's.
 func openmaxArgv(bin string) []string { return []string{bin, "--stdio", "--provider", "echo"} }
 
-// firstLine execs argv, writes stdin, and returns the time from exec to the
-// first stdout line want accepts; then it closes stdin (which ends both
-// openmax --stdio and codex app-server) and reaps the child.
+// firstLine times argv from exec to the first stdout line want accepts,
+// with stdin written at the start (bench/internal/childtime).
 func firstLine(argv []string, dir string, env []string, stdin string, want func([]byte) bool) (time.Duration, error) {
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Dir, cmd.Env = dir, env
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		return 0, err
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return 0, err
-	}
-	br := bufio.NewReader(out)
-	start := time.Now()
-	if err := cmd.Start(); err != nil {
-		return 0, err
-	}
-	if stdin != "" {
-		io.WriteString(in, stdin)
-	}
-	var line []byte
-	for {
-		line, err = br.ReadBytes('\n')
-		if err != nil || want(line) {
-			break
-		}
-	}
-	d := time.Since(start)
-	in.Close()
-	io.Copy(io.Discard, br)
-	werr := cmd.Wait()
-	if err != nil {
-		return 0, fmt.Errorf("no wanted line before %w (stderr: %.500s)", err, stderr.String())
-	}
-	if werr != nil {
-		return 0, fmt.Errorf("exit: %w (stderr: %.500s)", werr, stderr.String())
-	}
-	return d, nil
+	return childtime.FirstLine(childtime.Spawn{Argv: argv, Dir: dir, Env: env, Stdin: stdin,
+		Skip: func(l []byte) bool { return !want(l) }}, func([]byte) error { return nil })
 }
 
 // message is the part of a JSON-RPC line from codex this program reads.

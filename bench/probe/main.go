@@ -33,6 +33,7 @@ import (
 	"time"
 
 	"github.com/openmax/openmax/bench/internal/benchcli"
+	"github.com/openmax/openmax/bench/internal/childtime"
 )
 
 func main() {
@@ -48,7 +49,7 @@ func hello(args []string) error {
 	}
 	var times []time.Duration
 	for i := 0; i <= *n; i++ {
-		d, err := firstLine(spawn{argv: argv}, isHello)
+		d, err := childtime.FirstLine(childtime.Spawn{Argv: argv}, isHello)
 		if err != nil {
 			return fmt.Errorf("run %d: %w", i, err)
 		}

@@ -1,20 +1,18 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/openmax/openmax/bench/internal/benchcli"
+	"github.com/openmax/openmax/bench/internal/childtime"
 )
 
 // startup measures what a user waits for when a client starts openmax:
@@ -70,7 +68,7 @@ func startup(args []string) error {
 	}
 	kinds := []kind{
 		{"floor", func(int) (time.Duration, error) {
-			return firstLine(spawn{argv: []string{bin, "--version"}, dir: project, env: env(existing)}, func(l []byte) error {
+			return childtime.FirstLine(childtime.Spawn{Argv: []string{bin, "--version"}, Dir: project, Env: env(existing)}, func(l []byte) error {
 				if !bytes.HasPrefix(l, []byte("openmax ")) {
 					return fmt.Errorf("--version printed %.80q", l)
 				}
@@ -80,10 +78,10 @@ func startup(args []string) error {
 		{"fresh", func(round int) (time.Duration, error) {
 			state := filepath.Join(*scratch, fmt.Sprintf("state-fresh-%d", round))
 			defer os.RemoveAll(state)
-			return firstLine(spawn{argv: []string{bin, "--stdio", "--provider", "echo"}, dir: project, env: env(state)}, isNewHello)
+			return childtime.FirstLine(childtime.Spawn{Argv: []string{bin, "--stdio", "--provider", "echo"}, Dir: project, Env: env(state)}, isNewHello)
 		}},
 		{"existing", func(int) (time.Duration, error) {
-			return firstLine(spawn{argv: []string{bin, "--stdio", "--provider", "echo"}, dir: project, env: env(existing)}, isNewHello)
+			return childtime.FirstLine(childtime.Spawn{Argv: []string{bin, "--stdio", "--provider", "echo"}, Dir: project, Env: env(existing)}, isNewHello)
 		}},
 		{"unsaved", func(int) (time.Duration, error) {
 			// No state directory (neither XDG_STATE_HOME nor HOME): the session
@@ -94,18 +92,18 @@ func startup(args []string) error {
 					e = append(e, kv)
 				}
 			}
-			return firstLine(spawn{argv: []string{bin, "--stdio", "--provider", "echo"}, dir: project, env: e}, isNewHello)
+			return childtime.FirstLine(childtime.Spawn{Argv: []string{bin, "--stdio", "--provider", "echo"}, Dir: project, Env: e}, isNewHello)
 		}},
 	}
 	if *codex != "" {
 		kinds = append(kinds, kind{"codex", func(int) (time.Duration, error) {
 			init := `{"id":0,"method":"initialize","params":{"clientInfo":{"name":"openmax-bench","title":null,"version":"0"},"capabilities":{"experimentalApi":true}}}` + "\n"
-			return firstLine(spawn{
-				argv:  []string{*codex, "app-server", "-c", "check_for_update_on_startup=false"},
-				dir:   project,
-				env:   append(os.Environ(), "CODEX_HOME="+codexHome),
-				stdin: init,
-				skip:  func(l []byte) bool { return !bytes.Contains(l, []byte(`"id":0`)) },
+			return childtime.FirstLine(childtime.Spawn{
+				Argv:  []string{*codex, "app-server", "-c", "check_for_update_on_startup=false"},
+				Dir:   project,
+				Env:   append(os.Environ(), "CODEX_HOME="+codexHome),
+				Stdin: init,
+				Skip:  func(l []byte) bool { return !bytes.Contains(l, []byte(`"id":0`)) },
 			}, func(l []byte) error {
 				if !bytes.Contains(l, []byte(`"result"`)) {
 					return fmt.Errorf("initialize answered %.200q", l)
@@ -152,62 +150,6 @@ func startup(args []string) error {
 		fmt.Printf("existing_sessions_after=%d\n", len(sessions))
 	}
 	return nil
-}
-
-// spawn is one child to time.
-type spawn struct {
-	argv  []string
-	dir   string
-	env   []string
-	stdin string                 // written once the child has started
-	skip  func(line []byte) bool // lines to pass over before the one timed
-}
-
-// firstLine execs s and returns the time until its first stdout line that s
-// does not skip, which check must accept; then it closes stdin (EOF ends
-// every child timed here) and reaps the child.
-func firstLine(s spawn, check func([]byte) error) (time.Duration, error) {
-	cmd := exec.Command(s.argv[0], s.argv[1:]...)
-	cmd.Dir, cmd.Env = s.dir, s.env
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		return 0, err
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return 0, err
-	}
-	br := bufio.NewReader(stdout)
-	start := time.Now()
-	if err := cmd.Start(); err != nil {
-		return 0, err
-	}
-	if s.stdin != "" {
-		io.WriteString(stdin, s.stdin)
-	}
-	var line []byte
-	for {
-		line, err = br.ReadBytes('\n')
-		if err != nil || s.skip == nil || !s.skip(line) {
-			break
-		}
-	}
-	d := time.Since(start)
-	stdin.Close()
-	_, _ = io.Copy(io.Discard, br)
-	werr := cmd.Wait()
-	if err != nil {
-		return 0, fmt.Errorf("reading the first line: %w (stderr: %s)", err, strings.TrimSpace(stderr.String()))
-	}
-	if err := check(line); err != nil {
-		return 0, err
-	}
-	if werr != nil {
-		return 0, fmt.Errorf("exit: %w (stderr: %s)", werr, strings.TrimSpace(stderr.String()))
-	}
-	return d, nil
 }
 
 // isHello accepts a hello line.
