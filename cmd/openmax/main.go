@@ -21,6 +21,7 @@ import (
 	"github.com/openmax/openmax/core/harness"
 	"github.com/openmax/openmax/core/tool"
 	"github.com/openmax/openmax/core/wire"
+	"github.com/openmax/openmax/internal/reaper"
 	"github.com/openmax/openmax/provider/clock"
 	"github.com/openmax/openmax/provider/codex"
 )
@@ -37,11 +38,17 @@ func main() {
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	// Commands run by tools must not read our API keys from /proc.
 	harden()
+	// What tools start stays in our process tree, however it daemonizes,
+	// so an openmax it starts sees us among its parents (the agent guard)
+	// and nothing it left behind outlives us. Where that cannot be done
+	// (no pidfds, no subreaper), the guard still has the marker.
+	orphans, _ := reaper.Enable()
 	// SIGHUP (the terminal or the parent went away) is a shutdown, like
 	// SIGINT and SIGTERM: the running turn is cancelled and drained.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr, env{clock: clock.Real{}, getenv: agentEnv()})
 	stop()
+	orphans.Stop(true)
 	os.Exit(code)
 }
 

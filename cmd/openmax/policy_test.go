@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -198,5 +199,117 @@ func TestAgentSpawnedOpenmaxCannotTrustOrApprove(t *testing.T) {
 		if out, err := c.CombinedOutput(); err != nil {
 			t.Errorf("openmax %v from a terminal: %v\n%s", args, err, out)
 		}
+	}
+}
+
+// TestAgentGuardSurvivesExec: however a model's command execs, an openmax
+// it starts cannot make a human's decision. The real binary, in auto mode,
+// runs one run_command per shape; each tries to trust another project,
+// approve an external tool that is granted a provider key, or switch a
+// second trusted project to auto over --stdio. Every shape is refused
+// with the reason in the tool's output, and the settings directory is
+// byte for byte what it was. The shapes hide the marker from every
+// process's environment (env -u as argv, exec after unset, a pipeline
+// under env -u): only the openmax among the parents gives them away.
+func TestAgentGuardSurvivesExec(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the real binary; skipped in -short mode")
+	}
+	bin := buildBinary(t)
+	project, other, second := t.TempDir(), t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(project, "tools", "k.sh"), "echo \"$OPENAI_API_KEY\"\n")
+	writeFile(t, filepath.Join(project, ".openmax", "tools", "k.json"), `{"code":"tools/k.sh","interpreter":["/bin/sh"],"env":["OPENAI_API_KEY"]}`)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	env := trustedBinaryEnv(t, ctx, bin, project, "")
+	var cfgHome string
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "XDG_CONFIG_HOME="); ok {
+			cfgHome = v
+		}
+	}
+	trust := exec.CommandContext(ctx, bin, "trust", second)
+	trust.Env = env
+	if out, err := trust.CombinedOutput(); err != nil {
+		t.Fatalf("trust %s: %v\n%s", second, err, out)
+	}
+	auto := exec.CommandContext(ctx, bin, "--stdio", "--provider", "echo", "--project", project)
+	auto.Env = env
+	auto.Stdin = strings.NewReader(`{"cmd":"approval_mode","mode":"auto"}` + "\n")
+	if out, err := auto.Output(); err != nil || !strings.Contains(string(out), `"mode":"auto"`) {
+		t.Fatalf("approval_mode auto: %v\n%s", err, out)
+	}
+	const human, mode = "a human's decision", "cannot change its own approval mode"
+	x := builtin.AgentSpawnedEnv
+	cfg := "XDG_CONFIG_HOME=" + cfgHome
+	trustCmd := cfg + " " + bin + " trust " + other
+	modeCmd := `printf '%s\n' '{"cmd":"approval_mode","mode":"auto"}' | ` + cfg + " exec " + bin + " --stdio --provider echo --project " + second
+	shapes := []struct {
+		name string
+		argv []string
+		want string // in the tool's output
+	}{
+		{"plain", []string{"env", cfg, bin, "trust", other}, human},
+		{"unset in a shell", []string{"/bin/sh", "-c", "unset " + x + "; " + trustCmd}, human},
+		{"env -u as argv", []string{"env", "-u", x, cfg, bin, "trust", other}, human},
+		{"exec after unset", []string{"/bin/sh", "-c", "unset " + x + "; exec env " + trustCmd}, human},
+		{"a pipeline", []string{"env", "-u", x, "/bin/sh", "-c", "true | " + trustCmd + " 2>&1 | cat"}, human},
+		{"--approve of a key-granted tool", []string{"env", "-u", x, cfg, bin, "--approve", ".openmax/tools/k.json", "--project", project}, human},
+		{"--stdio sending approval_mode auto", []string{"env", "-u", x, "/bin/sh", "-c", modeCmd}, mode},
+		// Daemonized: setsid -f forks and its parent exits at once, so the
+		// openmax runs in a process whose parent is gone; it waits until it
+		// has been re-parented, then tries. Its output comes back through a
+		// FIFO the tool's command reads. (It loops while its parent is
+		// still setsid.)
+		{"daemonized (setsid -f)", []string{"env", "-u", x, "/bin/sh", "-c", `f=$(mktemp -u) && mkfifo "$f" && setsid -f /bin/sh -c 'while [ "$(cat /proc/$(cut -d" " -f4 /proc/$$/stat)/comm)" = setsid ]; do :; done; ` + trustCmd + ` >"$0" 2>&1' "$f" && cat "$f"`}, human},
+	}
+	snapshot := func() map[string]string {
+		files := map[string]string{}
+		_ = filepath.WalkDir(cfgHome, func(p string, d os.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				b, _ := os.ReadFile(p)
+				files[p] = string(b)
+			}
+			return nil
+		})
+		return files
+	}
+	for _, sh := range shapes {
+		t.Run(sh.name, func(t *testing.T) {
+			before := snapshot()
+			args, _ := json.Marshal(map[string]any{"argv": sh.argv})
+			sc := filepath.Join(t.TempDir(), "s.yaml")
+			writeFile(t, sc, "replies:\n  - tool_calls: [{id: c1, name: run_command, args: "+string(args)+"}]\n  - text: done\n")
+			cmd := exec.CommandContext(ctx, bin, "--stdio", "--provider", "script", "--script", sc, "--project", project)
+			cmd.Env = env
+			cmd.Stdin = strings.NewReader(`{"cmd":"user","text":"go"}` + "\n")
+			out, err := cmd.Output()
+			if err != nil {
+				t.Fatalf("%v\n%s", err, out)
+			}
+			var output string
+			for _, line := range strings.Split(string(out), "\n") {
+				var ev struct{ Type, Output string }
+				if json.Unmarshal([]byte(line), &ev) == nil && ev.Type == "tool_end" {
+					output = ev.Output
+				}
+			}
+			if !strings.Contains(output, sh.want) {
+				t.Errorf("the agent's command was not refused (want %q in its output):\n%s", sh.want, output)
+			}
+			after := snapshot()
+			for p, b := range after {
+				if before[p] != b {
+					t.Errorf("the agent's command changed %s:\n%s", p, b)
+				}
+			}
+			p, err := config.Open(filepath.Join(cfgHome, "openmax"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.Trusted(other) || p.Mode(second) != "ask" {
+				t.Errorf("trusted %s: %v; mode of %s: %s", other, p.Trusted(other), second, p.Mode(second))
+			}
+		})
 	}
 }

@@ -71,7 +71,7 @@ func ApproveSource(dir, path string, getenv func(string) string) (Approved, erro
 // started: otherwise the model could approve its own external tool, or
 // trust a project, through run_command.
 var ErrAgentSpawned = errors.New("refused: this openmax was started by an agent's tool or hook (" + builtin.AgentSpawnedEnv +
-	" is set); trusting a project or approving a tool is a human's decision, made from a terminal openmax did not start")
+	" is set, or an openmax session is among its parent processes); trusting a project or approving a tool is a human's decision, made from a terminal openmax did not start")
 
 // humanOnly is ErrAgentSpawned when the environment says an agent's
 // process started this one.

@@ -547,7 +547,7 @@ func (s *server) reload() {
 func (s *server) modeLocked() string {
 	switch {
 	case s.opts.AgentSpawned:
-		return "this openmax was started by an agent's tool (OPENMAX_AGENT_SPAWNED is set), and an agent cannot change its own approval mode"
+		return "this openmax was started by an agent's tool (OPENMAX_AGENT_SPAWNED is set, or an openmax session is among its parent processes), and an agent cannot change its own approval mode"
 	case s.opts.Untrusted:
 		if u, ok := s.opts.Modes.(interface{ Unreadable() error }); ok && u.Unreadable() != nil {
 			// The settings could not be read: that, not a missing trust,

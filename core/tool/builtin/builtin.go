@@ -40,6 +40,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/openmax/openmax/core/tool"
+	"github.com/openmax/openmax/provider/clock"
 )
 
 // Defaults and limits for Options.
@@ -70,6 +71,8 @@ type Options struct {
 	// empty non-nil slice means an environment of those two alone.
 	// Commands are looked up in Env's PATH.
 	Env []string
+	// Clock is what run_command's timeout waits on; nil is the wall clock.
+	Clock clock.Clock
 }
 
 // MinimalEnv returns PATH, HOME and LANG from this process's environment,
@@ -92,6 +95,7 @@ type project struct {
 	diffCap    int
 	timeout    time.Duration
 	maxTimeout time.Duration
+	clock      clock.Clock
 	env        []string
 }
 
@@ -122,6 +126,7 @@ func New(root string, opts Options) ([]tool.Tool, error) {
 		timeout:    opts.CommandTimeout,
 		maxTimeout: MaxCommandTimeout,
 		env:        opts.Env,
+		clock:      opts.Clock,
 	}
 	if p.cap <= 0 {
 		p.cap = DefaultOutputCap
