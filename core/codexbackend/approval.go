@@ -158,7 +158,12 @@ func (r *turnRun) permissions(ev codex.Event) {
 	if p.Reason != "" {
 		why += " (" + p.Reason + ")"
 	}
-	r.h.Note(p.ItemID, "[openmax] "+why+"; openmax grants none: codex's sandbox follows the approval mode ("+r.h.Mode()+")")
+	r.g.init()
+	callID := p.ItemID // the note rides the item when it was reported
+	if _, started := r.g.names[callID]; !started {
+		callID = ""
+	}
+	r.h.Note(callID, "[openmax] "+why+"; openmax grants none: codex's sandbox follows the approval mode ("+r.h.Mode()+")")
 }
 
 // startTool reports a tool item codex started, and keeps what the gate
