@@ -143,7 +143,7 @@ func TestCodexApprovals(t *testing.T) {
 			want: []string{`ToolEnd{CallID:i1 OK:false Output:not run: denied by policy.json rule 1 (tool codex_command, args matching "rm -rf"): no deleting}`, `HarnessNote{CallID:i1 Text:not run: denied`}},
 		{name: "deny rule on a command codex ran unasked", mode: "auto", item: readItem,
 			sandbox: "dangerFullAccess",
-			want: []string{`ToolEnd{CallID:i1 OK:true Output:s3cret}`, `HarnessNote{CallID:i1 Text:[openmax] codex ran codex_command without asking openmax, so it could not be refused although a deny rule matches it: denied by policy.json rule 2`}},
+			want:    []string{`ToolEnd{CallID:i1 OK:true Output:s3cret}`, `HarnessNote{CallID:i1 Text:[openmax] codex ran codex_command without asking openmax, so it could not be refused although a deny rule matches it: denied by policy.json rule 2`}},
 		{name: "permissions granted none", mode: "ask", item: commandItem, request: codex.MethodItemPermissionsRequestApproval, noDeny: true,
 			answer: `{"permissions":{}}`, sandbox: "dangerFullAccess",
 			want: []string{`HarnessNote{CallID:i1 Text:[openmax] codex asked for permissions beyond its sandbox (needs more); openmax grants none`}},
