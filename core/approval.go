@@ -43,6 +43,24 @@ func (t *turn) gate(ctx context.Context, c provider.ToolCall, tl tool.Tool, args
 	if !external && (!ok || !m.Mutating()) {
 		return ""
 	}
+	if external {
+		// Only ask asks about new extension content: auto asks nothing,
+		// readonly and unknown modes refuse the call in approve.
+		if modeOf, approver := t.s.approvals(); modeOf != nil && modeOf() == "ask" {
+			why, asked := t.sourceGate(ctx, c, sg, approver)
+			if why != "" || asked {
+				return why
+			}
+		}
+	}
+	return t.approve(ctx, c.ID, c.Name, args)
+}
+
+// approve applies the approval mode to a call that changes the project
+// (id names the call, args is shown to the human): auto runs it, readonly
+// and a mode openmax does not know refuse it, ask asks the approver. It
+// returns why the call must not run, or "" to run it.
+func (t *turn) approve(ctx context.Context, callID, name string, args json.RawMessage) string {
 	modeOf, approver := t.s.approvals()
 	mode := "auto"
 	if modeOf != nil {
@@ -52,25 +70,18 @@ func (t *turn) gate(ctx context.Context, c provider.ToolCall, tl tool.Tool, args
 	case "auto":
 		return ""
 	case "readonly":
-		return fmt.Sprintf("%s changes the project, and the approval mode is readonly", c.Name)
+		return fmt.Sprintf("%s changes the project, and the approval mode is readonly", name)
 	case "ask":
 	default:
 		// A mode openmax does not know (a hand-edited settings file, say)
 		// fails closed: nothing runs without the user's word.
-		return fmt.Sprintf("%s changes the project, and the approval mode %q is not one openmax knows (auto, ask, readonly), so it is refused", c.Name, mode)
+		return fmt.Sprintf("%s changes the project, and the approval mode %q is not one openmax knows (auto, ask, readonly), so it is refused", name, mode)
 	}
-	if external {
-		// In auto (above) nothing is asked, new extension content included.
-		why, asked := t.sourceGate(ctx, c, sg, approver)
-		if why != "" || asked {
-			return why
-		}
-	}
-	id := "approve-" + c.ID
+	id := "approve-" + callID
 	announce := func() {
 		t.emit(wire.ApprovalRequest{
-			ApprovalID: id, Name: c.Name, Reason: "gate",
-			Summary: fmt.Sprintf("%s wants to run", c.Name), Detail: string(args),
+			ApprovalID: id, Name: name, Reason: "gate",
+			Summary: fmt.Sprintf("%s wants to run", name), Detail: string(args),
 		})
 	}
 	outcome := OutcomeDeclined

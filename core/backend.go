@@ -27,13 +27,13 @@ type Backend interface {
 // safe for concurrent use: the backend's tool calls may come from
 // goroutines of its own.
 type TurnHost struct {
-	t  *turn
-	mu chan struct{} // one event or tool call at a time, in order
+	t   *turn
+	ctx context.Context // the turn's: hooks observe under it (backend_rules.go)
+	mu  chan struct{}   // one event or tool call at a time, in order
 }
 
-func newTurnHost(t *turn) *TurnHost {
-	h := &TurnHost{t: t, mu: make(chan struct{}, 1)}
-	return h
+func newTurnHost(ctx context.Context, t *turn) *TurnHost {
+	return &TurnHost{t: t, ctx: ctx, mu: make(chan struct{}, 1)}
 }
 
 func (h *TurnHost) lock()   { h.mu <- struct{}{} }

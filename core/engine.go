@@ -114,10 +114,11 @@ func (e *Engine) RunTurn(ctx context.Context, s *Session, text string, emit Emit
 	}
 	for _, n := range notes {
 		emit(wire.HarnessNote{Text: n.Text})
+		t.notes = append(t.notes, n.Text)
 	}
 	t.observe(ctx, HookTurnStart, PromptPayload{SessionID: s.ID, Prompt: text})
 	if e.Backend != nil {
-		return e.Backend.RunTurn(ctx, newTurnHost(t), text)
+		return e.Backend.RunTurn(ctx, newTurnHost(ctx, t), text)
 	}
 	return t.run(ctx)
 }

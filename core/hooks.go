@@ -233,5 +233,6 @@ func (t *turn) turnEnd(ctx context.Context, r reply, stop string) (again bool, _
 	}
 	t.emit(wire.TurnRefused{Hook: v.Hook, Reason: reason, Continuation: t.refusals, ContinuationsLeft: left})
 	t.refusals++
+	t.refusal = reason
 	return true, ""
 }

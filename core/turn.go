@@ -18,6 +18,11 @@ type turn struct {
 	spent    int  // tokens this turn has spent
 	refusals int  // turn_end refusals honored (hooks.go)
 	opened   bool // budget, the turn's first line, went out
+	// refusal is the reason of the last turn_end refusal honored, as
+	// the transcript holds it (a Backend continues its thread with it).
+	refusal string
+	// notes are the harness notes written before this turn's prompt.
+	notes []string
 }
 
 func (t *turn) run(ctx context.Context) string {

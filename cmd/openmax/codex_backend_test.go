@@ -28,6 +28,8 @@ import (
 //	steps             the client's side of the conversation (as in
 //	                  golden/sessions: > line, < TYPE, eof)
 //	project/...       optional: the files of the project the session runs in
+//	                  ({{HOOKPROG}} and {{STATE}} as in golden/sessions: a
+//	                  hook program openmax itself runs, in replay as live)
 //	app-server.jsonl  every line openmax and codex app-server exchanged, as
 //	                  recorded from the real codex ({"dir","msg"} lines)
 //	transcript        openmax's stdout, then the exit code
@@ -107,14 +109,9 @@ func runCodexIn(t *testing.T, bin string, c codexCase, project, state, codexCmd 
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	for name, data := range c.project {
-		p := filepath.Join(project, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o777); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, data, 0o666); err != nil {
-			t.Fatal(err)
-		}
+	var hooks caseHooks // hooks_session_test.go
+	if err := writeCodexProject(t, c, project, &hooks); err != nil {
+		t.Fatal(err)
 	}
 	// The project's real path: codex reports it resolved.
 	project, err := filepath.EvalSymlinks(project)
@@ -163,7 +160,22 @@ func runCodexIn(t *testing.T, bin string, c codexCase, project, state, codexCmd 
 	if err != nil {
 		t.Fatalf("%v\nstderr:\n%s", err, errBuf.String())
 	}
-	return bytes.ReplaceAll(got, []byte(project), []byte("$PROJECT")), s.sent.Bytes(), errBuf.String()
+	return hooks.normalise(bytes.ReplaceAll(got, []byte(project), []byte("$PROJECT"))), s.sent.Bytes(), errBuf.String()
+}
+
+// writeCodexProject writes the case's project files into project, the
+// hook placeholders expanded by hooks.
+func writeCodexProject(t *testing.T, c codexCase, project string, hooks *caseHooks) error {
+	for name, data := range c.project {
+		p := filepath.Join(project, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o777); err != nil {
+			return err
+		}
+		if err := os.WriteFile(p, hooks.expand(t, data), 0o666); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // TestCodexBackend replays every codex case through the real binary with
@@ -368,7 +380,7 @@ func TestCodexBackendServerDies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if starts, resumes := strings.Count(string(lines), `"method":"thread/start"`), strings.Count(string(lines), `"method":"thread/resume","params":{"approvalPolicy":"never","cwd"`); starts != 1 || resumes != 1 {
+	if starts, resumes := strings.Count(string(lines), `"method":"thread/start"`), strings.Count(string(lines), `"method":"thread/resume","params":{"approvalPolicy":"untrusted","cwd"`); starts != 1 || resumes != 1 {
 		t.Fatalf("thread/start %d times and thread/resume %d times, want once each (the second app-server resumes the thread):\n%s", starts, resumes, lines)
 	}
 	want := `{"session_id":"s1","type":"token","text":"Half an ans"}

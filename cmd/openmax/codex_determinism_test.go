@@ -19,12 +19,13 @@ import (
 )
 
 // TestCodexBackendReplayIsDeterministic plays every codex case many times
-// in process (the harness with the recorded app-server served over pipes
+// (a case with hooks, a few times) in process (the harness with the recorded app-server served over pipes
 // through the Deps.CodexStart seam, the steps over in-memory stdin and
 // stdout), concurrently: every run must end with the whole recording
 // replayed and print exactly the golden bytes.
 func TestCodexBackendReplayIsDeterministic(t *testing.T) {
 	runs := rapidchecks.Pick(40, 20)
+	hookProgram(t) // built here, not in a run's goroutine
 	for _, path := range codexCases(t) {
 		c := loadCodexCase(t, path)
 		tr, err := appserver.Parse(bytes.NewReader(c.appServer), 0)
@@ -32,10 +33,17 @@ func TestCodexBackendReplayIsDeterministic(t *testing.T) {
 			t.Fatalf("%s: %v", path, err)
 		}
 		want := c.transcript
+		n := runs
+		if _, hooked := c.project[".openmax/hooks.json"]; hooked {
+			// Each run starts real hook processes (up to one per
+			// event): fewer runs, so a loaded machine still answers
+			// every step in time.
+			n = rapidchecks.Pick(5, 3)
+		}
 		t.Run(strings.TrimSuffix(filepath.Base(path), ".txtar"), func(t *testing.T) {
 			t.Parallel()
 			var wg sync.WaitGroup
-			for i := 0; i < runs; i++ {
+			for i := 0; i < n; i++ {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
@@ -66,14 +74,9 @@ func runCodexInProcess(t *testing.T, c codexCase, tr *appserver.Transcript) ([]b
 	if project, err = filepath.EvalSymlinks(project); err != nil {
 		return nil, err
 	}
-	for name, data := range c.project {
-		p := filepath.Join(project, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o777); err != nil {
-			return nil, err
-		}
-		if err := os.WriteFile(p, data, 0o666); err != nil {
-			return nil, err
-		}
+	var hooks caseHooks // each run its own {{STATE}}
+	if err := writeCodexProject(t, c, project, &hooks); err != nil {
+		return nil, err
 	}
 	var served []*appserver.Conn
 	var mu sync.Mutex
@@ -119,5 +122,5 @@ func runCodexInProcess(t *testing.T, c codexCase, tr *appserver.Transcript) ([]b
 			return nil, fmt.Errorf("the fake app-server: %w", err)
 		}
 	}
-	return bytes.ReplaceAll(got, []byte(project), []byte("$PROJECT")), nil
+	return hooks.normalise(bytes.ReplaceAll(got, []byte(project), []byte("$PROJECT"))), nil
 }

@@ -146,8 +146,7 @@ func (b *Backend) RunTurn(ctx context.Context, h *core.TurnHost, text string) st
 		}
 		return fail(h, err)
 	}
-	r := newTurnRun(b, h, s)
-	return r.run(ctx, text)
+	return b.runTurns(ctx, h, s, text)
 }
 
 // client returns the running app-server, starting it (with the tools the
@@ -176,6 +175,8 @@ func (b *Backend) client(ctx context.Context, h *core.TurnHost) (*codex.Client, 
 		ClientName: "openmax", ClientVersion: b.cfg.Version,
 		// A call is answered by the turn, in order with its events.
 		ToolCallsAsEvents: true,
+		// So are codex's approval requests: openmax's gate decides them.
+		ApprovalsAsEvents: true,
 		Transcript:        b.cfg.Transcript, Stderr: b.cfg.Log,
 		OnBadLine: func(line []byte, err error) {
 			fmt.Fprintf(b.cfg.Log, "openmax: codex app-server: %v\n", err)
@@ -214,7 +215,10 @@ func (b *Backend) thread(ctx context.Context, h *core.TurnHost) (*codex.Session,
 	if id == "" {
 		id = h.Thread() // a continued session's thread
 	}
-	o := codex.ThreadOptions{Cwd: b.cfg.Dir, Model: b.cfg.Model, DeveloperInstructions: b.cfg.Instructions}
+	o := codex.ThreadOptions{
+		Cwd: b.cfg.Dir, Model: b.cfg.Model, DeveloperInstructions: b.cfg.Instructions,
+		ApprovalPolicy: approvalPolicy, Sandbox: string(policy(h.Mode()).Sandbox),
+	}
 	if id != "" {
 		s, err = cl.ResumeThread(ctx, id, o)
 	} else {
@@ -262,8 +266,12 @@ func (b *Backend) route(cl *codex.Client) {
 	}
 }
 
-// refuse answers a tool call nobody can run as a failed call.
+// refuse answers a tool call nobody can run as a failed call, and an
+// approval request nobody can decide as declined.
 func refuse(ev codex.Event, why string) {
+	if decline(ev) {
+		return
+	}
 	_ = ev.Respond(toolResult(false, why), nil)
 }
 

@@ -54,6 +54,8 @@ type turnRun struct {
 	tools    map[string]bool // codex's tool items started and not yet ended
 	attempts int             // retries reported so far
 	failure  *codex.TurnError
+	g        gates  // the gate's view of codex's tool items (approval.go)
+	reply    string // the text after the last tool: the reply turn_end sees (hooks.go)
 }
 
 func newTurnRun(b *Backend, h *core.TurnHost, s *codex.Session) *turnRun {
@@ -120,7 +122,7 @@ func (r *turnRun) run(ctx context.Context, text string) (stop string) {
 		select {
 		case ev := <-r.events:
 			if ev.IsRequest() {
-				r.runCall(ctx, ev)
+				r.request(ctx, ev)
 				continue
 			}
 			if stop, done := r.handle(ev); done {
@@ -198,6 +200,7 @@ func (r *turnRun) flush() {
 	}
 	text := r.text.String()
 	r.h.Emit(wire.MessageDone{Text: text})
+	r.reply = text
 	if err := r.h.Reply(text); err != nil {
 		fmt.Fprintf(r.b.cfg.Log, "openmax: keeping codex's reply in the session: %v\n", err)
 	}
@@ -228,7 +231,7 @@ func (r *turnRun) closeOpen(why string) {
 	}
 	slices.Sort(ids)
 	for _, id := range ids {
-		r.h.Emit(wire.ToolEnd{CallID: id, OK: false, Output: why})
+		r.endTool(id, false, why)
 	}
 	clear(r.tools)
 }
@@ -313,7 +316,7 @@ func (r *turnRun) itemStarted(it codex.ThreadItem) {
 	}
 	r.flush()
 	raw, _ := json.Marshal(args)
-	r.h.Emit(wire.ToolStart{CallID: it.ID, Name: name, Args: raw})
+	r.startTool(it, name, raw)
 	r.tools[it.ID] = true
 }
 
@@ -329,7 +332,7 @@ func (r *turnRun) itemCompleted(it codex.ThreadItem) {
 		if !r.tools[it.ID] {
 			r.itemStarted(it)
 		}
-		r.h.Emit(wire.ToolEnd{CallID: it.ID, OK: status == "completed" && it.ExitCode == 0, Output: it.AggregatedOutput})
+		r.endTool(it.ID, status == "completed" && it.ExitCode == 0, it.AggregatedOutput)
 	case codex.ThreadItemTypeFileChange:
 		if !r.tools[it.ID] {
 			r.itemStarted(it)
@@ -340,10 +343,12 @@ func (r *turnRun) itemCompleted(it codex.ThreadItem) {
 				c.Kind.MovePath = r.rel(c.Kind.MovePath)
 			}
 			d := fileDiff(it.ID, r.rel(c.Path), c)
-			r.h.Emit(d)
+			if r.applied(it.ID, status) {
+				r.h.Emit(d)
+			}
 			summary = append(summary, fmt.Sprintf("%s %s (+%d -%d)", c.Kind.Type, d.Path, d.Added, d.Removed))
 		}
-		r.h.Emit(wire.ToolEnd{CallID: it.ID, OK: status == "completed", Output: strings.Join(summary, "\n")})
+		r.endTool(it.ID, status == "completed", strings.Join(summary, "\n"))
 	case codex.ThreadItemTypeMcpToolCall:
 		if !r.tools[it.ID] {
 			r.itemStarted(it)
@@ -352,7 +357,7 @@ func (r *turnRun) itemCompleted(it codex.ThreadItem) {
 		if it.Error != nil {
 			out = it.Error.Message
 		}
-		r.h.Emit(wire.ToolEnd{CallID: it.ID, OK: status == "completed", Output: out})
+		r.endTool(it.ID, status == "completed", out)
 	default:
 		return
 	}

@@ -49,6 +49,13 @@ type Options struct {
 	// order (text before a call closes before the call runs) needs this;
 	// the handlers may then be nil. An unanswered call holds the turn.
 	ToolCallsAsEvents bool
+	// ApprovalsAsEvents delivers the server's approval requests
+	// (item/commandExecution/requestApproval,
+	// item/fileChange/requestApproval, item/permissions/requestApproval)
+	// on Events the same way, in order with the turn's notifications,
+	// instead of accepting them: the consumer decides each and answers it
+	// with Respond. An unanswered approval holds the turn.
+	ApprovalsAsEvents bool
 	// Transcript, when set, receives every line in both directions as a
 	// TranscriptLine, deltas included, "email" values redacted.
 	Transcript io.Writer
@@ -232,9 +239,14 @@ func newClient(r io.Reader, w io.Writer, o Options) *Client {
 		onBadLine:  o.OnBadLine,
 		onRequest:  cl.serverRequest,
 		observe:    cl.observe,
-		inBand:     map[string]bool{MethodItemToolCall: o.ToolCallsAsEvents},
-		maxLine:    cmp.Or(o.MaxLine, MaxLine),
-		maxQueued:  cmp.Or(o.MaxQueued, MaxQueued),
+		inBand: map[string]bool{
+			MethodItemToolCall:                        o.ToolCallsAsEvents,
+			MethodItemCommandExecutionRequestApproval: o.ApprovalsAsEvents,
+			MethodItemFileChangeRequestApproval:       o.ApprovalsAsEvents,
+			MethodItemPermissionsRequestApproval:      o.ApprovalsAsEvents,
+		},
+		maxLine:   cmp.Or(o.MaxLine, MaxLine),
+		maxQueued: cmp.Or(o.MaxQueued, MaxQueued),
 	})
 	return cl
 }
@@ -437,9 +449,10 @@ func (cl *Client) activeTurn(threadID string) string {
 	return cl.active[threadID]
 }
 
-// serverRequest answers the server's requests: dynamic tool calls from
-// their handlers, command and file-change approvals accepted (approvals
-// are off, so they should not come), anything else refused.
+// serverRequest answers the server's requests not delivered as events:
+// dynamic tool calls from their handlers, command and file-change
+// approvals accepted (with the default policy, approvals are off, so they
+// should not come), anything else refused.
 func (cl *Client) serverRequest(ctx context.Context, method string, params json.RawMessage) (any, *RPCError) {
 	switch method {
 	case MethodItemToolCall:

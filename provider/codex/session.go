@@ -45,8 +45,52 @@ type Session struct {
 	cl   *Client
 	opts ThreadOptions
 
-	mu    sync.Mutex
-	model string // the model of the next Send, "" for no switch
+	mu      sync.Mutex
+	model   string      // the model of the next Send, "" for no switch
+	policy  *TurnPolicy // sent with every Send once set (SetPolicy)
+	prepend []string    // texts before the next Send's text (Prepend)
+}
+
+// TurnPolicy is the approval policy and sandbox a turn/start sets for
+// that turn and every later one of the thread.
+type TurnPolicy struct {
+	// ApprovalPolicy is an AskForApproval string: untrusted, on-request
+	// or never.
+	ApprovalPolicy string
+	// Sandbox is a SandboxMode: read-only, workspace-write or
+	// danger-full-access.
+	Sandbox SandboxMode
+}
+
+// sandboxPolicy is the turn/start form of a SandboxMode.
+func sandboxPolicy(m SandboxMode) *SandboxPolicy {
+	switch m {
+	case SandboxModeReadOnly:
+		return &SandboxPolicy{Type: SandboxPolicyTypeReadOnly}
+	case SandboxModeWorkspaceWrite:
+		return &SandboxPolicy{Type: SandboxPolicyTypeWorkspaceWrite}
+	case SandboxModeDangerFullAccess:
+		return &SandboxPolicy{Type: SandboxPolicyTypeDangerFullAccess}
+	}
+	return nil
+}
+
+// SetPolicy makes every later Send carry p as the turn's approvalPolicy
+// and sandboxPolicy, so a policy the client chose after the thread
+// started applies from the next turn on.
+func (s *Session) SetPolicy(p TurnPolicy) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.policy = &p
+}
+
+// Prepend adds texts to the next Send only, each as an input item of its
+// own before the images and the text (notes the client must show the
+// model with that prompt).
+func (s *Session) Prepend(texts ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.prepend = append(s.prepend, texts...)
 }
 
 func (o ThreadOptions) policy() (approval, sandbox string) {
@@ -152,15 +196,22 @@ func (s *Session) SetModel(model string) {
 // as additional context. It returns the new turn; turn/started and the
 // turn's events follow on Events.
 func (s *Session) Send(ctx context.Context, text string, images ...Image) (Turn, error) {
-	input := make([]UserInput, 0, len(images)+1)
+	s.mu.Lock()
+	model, policy, prepend := s.model, s.policy, s.prepend
+	s.prepend = nil
+	s.mu.Unlock()
+	input := make([]UserInput, 0, len(prepend)+len(images)+1)
+	for _, t := range prepend {
+		input = append(input, UserInput{Type: UserInputTypeText, Text: t})
+	}
 	for _, im := range images {
 		input = append(input, UserInput{Type: UserInputTypeImage, URL: im.url()})
 	}
 	input = append(input, UserInput{Type: UserInputTypeText, Text: text})
-	s.mu.Lock()
-	model := s.model
-	s.mu.Unlock()
 	p := TurnStartParams{ThreadID: s.ID, Input: input, Model: model, AdditionalContext: s.reminder()}
+	if policy != nil {
+		p.ApprovalPolicy, p.SandboxPolicy = quoted(policy.ApprovalPolicy), sandboxPolicy(policy.Sandbox)
+	}
 	var r TurnStartResponse
 	if err := s.cl.Call(ctx, MethodTurnStart, p, &r); err != nil {
 		return Turn{}, err
