@@ -23,6 +23,7 @@ func TestMain(m *testing.M) {
 	reaped = func(pid int) {
 		reapedMu.Lock()
 		ch := reapedCh[pid]
+		delete(reapedCh, pid) // pids are reused: one close per registration
 		reapedMu.Unlock()
 		if ch != nil {
 			close(ch)
