@@ -114,13 +114,7 @@ func TestHookRefusalThatCannotBePersistedIsUnverified(t *testing.T) {
 	cmdEnv := trustedBinaryEnv(t, ctx, bin, project, state)
 	cmd := exec.CommandContext(ctx, prlimit, "--fsize=16384", "--", bin, "--stdio", "--provider", "script", "--script", sc, "--project", project, "--session-id", "s1")
 	cmd.Env = cmdEnv
-	cmd.Stdin = strings.NewReader(`{"cmd":"user","text":"fix it"}` + "\n")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("openmax: %v\n%s", err, stderr.String())
-	}
+	out, stderr := outputOf(t, cmd, `{"cmd":"user","text":"fix it"}`+"\n")
 	var types []string
 	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		o := rpLine(t, l)
@@ -155,6 +149,20 @@ func TestHookRefusalThatCannotBePersistedIsUnverified(t *testing.T) {
 	if !saved {
 		t.Errorf("no session file under %s holds the reply: the session was not saved, so nothing was tested", state)
 	}
+}
+
+// outputOf runs cmd with stdin and returns its stdout and stderr; it
+// fails the test when cmd does not exit 0.
+func outputOf(t *testing.T, cmd *exec.Cmd, stdin string) ([]byte, *bytes.Buffer) {
+	t.Helper()
+	cmd.Stdin = strings.NewReader(stdin)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", cmd.Path, err, stderr.String())
+	}
+	return out, &stderr
 }
 
 // rpLine is a stdout line's type, with the stop_reason for done.
@@ -271,13 +279,7 @@ func TestOneShotHookWithALingeringChild(t *testing.T) {
 			defer cancel()
 			cmd := exec.CommandContext(ctx, bin, "--stdio", "--provider", "echo", "--project", project)
 			cmd.Env = trustedBinaryEnv(t, ctx, bin, project, "")
-			cmd.Stdin = strings.NewReader(`{"cmd":"user","text":"hi"}` + "\n")
-			var stderr bytes.Buffer
-			cmd.Stderr = &stderr
-			out, err := cmd.Output()
-			if err != nil {
-				t.Fatalf("openmax: %v\n%s", err, stderr.String())
-			}
+			out, _ := outputOf(t, cmd, `{"cmd":"user","text":"hi"}`+"\n")
 			var failed []string
 			stop := ""
 			for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
