@@ -25,7 +25,9 @@ import (
 // scrubbable) bodies, and the client gets the same bytes, unencoded. A
 // request that fails upstream is answered 502; a body that fails midway
 // aborts the response, so the client sees the stream cut as it was. A
-// request body over MaxRequestBody is answered 413.
+// request body over MaxRequestBody is answered 413. Once the cassette could
+// not be written (rec.Err), every request is answered 507 with that error
+// and goes nowhere: none goes upstream unrecorded while seeming to succeed.
 func NewProxy(upstream *url.URL, rec *Recorder) http.Handler {
 	rp := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
@@ -45,6 +47,10 @@ func NewProxy(upstream *url.URL, rec *Recorder) http.Handler {
 		},
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := rec.Err(); err != nil {
+			http.Error(w, "openmax "+err.Error(), http.StatusInsufficientStorage)
+			return
+		}
 		if r.ContentLength > MaxRequestBody {
 			http.Error(w, tooLargeMessage(r.ContentLength), http.StatusRequestEntityTooLarge)
 			return

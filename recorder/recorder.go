@@ -13,7 +13,9 @@
 // crash leaves a file that Load and stock go-vcr read with every
 // interaction that had completed: the process killed at any moment, or the
 // OS (unless it dies with a session flush, which does not wait for the
-// disk, half written back: see FlushSession).
+// disk, half written back: see FlushSession). A save that fails (a full
+// disk) stops the recording: the file keeps the saves before, and Err,
+// Close and the proxy report ErrIncomplete from then on.
 // Interactions are written in the order their requests started, whatever
 // order they complete in (one that completes before an earlier-started one
 // costs a rewrite of the file). Close leaves the file in the plain layout
@@ -98,6 +100,13 @@ var ErrExists = errors.New("recorder: the cassette already exists")
 // ErrClosed is returned by RoundTrip once the recorder is closed.
 var ErrClosed = errors.New("recorder: closed")
 
+// ErrIncomplete is what Err, Close and SetSession return (wrapped, with
+// the write that failed) once a save of the cassette failed: the recording
+// stopped there. The file keeps the saves before, which Load and stock
+// go-vcr read; nothing later is written to it, so it never holds an
+// interaction the recording reported as lost.
+var ErrIncomplete = errors.New("recorder: the recording is incomplete")
+
 // Recorder records the exchanges that go through it. It is safe for
 // concurrent use.
 type Recorder struct {
@@ -109,11 +118,12 @@ type Recorder struct {
 
 	saveMu sync.Mutex // serialises snapshot+write, so writes land in order
 	// Under saveMu:
-	app       *cassette.Appender // nil until the file is first written (Overwrite) or after a failed save
+	app       *cassette.Appender // nil until the file is first written (Overwrite)
 	last      int                // index in entries of the last interaction written, -1 for none
 	savedVer  int                // the session version in the file
 	everSaved bool
-	finished  bool // Close has written the plain file; a later save rewrites it whole
+	finished  bool  // Close has written the plain file; a later save rewrites it whole
+	failed    error // the first failed save (ErrIncomplete): nothing is written after it
 
 	mu      sync.Mutex
 	entries []*entry // one slot per request, in start order
@@ -121,6 +131,7 @@ type Recorder struct {
 	sessVer int // counts SetSession/StageSession
 	inFile  int // the session version the file holds (also savedVer, but read without saveMu)
 	closed  bool
+	broken  error // failed, read without saveMu
 }
 
 // entry is one interaction: in flight until done, then it holds the
@@ -392,9 +403,15 @@ func (r *Recorder) completeLocked(e *entry, end *cassette.Error, at time.Duratio
 // order) and the session, if either is new. With durable the save is on
 // disk when save returns; without, it is in the file (a killed process
 // loses nothing) and reaches the disk with the next durable save or Close.
+//
+// The first save that fails stops the recording: it and every later save
+// return the same ErrIncomplete, and the file keeps what was saved before.
 func (r *Recorder) save(durable bool) error {
 	r.saveMu.Lock()
 	defer r.saveMu.Unlock()
+	if r.failed != nil {
+		return r.failed
+	}
 	r.mu.Lock()
 	var done, fresh []*entry
 	reorder, last := false, r.last
@@ -417,14 +434,14 @@ func (r *Recorder) save(durable bool) error {
 	for _, e := range fresh {
 		enc, err := cassette.EncodeInteraction(e.it)
 		if err != nil {
-			return fmt.Errorf("recorder: %w", err)
+			return r.fail(err)
 		}
 		e.enc = enc
 	}
 	if r.finished {
 		// After Close (a session set late): the plain file again.
 		if err := cassette.NewAppender(r.path).Close(encodings(done), sess); err != nil {
-			return fmt.Errorf("recorder: %w", err)
+			return r.fail(err)
 		}
 		for _, e := range fresh {
 			e.written = true
@@ -436,22 +453,25 @@ func (r *Recorder) save(durable bool) error {
 		return nil
 	}
 	var err error
-	if r.app == nil || reorder {
+	if r.app != nil && !reorder {
+		err = r.app.Append(encodings(fresh), sess, durable)
+	}
+	if r.app == nil || reorder || err != nil {
+		// A failed append (a full disk, say) is tried again as a
+		// rewrite: the whole cassette once, without the sessions each
+		// append left hidden, may still fit.
 		if r.app == nil {
 			r.app = cassette.NewAppender(r.path)
 		}
-		err = r.app.Rewrite(encodings(done), sess)
-	} else {
-		err = r.app.Append(encodings(fresh), sess, durable)
-	}
-	if err != nil {
-		// The file holds the last save that worked; the next save
-		// rewrites it whole.
-		if r.app != nil {
-			r.app.Abandon()
+		if rerr := r.app.Rewrite(encodings(done), sess); rerr != nil {
+			// The file holds the last save that worked (a failed
+			// append leaves the document as it was, a failed rewrite
+			// the file).
+			if err != nil {
+				rerr = fmt.Errorf("%w, and rewriting it whole: %w", err, rerr)
+			}
+			return r.fail(rerr)
 		}
-		r.app = nil
-		return fmt.Errorf("recorder: %w", err)
 	}
 	for _, e := range fresh {
 		e.written = true
@@ -461,6 +481,36 @@ func (r *Recorder) save(durable bool) error {
 	r.inFile = ver
 	r.mu.Unlock()
 	return nil
+}
+
+// fail stops the recording at a save that failed with err (under saveMu):
+// the file is closed as it stands and every later save, Close and Err
+// report it.
+func (r *Recorder) fail(err error) error {
+	if r.app != nil {
+		r.app.Abandon() //nolint:errcheck // the save's own error is the one to report
+		r.app = nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	kept := 0
+	for _, e := range r.entries {
+		if e.written {
+			kept++
+		}
+	}
+	r.failed = fmt.Errorf("%w: writing the cassette failed (%w); %s keeps the %d interaction(s) saved before, and nothing after is recorded", ErrIncomplete, err, r.path, kept)
+	r.broken = r.failed
+	return r.failed
+}
+
+// Err is nil while every save of the cassette has worked, and the
+// ErrIncomplete of the first that failed after: a caller that must not
+// report anything the cassette does not hold checks it first.
+func (r *Recorder) Err() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.broken
 }
 
 func encodings(es []*entry) [][]byte {
@@ -545,7 +595,9 @@ func (r *Recorder) Cassette() *cassette.File {
 // Close completes the interactions still open, as cancelled (a request
 // still waiting for its response is recorded with none; a body still being
 // read keeps the chunks read so far), saves the cassette and reports
-// whether that worked. Later requests fail with ErrClosed; bodies still
+// whether that worked. After a failed save it writes nothing and returns
+// that save's ErrIncomplete: the file stays as the last save that worked
+// left it. Later requests fail with ErrClosed; bodies still
 // open keep passing through, unrecorded.
 func (r *Recorder) Close() error {
 	r.mu.Lock()
@@ -571,10 +623,15 @@ func (r *Recorder) Close() error {
 
 // finishFile writes every completed interaction and the session, and then
 // the whole cassette again, atomically, in the plain layout (Marshal's).
+// After a failed save it writes nothing and reports that save's error.
 func (r *Recorder) finishFile() error {
 	serr := r.save(true)
 	r.saveMu.Lock()
 	defer r.saveMu.Unlock()
+	if r.failed != nil {
+		r.finished = true
+		return r.failed
+	}
 	r.mu.Lock()
 	var done []*entry
 	for _, e := range r.entries {

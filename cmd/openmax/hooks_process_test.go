@@ -7,7 +7,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -112,13 +114,7 @@ func TestHookRefusalThatCannotBePersistedIsUnverified(t *testing.T) {
 	cmdEnv := trustedBinaryEnv(t, ctx, bin, project, state)
 	cmd := exec.CommandContext(ctx, prlimit, "--fsize=16384", "--", bin, "--stdio", "--provider", "script", "--script", sc, "--project", project, "--session-id", "s1")
 	cmd.Env = cmdEnv
-	cmd.Stdin = strings.NewReader(`{"cmd":"user","text":"fix it"}` + "\n")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("openmax: %v\n%s", err, stderr.String())
-	}
+	out, stderr := outputOf(t, cmd, `{"cmd":"user","text":"fix it"}`+"\n")
 	var types []string
 	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		o := rpLine(t, l)
@@ -153,6 +149,20 @@ func TestHookRefusalThatCannotBePersistedIsUnverified(t *testing.T) {
 	if !saved {
 		t.Errorf("no session file under %s holds the reply: the session was not saved, so nothing was tested", state)
 	}
+}
+
+// outputOf runs cmd with stdin and returns its stdout and stderr; it
+// fails the test when cmd does not exit 0.
+func outputOf(t *testing.T, cmd *exec.Cmd, stdin string) ([]byte, *bytes.Buffer) {
+	t.Helper()
+	cmd.Stdin = strings.NewReader(stdin)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", cmd.Path, err, stderr.String())
+	}
+	return out, &stderr
 }
 
 // rpLine is a stdout line's type, with the stop_reason for done.
@@ -228,5 +238,90 @@ func TestTurnRefusedReasonIsOnDiskFirst(t *testing.T) {
 		strings.NewReader(`{"cmd":"user","text":"fix it"}`+"\n"), w, &errb, env{clock: clock.Real{}, getenv: getenv})
 	if code != 0 || w.checked != 8 || !strings.Contains(w.buf.String(), `"stop_reason":"unverified"`) {
 		t.Errorf("exit %d, %d turn_refused checked (want 8)\n%s\n%s", code, w.checked, w.buf.String(), errb.String())
+	}
+}
+
+// TestOneShotHookWithALingeringChild is issue 21's point 5 through the real
+// binary: a process-per-event hook that leaves a background child holding
+// its stdout (as `sleep 100 &` in a script does). Once the hook process
+// has exited, its answer decides (a refusal is honored, not timed out and
+// failed open) and the child is killed; a hook that exits without an
+// answer fails at once; one that never exits still times out. The
+// lingering child is gone in every case.
+func TestOneShotHookWithALingeringChild(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary; skipped in -short mode")
+	}
+	bin := buildBinary(t)
+	tests := []struct {
+		name    string
+		event   string
+		timeout string
+		mode    []string // the hook's mode after its child started
+		stop    string   // the turn's stop_reason
+		failed  string   // what hook_failed's detail says; "" for none
+	}{
+		{"refuses and exits", "user_prompt_submit", "10s", []string{"refuse", "not with a child around"}, "blocked", ""},
+		{"allows and exits", "user_prompt_submit", "10s", []string{"allow"}, "stop", ""},
+		{"observes and exits", "turn_start", "10s", []string{"allow"}, "stop", ""},
+		{"exits without answering", "user_prompt_submit", "10s", []string{"silent"}, "stop", "exited without a response"},
+		{"never exits", "user_prompt_submit", "1s", []string{"hang"}, "stop", "timed out after 1s"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			pidFile := filepath.Join(t.TempDir(), "child.pid")
+			args, err := json.Marshal(append([]string{"linger", pidFile}, tc.mode...))
+			if err != nil {
+				t.Fatal(err)
+			}
+			project := hookProject(t, `{"hooks": [{"name": "lingers", "event": "`+tc.event+`", "command": "{{HOOKPROG}}", "args": `+string(args)+`, "timeout": "`+tc.timeout+`"}]}`)
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, bin, "--stdio", "--provider", "echo", "--project", project)
+			cmd.Env = trustedBinaryEnv(t, ctx, bin, project, "")
+			out, _ := outputOf(t, cmd, `{"cmd":"user","text":"hi"}`+"\n")
+			var failed []string
+			stop := ""
+			for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+				var ev struct {
+					Type       string
+					Detail     string
+					StopReason string `json:"stop_reason"`
+				}
+				if err := json.Unmarshal([]byte(l), &ev); err != nil {
+					t.Fatalf("stdout line %q: %v", l, err)
+				}
+				switch ev.Type {
+				case "hook_failed":
+					failed = append(failed, ev.Detail)
+				case "done":
+					stop = ev.StopReason
+				}
+			}
+			if stop != tc.stop {
+				t.Errorf("done %q, want %q\n%s", stop, tc.stop, out)
+			}
+			switch {
+			case tc.failed == "" && len(failed) > 0:
+				t.Errorf("hook_failed %q, want none", failed)
+			case tc.failed != "" && (len(failed) != 1 || !strings.Contains(failed[0], tc.failed)):
+				t.Errorf("hook_failed %q, want one saying %q", failed, tc.failed)
+			}
+			if tc.stop == "blocked" && !strings.Contains(string(out), "not with a child around") {
+				t.Errorf("the refusal's reason is not on the wire:\n%s", out)
+			}
+			data, err := os.ReadFile(pidFile)
+			if err != nil {
+				t.Fatalf("the hook never started its child: %v", err)
+			}
+			pid, err := strconv.Atoi(string(data))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
+			if !gone(pid) {
+				t.Errorf("the hook's lingering child %d is still running", pid)
+			}
+		})
 	}
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/openmax/openmax/core/tool"
 	"github.com/openmax/openmax/core/tool/builtin"
 	"github.com/openmax/openmax/internal/flock"
+	"github.com/openmax/openmax/provider"
 	"github.com/openmax/openmax/provider/clock"
 	"github.com/openmax/openmax/provider/codex"
 )
@@ -204,6 +205,11 @@ type ServeOptions struct {
 	// recording keeps what each reload froze, a replay answers from it;
 	// freeze.go).
 	Reload Reloader
+	// Persist, with NoSave, is handed every message the session adds
+	// before anything reporting it goes out; an error ends the turn with
+	// an error line, as a failed write of the session file does (a
+	// recording fails it once its cassette can no longer be written).
+	Persist func(provider.Message) error
 }
 
 // Serve runs one session over the wire: hello on out, commands read from
@@ -233,8 +239,10 @@ func (h *Harness) ServeConn(ctx context.Context, conn stdio.Conn, o ServeOptions
 	sid := h.sessionID()
 	if o.NoSave {
 		opts.SessionID = sid
+		if h.cfg.Compact || o.Persist != nil {
+			opts.Session = core.NewSessionFrom(sid, nil, o.Persist)
+		}
 		if h.cfg.Compact { // a recording or a replay of --compact (sessionstate.go)
-			opts.Session = core.NewSession(sid)
 			opts.Session.RequestCompaction()
 		}
 	} else {

@@ -175,6 +175,35 @@ func start(h *Hook, env []string) (*proc, error) {
 	return p, nil
 }
 
+// exitGrace is how long, once a hook process has exited and its group been
+// killed, its output is waited for before our ends of its pipes are closed
+// (a process that left the group may hold them open).
+const exitGrace = time.Second
+
+// reap follows the exit of the process: its group is killed, so whatever
+// it left running (a background child holding its stdout) goes too and
+// cannot hold its exchange open, and its stdout reader (readerDone) and
+// stderr are given up to exitGrace, together, to reach their end; then our
+// ends are closed.
+func (p *proc) reap(readerDone <-chan struct{}) {
+	procgroup.Kill(p.cmd.Process)
+	expired := make(chan struct{})
+	t := time.AfterFunc(exitGrace, func() { close(expired) })
+	defer t.Stop()
+	select {
+	case <-readerDone:
+	case <-expired:
+		p.kill()
+		<-readerDone
+	}
+	select {
+	case <-p.errDone:
+	case <-expired:
+		p.errR.Close()
+		<-p.errDone
+	}
+}
+
 // kill kills the process group and closes our ends of the pipes, which
 // unblocks every read and write of ours.
 func (p *proc) kill() {
@@ -217,7 +246,10 @@ func deadlineFailure(ctx context.Context, h *Hook) string {
 var errTimeout = errors.New("hook timeout")
 
 // perEvent runs one process for m: m then EOF on stdin, at most one
-// response line read, then the exit status.
+// response line read, then the exit status. The exchange is over when the
+// process has exited: a background child it left holding its stdout does
+// not keep it open (reap kills it), so the answer of a hook that answered
+// and exited 0 decides at once.
 func perEvent(ctx context.Context, h *Hook, env []string, m Message) Reply {
 	ctx, cancel := context.WithTimeoutCause(ctx, h.Timeout, errTimeout)
 	defer cancel()
@@ -235,6 +267,34 @@ func perEvent(ctx context.Context, h *Hook, env []string, m Message) Reply {
 	}()
 	var resp []byte
 	var problems []string
+	readerDone := make(chan struct{})
+	go func() {
+		defer close(readerDone)
+		resp, problems = readReply(p, m)
+	}()
+	// Our own pipes: Wait waits for the process, not for what holds them.
+	werr := p.cmd.Wait()
+	killed := !stop() // the timeout or a cancel ended it
+	p.reap(readerDone)
+	switch {
+	case killed:
+		problems = append([]string{deadlineFailure(ctx, h)}, problems...)
+		resp = nil
+	case werr != nil:
+		problems = append(problems, status(werr))
+	case m.ID != 0 && resp == nil && len(problems) == 0:
+		problems = append(problems, "exited without a response")
+	}
+	if len(problems) > 0 {
+		return Reply{Failure: strings.Join(problems, "; ") + p.diagnostics(0)}
+	}
+	return Reply{Response: resp}
+}
+
+// readReply reads a per-event process's stdout to its end: the response
+// line to an intercept, and what is wrong with the output. A line over
+// MaxLine, or a second line for a request, kills the process.
+func readReply(p *proc, m Message) (resp []byte, problems []string) {
 	lr := newLineReader(p.stdout, MaxLine)
 	for {
 		line, err := lr.next()
@@ -260,27 +320,7 @@ func perEvent(ctx context.Context, h *Hook, env []string, m Message) Reply {
 		}
 		resp = line
 	}
-	werr := p.cmd.Wait()
-	procgroup.Kill(p.cmd.Process) // whatever it left in its group
-	p.stdout.Close()
-	select {
-	case <-p.errDone:
-	case <-ctx.Done():
-		p.errR.Close() // something outside its group holds its stderr
-	}
-	switch {
-	case ctx.Err() != nil:
-		problems = append([]string{deadlineFailure(ctx, h)}, problems...)
-		resp = nil
-	case werr != nil:
-		problems = append(problems, status(werr))
-	case m.ID != 0 && resp == nil && len(problems) == 0:
-		problems = append(problems, "exited without a response")
-	}
-	if len(problems) > 0 {
-		return Reply{Failure: strings.Join(problems, "; ") + p.diagnostics(0)}
-	}
-	return Reply{Response: resp}
+	return resp, problems
 }
 
 // backend is a persistent hook: one process at a time, started on first
@@ -419,23 +459,7 @@ func (b *backend) instance() (*instance, []string) {
 	go b.read(in, readerDone)
 	go func() {
 		err := p.cmd.Wait()
-		procgroup.Kill(p.cmd.Process)
-		// Its pipes close when its group is gone, unless something that
-		// left the group holds them: then stop reading after a grace.
-		grace := time.NewTimer(time.Second)
-		defer grace.Stop()
-		select {
-		case <-readerDone:
-		case <-grace.C:
-			p.kill()
-			<-readerDone
-		}
-		select {
-		case <-p.errDone:
-		case <-grace.C:
-			p.errR.Close()
-			<-p.errDone
-		}
+		p.reap(readerDone)
 		b.mu.Lock()
 		if !in.dead && in.awaiting == 0 {
 			// Not ended by openmax and not during an intercept (which

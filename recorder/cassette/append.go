@@ -394,11 +394,11 @@ func (a *Appender) Append(items [][]byte, s *Session, durable bool) error {
 	start := a.end + int64(len(endLine))
 	text, key := a.place(start, items, sess)
 	if err := a.write(text, start); err != nil {
-		return fmt.Errorf("cassette: %w", err)
+		return a.cut(start, err)
 	}
 	if durable {
 		if err := fdatasync(a.f); err != nil {
-			return fmt.Errorf("cassette: %w", err)
+			return a.cut(start, err)
 		}
 	}
 	if err := a.flip(); err != nil {
@@ -422,6 +422,18 @@ func (a *Appender) Append(items [][]byte, s *Session, durable bool) error {
 		a.reserve() //nolint:errcheck // only a speed-up
 	}
 	return nil
+}
+
+// cut ends the file at start, the end of the document, after a save that
+// failed before it became part of the document: what the failed write left
+// there (on a full disk, text cut off anywhere) is invisible to the
+// readers, but a character torn in it would make them refuse the whole
+// file. It returns err, for the caller to report.
+func (a *Appender) cut(start int64, err error) error {
+	if terr := a.f.Truncate(start); terr == nil {
+		a.alloc = start
+	}
+	return fmt.Errorf("cassette: %w", err)
 }
 
 // place lays out the text of a save that starts at file offset start: the

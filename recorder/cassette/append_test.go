@@ -2,6 +2,7 @@ package cassette
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -246,5 +247,51 @@ func TestLiveSessionDecodesToTheSession(t *testing.T) {
 		if !reflect.DeepEqual(f.Session, want) {
 			t.Errorf("%s: reads back %+v, want %+v\n%s", tc.name, f.Session, want, text)
 		}
+	}
+}
+
+// TestAppendCutShortLeavesTheCassetteLoadable: a save that a full disk
+// cuts short (its write stops in the middle of a character, then fails)
+// reports the failure and leaves the cassette as the save before left it,
+// loadable by Load and by stock go-vcr: a torn character past the
+// document's end would make both refuse the whole file.
+func TestAppendCutShortLeavesTheCassetteLoadable(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.yaml")
+	a, err := CreateAppender(path, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := EncodeInteraction(testInteraction(0, "one"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Append([][]byte{first}, testSession(1, ""), true); err != nil {
+		t.Fatal(err)
+	}
+	second, err := EncodeInteraction(testInteraction(1, strings.Repeat("é", 100)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	full := errors.New("no space left on device")
+	a.writeAt = func(f *os.File, p []byte, off int64) (int, error) {
+		cut := bytes.IndexByte(p, 0xC3) + 1 // after the first byte of "é"
+		if cut == 0 {
+			t.Fatalf("no é in the write %q", p)
+		}
+		n, _ := f.WriteAt(p[:cut], off)
+		return n, full
+	}
+	if err := a.Append([][]byte{second}, testSession(2, ""), true); !errors.Is(err, full) {
+		t.Fatalf("Append on a full disk: %v, want the write's error", err)
+	}
+	f, err := Load(path)
+	if err != nil {
+		t.Fatalf("the cassette does not load after a failed save: %v", err)
+	}
+	if len(f.Interactions) != 1 || f.Session == nil || len(f.Session.Commands) != 1 {
+		t.Errorf("after a failed save the cassette holds %d interactions and session %+v; want the save before", len(f.Interactions), f.Session)
+	}
+	if stock, err := vcr.Load(strings.TrimSuffix(path, ".yaml")); err != nil || len(stock.Interactions) != 1 {
+		t.Errorf("stock go-vcr: %v", err)
 	}
 }

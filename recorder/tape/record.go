@@ -16,6 +16,7 @@ import (
 	"github.com/openmax/openmax/core/stdio"
 	"github.com/openmax/openmax/core/tool"
 	"github.com/openmax/openmax/core/wire"
+	"github.com/openmax/openmax/provider"
 	"github.com/openmax/openmax/recorder"
 	"github.com/openmax/openmax/recorder/cassette"
 )
@@ -103,11 +104,21 @@ func Record(ctx context.Context, in io.Reader, out io.Writer, o RecordOptions) (
 		return 0, errors.Join(err, rec.Close())
 	}
 	code, err := h.ServeConn(ctx, &recordingConn{StreamConn: stdio.NewStreamConn(in, out), c: c},
-		harness.ServeOptions{NoSave: true, Acting: c.acting, Reload: c.reload})
+		harness.ServeOptions{NoSave: true, Acting: c.acting, Reload: c.reload, Persist: c.recording})
 	serr := rec.SetSession(c.snapshot())
 	cerr := rec.Close()
+	if cerr == serr {
+		cerr = nil // the recording stopped at a failed save: said once
+	}
 	return code, errors.Join(err, serr, cerr)
 }
+
+// recording is the session's persist check: nil while the cassette is
+// being written, and the recorder's ErrIncomplete once a save failed, so
+// the turn that meets it, and every turn after, ends with an error line
+// saying the recording is incomplete instead of reporting a success the
+// cassette does not hold.
+func (c *capture) recording(provider.Message) error { return c.rec.Err() }
 
 type roundTripFunc func(*http.Request) (*http.Response, error)
 

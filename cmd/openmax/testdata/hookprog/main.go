@@ -11,6 +11,11 @@
 //	hookprog hang                      read one message, never answer
 //	hookprog env-check NAME=VALUE...   refuse every intercept, saying whether
 //	                                   each NAME holds exactly VALUE
+//	hookprog silent                    read one message, exit 0 without answering
+//	hookprog linger PIDFILE MODE ...   first start a background child holding
+//	                                   this stdout (and stderr) that never
+//	                                   exits, its pid written to PIDFILE; then
+//	                                   MODE ... as above
 package main
 
 import (
@@ -18,6 +23,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"time"
@@ -57,7 +63,27 @@ func main() {
 		}
 	}
 	args := os.Args[1:]
+	if args[0] == "linger" && len(args) > 2 {
+		child := exec.Command(os.Args[0], "sleep")
+		child.Stdout, child.Stderr = os.Stdout, os.Stderr
+		if err := child.Start(); err != nil {
+			fmt.Fprintln(os.Stderr, "hookprog:", err)
+			os.Exit(8)
+		}
+		if err := os.WriteFile(args[1], []byte(strconv.Itoa(child.Process.Pid)), 0o600); err != nil {
+			fmt.Fprintln(os.Stderr, "hookprog:", err)
+			os.Exit(8)
+		}
+		args = args[2:]
+	}
 	switch args[0] {
+	case "sleep":
+		for {
+			time.Sleep(time.Hour) // until its group is killed
+		}
+	case "silent":
+		next()
+		os.Exit(0)
 	case "allow":
 		answer(func() (string, string) { return "allow", "" })
 	case "refuse":
