@@ -37,6 +37,8 @@ func loadExternal(project string, deps Deps) ([]tool.Tool, []error) {
 	if dir, err := config.Dir(deps.getenv); err == nil {
 		if s, err := config.OpenSources(dir); err == nil {
 			opts.Approvals = config.SourceStore{S: s, Project: project}
+		} else {
+			fmt.Fprintf(deps.Log, "openmax: %v; no external tool's file counts as approved\n", err)
 		}
 	}
 	return external.Load(project, opts)
