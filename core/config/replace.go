@@ -12,6 +12,7 @@ import (
 
 	"github.com/openmax/openmax/internal/atomicfile"
 	"github.com/openmax/openmax/internal/flock"
+	"github.com/openmax/openmax/internal/safefile"
 )
 
 // replaceLocked is the update both settings files make: under an exclusive
@@ -53,7 +54,7 @@ func replaceLocked(path, lock string, modify func() (any, error)) error {
 // bytes (so the caller can tell one that is too large); found is false
 // when there is no file.
 func readFile(path string) (data []byte, found bool, err error) {
-	f, err := os.Open(path)
+	f, _, err := safefile.Open(path) // never blocks: a FIFO or directory here is an error
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, false, nil
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/openmax/openmax/core/codexbackend"
 	"github.com/openmax/openmax/internal/flock"
+	"github.com/openmax/openmax/internal/safefile"
 )
 
 // useCodex makes codex app-server run the engine's turns (--provider
@@ -41,7 +42,7 @@ func (h *Harness) useCodex() error {
 		if err != nil {
 			return fmt.Errorf("--codex-transcript: %w", err)
 		}
-		f, err := os.OpenFile(h.cfg.CodexTranscript, os.O_WRONLY|os.O_TRUNC, 0o600)
+		f, _, err := safefile.OpenFile(h.cfg.CodexTranscript, os.O_WRONLY|os.O_TRUNC, 0o600)
 		if err != nil {
 			_ = lock.Release()
 			return fmt.Errorf("--codex-transcript: %w", err)

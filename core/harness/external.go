@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 
 	"github.com/openmax/openmax/core"
@@ -12,6 +11,7 @@ import (
 	"github.com/openmax/openmax/core/tool"
 	"github.com/openmax/openmax/core/tool/builtin"
 	"github.com/openmax/openmax/core/tool/external"
+	"github.com/openmax/openmax/internal/safefile"
 )
 
 // PolicyFile is a project's policy file, relative to the project: its
@@ -37,6 +37,8 @@ func loadExternal(project string, deps Deps) ([]tool.Tool, []error) {
 	if dir, err := config.Dir(deps.getenv); err == nil {
 		if s, err := config.OpenSources(dir); err == nil {
 			opts.Approvals = config.SourceStore{S: s, Project: project}
+		} else {
+			fmt.Fprintf(deps.Log, "openmax: %v; no external tool's file counts as approved\n", err)
 		}
 	}
 	return external.Load(project, opts)
@@ -98,15 +100,10 @@ func denyRules(project string, getenv func(string) string) (core.DenyRules, []er
 	return rules, errs
 }
 
+// readPolicy reads a policy file, never blocking: a FIFO, directory or
+// device in its place is an error naming it (and fails closed).
 func readPolicy(path string) ([]byte, error) {
-	st, err := os.Stat(path)
-	if err != nil {
-		return nil, err
-	}
-	if st.Size() > maxPolicySize {
-		return nil, fmt.Errorf("%s is larger than %d bytes", path, maxPolicySize)
-	}
-	return os.ReadFile(path)
+	return safefile.ReadFile(path, maxPolicySize)
 }
 
 // failClosed is the rule standing for a policy file that could not be

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -16,7 +15,9 @@ import (
 	"github.com/openmax/openmax/core"
 	"github.com/openmax/openmax/core/tool"
 	"github.com/openmax/openmax/core/tool/builtin"
+	"github.com/openmax/openmax/core/tool/external"
 	"github.com/openmax/openmax/core/wire"
+	"github.com/openmax/openmax/internal/safefile"
 )
 
 // What a session freezes from the project's configuration (docs/policy.md):
@@ -85,6 +86,15 @@ func (h *Harness) freezeStart() {
 	h.engine.System = snap.prompt()
 	h.cfg.System = h.engine.System
 	h.frozen = &snap
+	logNotLoaded(h.deps.Log, snap.notLoaded)
+}
+
+// logNotLoaded writes a diagnostic line for each file a freeze left out
+// ("file: why").
+func logNotLoaded(log io.Writer, notLoaded []string) {
+	for _, n := range notLoaded {
+		fmt.Fprintf(log, "openmax: %s; not loaded\n", n)
+	}
 }
 
 // Reload is one answer to reload: the engine the next turns use (nil
@@ -162,14 +172,20 @@ func (f *freezer) read(reg *tool.Registry) snapshot {
 		fmt.Fprintf(h, "%s\x00%s\x00%s", sp.Name, sp.Description, sp.Schema)
 		if ss, ok := t.(interface{ Sources() []string }); ok {
 			for _, p := range ss.Sources() {
-				data, _ := os.ReadFile(filepath.Join(f.h.project, filepath.FromSlash(p)))
-				h.Write(data)
+				// Never blocks: a FIFO or directory in a source's place
+				// is an error, which is hashed too (the tool's call
+				// reports it).
+				sum, err := external.SumFile(f.h.project, p)
+				if err != nil {
+					sum = err.Error()
+				}
+				fmt.Fprintf(h, "\x00%s", sum)
 			}
 		}
 		s.tools[sp.Name] = frozenItem{source: src, sum: hex.EncodeToString(h.Sum(nil))}
 		s.toolOrder = append(s.toolOrder, sp.Name)
 	}
-	entries, err := os.ReadDir(filepath.Join(f.h.project, filepath.FromSlash(SkillsDir)))
+	entries, err := safefile.ReadDir(filepath.Join(f.h.project, filepath.FromSlash(SkillsDir)))
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		s.notLoaded = append(s.notLoaded, fmt.Sprintf("%s: %v", SkillsDir, err))
 	}
@@ -312,6 +328,7 @@ func (f *freezer) refreeze() (*core.Engine, wire.Refrozen, string) {
 		}
 	}
 	changed := len(changes) > 0 // files left out are reported every time; the note is for what the model sees
+	logNotLoaded(f.h.deps.Log, next.notLoaded)
 	for _, n := range next.notLoaded {
 		changes = append(changes, "not loaded: "+n)
 	}
@@ -360,19 +377,19 @@ func digest(s string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// readSmall reads a file of at most maxSkillSize bytes.
+// readSmall reads a regular file of at most maxSkillSize bytes, never
+// blocking: a FIFO, directory or device in its place is refused, saying
+// what it is.
 func readSmall(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxSkillSize+1))
-	if err != nil {
-		return "", err
-	}
-	if len(data) > maxSkillSize {
+	data, err := safefile.ReadFile(path, maxSkillSize)
+	var nr *safefile.NotRegularError
+	switch {
+	case errors.As(err, &nr):
+		return "", fmt.Errorf("not a regular file (it is %s); not read", nr.Kind)
+	case errors.Is(err, safefile.ErrTooLarge):
 		return "", fmt.Errorf("larger than %d KiB", maxSkillSize>>10)
+	case err != nil:
+		return "", err
 	}
 	return string(data), nil
 }

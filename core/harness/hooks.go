@@ -28,7 +28,7 @@ func sessionHooks(project string, deps Deps) core.Hooks {
 	if err != nil {
 		userDir = "" // no configuration directory: no user hooks
 	}
-	return LoadHooks(project, userDir, deps.HookExchange)
+	return loadHooks(project, userDir, deps.HookExchange, deps.Log)
 }
 
 // LoadHooks loads the hooks of the hook files under project
@@ -39,7 +39,17 @@ func sessionHooks(project string, deps Deps) core.Hooks {
 // hook call (see withLoadFailures). `openmax replay --live-hooks DIR`
 // uses it to run a project's hooks against a recording.
 func LoadHooks(project, userDir string, onExchange func(hook.Exchange)) core.Hooks {
+	return loadHooks(project, userDir, onExchange, io.Discard)
+}
+
+// loadHooks is LoadHooks writing a line to log for each hook file that
+// failed to load, as it fails (the wire hears of it at the first hook
+// call).
+func loadHooks(project, userDir string, onExchange func(hook.Exchange), log io.Writer) core.Hooks {
 	set, failed := hook.Load(project, userDir, hook.Options{OnExchange: onExchange})
+	for _, f := range failed {
+		fmt.Fprintf(log, "openmax: hook file %s: %s; not loaded (hook_failed follows at the first hook call)\n", f.Hook, f.Detail)
+	}
 	switch {
 	case set.Len() == 0 && len(failed) == 0:
 		_ = set.Close()

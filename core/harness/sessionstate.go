@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/openmax/openmax/core"
+	"github.com/openmax/openmax/internal/safefile"
 )
 
 // The session state file keeps, beside a saved session's transcript, what
@@ -20,6 +21,9 @@ import (
 // file, rename it over. It is advisory: unreadable or missing, the session
 // continues with a fresh state (and a line on the log for unreadable).
 
+// maxStateFile bounds what is read of a state file (a few numbers).
+const maxStateFile = 64 << 10
+
 // statePath is the state file of the session whose transcript is at
 // transcript.
 func statePath(transcript string) string {
@@ -29,7 +33,7 @@ func statePath(transcript string) string {
 // loadState reads the state file at path; a missing file is the zero state.
 func loadState(path string) (core.SessionState, error) {
 	var st core.SessionState
-	data, err := os.ReadFile(path)
+	data, err := safefile.ReadFile(path, maxStateFile) // never blocks on a FIFO
 	if errors.Is(err, fs.ErrNotExist) {
 		return st, nil
 	}
@@ -50,7 +54,7 @@ func saveStateTo(path string) func(core.SessionState) error {
 			return err
 		}
 		tmp := path + ".tmp"
-		if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		if err := safefile.WriteFile(tmp, data, 0o600); err != nil {
 			return err
 		}
 		return os.Rename(tmp, path)

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/openmax/openmax/core"
 	"github.com/openmax/openmax/core/tool/builtin"
+	"github.com/openmax/openmax/internal/safefile"
 )
 
 // File names of the two hook files.
@@ -101,20 +101,16 @@ func (e *fileError) Error() string { return e.detail }
 // readFile reads and checks one hook file. A missing file has no hooks and
 // no error. base resolves relative commands and is the working directory.
 func readFile(path, base string) ([]*Hook, error) {
-	f, err := os.Open(path)
-	if errors.Is(err, fs.ErrNotExist) {
+	// Never blocks: a FIFO, directory or device in the file's place is
+	// refused, saying what it is.
+	data, err := safefile.ReadFile(path, maxFileSize)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
 		return nil, nil
-	}
-	if err != nil {
-		return nil, &fileError{detail: fmt.Sprintf("cannot read the hook file: %v", err)}
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxFileSize+1))
-	if err != nil {
-		return nil, &fileError{detail: fmt.Sprintf("cannot read the hook file: %v", err)}
-	}
-	if len(data) > maxFileSize {
+	case errors.Is(err, safefile.ErrTooLarge):
 		return nil, &fileError{detail: fmt.Sprintf("the hook file is larger than %d bytes; no hook of it is loaded", maxFileSize)}
+	case err != nil:
+		return nil, &fileError{detail: fmt.Sprintf("cannot read the hook file: %v", err)}
 	}
 	var hf hookFile
 	if err := strictJSON(data, &hf); err != nil {

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 
 	"github.com/openmax/openmax/internal/atomicfile"
+	"github.com/openmax/openmax/internal/safefile"
 )
 
 // A session is published when a power cut can no longer lose it: every
@@ -64,7 +65,7 @@ func nextRecord(id string) []byte {
 // (the kernel serialises writes to a file), and whatever a power cut leaves
 // fails the check and is ignored (nextLatest).
 func (s *Store) writeNext(id string) error {
-	f, err := os.OpenFile(s.nextPath(), os.O_WRONLY|os.O_CREATE, filePerm)
+	f, _, err := safefile.OpenFile(s.nextPath(), os.O_WRONLY|os.O_CREATE, filePerm) // a FIFO would block the open
 	if err != nil {
 		return err
 	}
@@ -81,7 +82,7 @@ func (s *Store) writeNext(id string) error {
 // and the session's transcript exists; else ok is false and index.json
 // decides.
 func (s *Store) nextLatest() (id string, ok bool) {
-	data, err := os.ReadFile(s.nextPath())
+	data, err := safefile.ReadFile(s.nextPath(), maxSmallFile)
 	if err != nil {
 		return "", false
 	}
@@ -147,7 +148,7 @@ func (s *Store) publish(id string) error {
 }
 
 func syncFile(path string) error {
-	f, err := os.Open(path)
+	f, _, err := safefile.Open(path)
 	if err != nil {
 		return err
 	}

@@ -70,6 +70,7 @@ import (
 	"sync"
 
 	"github.com/openmax/openmax/internal/flock"
+	"github.com/openmax/openmax/internal/safefile"
 	"github.com/openmax/openmax/provider"
 )
 
@@ -93,6 +94,9 @@ const (
 	sessionsDir = "sessions"
 	dirPerm     = 0o700
 	filePerm    = 0o600
+	// maxSmallFile bounds what is read of index.json, index.next.json and
+	// project.txt, each a line.
+	maxSmallFile = 64 << 10
 )
 
 // castagnoli is made on first use, not at init: building it costs a
@@ -191,7 +195,7 @@ func (s *Store) Dir() string { return s.dir }
 func (s *Store) writeProjectFile() (bool, error) {
 	path := filepath.Join(s.dir, projectName)
 	want := s.project + "\n"
-	got, err := os.ReadFile(path)
+	got, err := safefile.ReadFile(path, maxSmallFile)
 	switch {
 	case err == nil && string(got) == want:
 		return false, nil
@@ -205,7 +209,7 @@ func (s *Store) writeProjectFile() (bool, error) {
 	// In place, not renamed into place: the fewest journal updates on the way
 	// to hello. A reader meanwhile (another process opening the project for
 	// the first time) sees a prefix, accepts it and writes the same bytes.
-	return true, os.WriteFile(path, []byte(want), filePerm)
+	return true, safefile.WriteFile(path, []byte(want), filePerm)
 }
 
 func (s *Store) indexPath() string { return filepath.Join(s.dir, indexName) }
@@ -237,7 +241,7 @@ func (s *Store) Latest() (string, error) {
 // it.
 func (s *Store) indexLatest() (string, error) {
 	path := s.indexPath()
-	data, err := os.ReadFile(path)
+	data, err := safefile.ReadFile(path, maxSmallFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", fmt.Errorf("%w in project %s", ErrNoSession, s.project)
 	}
@@ -310,22 +314,30 @@ func (s *Store) create(sessionID string) (*Writer, error) {
 	if err := checkID(sessionID); err != nil {
 		return nil, fmt.Errorf("create session: %w", err)
 	}
-	s.takeSpare(spareLock, s.lockPath(sessionID)) // else lock makes it
+	spare := s.takeSpare(spareLock, s.lockPath(sessionID)) // else lock makes it
 	lock, err := s.lock(sessionID)
+	if spare && errors.Is(err, safefile.ErrNotRegular) {
+		// Not the empty file a spare is (a FIFO, say): not ours to use.
+		os.Remove(s.lockPath(sessionID))
+		lock, err = s.lock(sessionID)
+	}
 	if err != nil {
 		return nil, err
 	}
 	path := s.transcriptPath(sessionID)
 	var f *os.File
 	if s.takeSpare(spareTranscript, path) {
-		f, err = os.OpenFile(path, os.O_RDWR|os.O_APPEND, 0)
+		f, _, err = safefile.OpenFile(path, os.O_RDWR|os.O_APPEND, 0)
 		if err == nil {
 			// Spares are made empty; should one not be, it is ours to empty.
 			if fi, serr := f.Stat(); serr != nil || fi.Size() != 0 {
 				err = f.Truncate(0)
 			}
+		} else if errors.Is(err, safefile.ErrNotRegular) {
+			os.Remove(path) // as for the lock: made afresh below
 		}
-	} else {
+	}
+	if f == nil && (err == nil || errors.Is(err, safefile.ErrNotRegular)) {
 		f, err = os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE|os.O_EXCL, filePerm)
 	}
 	if err != nil {
@@ -370,7 +382,7 @@ func (s *Store) Continue(sessionID string) (*Writer, []provider.Message, error) 
 	if err != nil {
 		return nil, nil, err
 	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND, 0)
+	f, _, err := safefile.OpenFile(path, os.O_RDWR|os.O_APPEND, 0) // never blocks on a FIFO
 	if err != nil {
 		unlock(lock)
 		if errors.Is(err, fs.ErrNotExist) {

@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/openmax/openmax/internal/safefile"
 )
 
 // Write replaces path with data, created with permission perm.
@@ -35,7 +37,7 @@ func Write(path string, data []byte, perm os.FileMode) error {
 
 // SyncDir makes the entries of dir (a rename into it, a new file) durable.
 func SyncDir(dir string) error {
-	d, err := os.Open(dir)
+	d, err := safefile.OpenDir(dir) // never blocks on a FIFO swapped in
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,8 @@ import (
 	"errors"
 	"os"
 	"time"
+
+	"github.com/openmax/openmax/internal/safefile"
 )
 
 // ErrHeld reports a lock another holder keeps (for longer than the wait).
@@ -23,9 +25,10 @@ type Lock struct{ f *os.File }
 
 // Acquire takes an exclusive lock on path, creating it with perm if
 // missing. With wait 0 it fails at once (ErrHeld) when another holder has
-// it; otherwise it retries until wait has passed.
+// it; otherwise it retries until wait has passed. A path that is not a
+// regular file (a FIFO, a directory, a device) is refused without blocking.
 func Acquire(path string, perm os.FileMode, wait time.Duration) (*Lock, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, perm)
+	f, _, err := safefile.OpenFile(path, os.O_RDWR|os.O_CREATE, perm)
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/openmax/openmax/internal/safefile"
 )
 
 // MaxEditFileSize is the largest file edit_file changes (16 MiB), and the
@@ -43,7 +45,7 @@ func openRegular(root *os.Root, rel, arg string) (*os.File, fs.FileInfo, error) 
 	if beforeOpen != nil {
 		beforeOpen(rel)
 	}
-	f, err := root.OpenFile(rel, os.O_RDONLY|openNonblock, 0)
+	f, err := root.OpenFile(rel, os.O_RDONLY|safefile.Nonblock, 0)
 	if err != nil {
 		return nil, nil, fileError(arg, err)
 	}
@@ -71,7 +73,7 @@ func openForWrite(root *os.Root, rel, arg string, create bool) (f *os.File, st f
 		beforeOpen(rel)
 	}
 	for attempt := 0; ; attempt++ {
-		f, err = root.OpenFile(rel, os.O_RDWR|openNonblock, 0)
+		f, err = root.OpenFile(rel, os.O_RDWR|safefile.Nonblock, 0)
 		if err == nil {
 			existed = true
 			break
@@ -84,7 +86,7 @@ func openForWrite(root *os.Root, rel, arg string, create bool) (f *os.File, st f
 				return nil, nil, false, fmt.Errorf("creating the directories of %s: %v", arg, unwrapPath(err))
 			}
 		}
-		f, err = root.OpenFile(rel, os.O_RDWR|os.O_CREATE|os.O_EXCL|openNonblock, 0o644)
+		f, err = root.OpenFile(rel, os.O_RDWR|os.O_CREATE|os.O_EXCL|safefile.Nonblock, 0o644)
 		if err == nil {
 			break
 		}
@@ -107,40 +109,16 @@ func openForWrite(root *os.Root, rel, arg string, create bool) (f *os.File, st f
 // checkOpened checks with fstat that the opened f is a regular file, and
 // makes it blocking again.
 func checkOpened(f *os.File, arg string) (fs.FileInfo, error) {
-	st, err := f.Stat()
-	if err != nil {
+	st, err := safefile.Checked(f, arg)
+	var nr *safefile.NotRegularError
+	if err != nil && !errors.As(err, &nr) {
 		return nil, fileError(arg, err)
 	}
-	if err := regularOnly(st, arg); err != nil {
-		return nil, err
-	}
-	if err := setBlocking(f); err != nil {
-		return nil, fileError(arg, err)
-	}
-	return st, nil
+	return st, err
 }
 
 // regularOnly refuses anything but a regular file.
-func regularOnly(st fs.FileInfo, arg string) error {
-	if st.IsDir() {
-		return fmt.Errorf("%s is a directory", arg)
-	}
-	if st.Mode().IsRegular() {
-		return nil
-	}
-	kind := "a special file"
-	switch t := st.Mode().Type(); {
-	case t&fs.ModeNamedPipe != 0:
-		kind = "a named pipe (FIFO)"
-	case t&fs.ModeSocket != 0:
-		kind = "a socket"
-	case t&fs.ModeCharDevice != 0:
-		kind = "a character device"
-	case t&fs.ModeDevice != 0:
-		kind = "a device"
-	}
-	return fmt.Errorf("%s is not a regular file (it is %s); not opened", arg, kind)
-}
+func regularOnly(st fs.FileInfo, arg string) error { return safefile.Regular(st, arg) }
 
 // writableOnly refuses what write_file and edit_file must not change:
 // anything but a regular file, and a file with other hard links.
@@ -148,7 +126,7 @@ func writableOnly(st fs.FileInfo, arg string) error {
 	if err := regularOnly(st, arg); err != nil {
 		return err
 	}
-	if n := links(st); n > 1 {
+	if n := safefile.Links(st); n > 1 {
 		return fmt.Errorf("%s has %d hard links: writing it would also change the same file under its other names, which may be outside the project; refused (write a new file instead, or remove the other links)", arg, n)
 	}
 	return nil

@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -25,6 +26,7 @@ import (
 	"time"
 
 	"github.com/openmax/openmax/core/tool"
+	"github.com/openmax/openmax/internal/safefile"
 	"github.com/openmax/openmax/provider"
 	"github.com/openmax/openmax/provider/clock"
 )
@@ -117,7 +119,7 @@ var (
 // naming its file; the others load. No directory means no tools.
 func Load(project string, opts Options) ([]tool.Tool, []error) {
 	dir := filepath.Join(project, filepath.FromSlash(Dir))
-	entries, err := os.ReadDir(dir)
+	entries, err := safefile.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
@@ -183,6 +185,9 @@ func LoadManifest(project, rel string, opts Options) (*Tool, error) {
 	if err != nil {
 		return fail("code: %v", err)
 	}
+	if err := checkCode(project, code); err != nil {
+		return fail("code: %v", err)
+	}
 	seen := map[string]bool{}
 	var env []string
 	for _, name := range m.Env {
@@ -242,30 +247,52 @@ func resolve(project, rel string) (string, error) {
 }
 
 // readFile reads project-relative rel, a regular file inside the project,
-// of at most max bytes.
+// of at most max bytes, never blocking on what is there instead (a FIFO, a
+// device, a directory: refused, naming what it is).
 func readFile(project, rel string, max int64) ([]byte, error) {
 	abs, err := resolve(project, rel)
 	if err != nil {
 		return nil, err
 	}
-	f, err := os.Open(abs)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	if st, err := f.Stat(); err != nil {
-		return nil, err
-	} else if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", rel)
-	}
-	data, err := io.ReadAll(io.LimitReader(f, max+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(data)) > max {
+	data, err := safefile.ReadFile(abs, max)
+	if errors.Is(err, safefile.ErrTooLarge) {
 		return nil, fmt.Errorf("%s is larger than %d bytes", rel, max)
 	}
+	if err != nil {
+		return nil, relError(abs, rel, err)
+	}
 	return data, nil
+}
+
+// relError is err with the absolute path abs written as project-relative
+// rel, as every message of this package names a project's file.
+func relError(abs, rel string, err error) error {
+	var nr *safefile.NotRegularError
+	if errors.As(err, &nr) {
+		return &safefile.NotRegularError{Name: rel, Kind: nr.Kind}
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) && pe.Path == abs {
+		return &fs.PathError{Op: pe.Op, Path: rel, Err: pe.Err}
+	}
+	return err
+}
+
+// checkCode refuses code (project-relative) when it is there and is not a
+// regular file: a FIFO, a directory or a device is no program, and
+// hashing or running it could wait for ever, or run nothing and report
+// success. Whatever else is wrong with it (missing, leading outside the
+// project) is left to the call, which says so.
+func checkCode(project, code string) error {
+	abs, err := resolve(project, code)
+	if err != nil {
+		return nil
+	}
+	var nr *safefile.NotRegularError
+	if _, err := safefile.Stat(abs); errors.As(err, &nr) {
+		return relError(abs, code, err)
+	}
+	return nil
 }
 
 // Sum is the hex sha256 of data.
@@ -275,22 +302,18 @@ func Sum(data []byte) string {
 }
 
 // SumFile is the hex sha256 of the bytes of project-relative rel, a regular
-// file inside the project, as they are now.
+// file inside the project, as they are now; anything else is refused
+// without blocking.
 func SumFile(project, rel string) (string, error) {
 	abs, err := resolve(project, rel)
 	if err != nil {
 		return "", err
 	}
-	f, err := os.Open(abs)
+	f, _, err := safefile.Open(abs)
 	if err != nil {
-		return "", err
+		return "", relError(abs, rel, err)
 	}
 	defer f.Close()
-	if st, err := f.Stat(); err != nil {
-		return "", err
-	} else if !st.Mode().IsRegular() {
-		return "", fmt.Errorf("%s is not a regular file", rel)
-	}
 	h := sha256.New()
 	if _, err := io.Copy(h, f); err != nil {
 		return "", err

@@ -38,6 +38,11 @@ func (t *Tool) run(ctx context.Context, args json.RawMessage, approvedOnly bool)
 	if err != nil {
 		return tool.Failed("cannot run %s: code %s: %v", t.m.Name, t.code, err)
 	}
+	if err := checkCode(t.project, t.code); err != nil {
+		// Swapped in since the load: a directory would run as nothing
+		// and report success, a FIFO would hold the interpreter.
+		return tool.Failed("cannot run %s: %v", t.m.Name, err)
+	}
 	if approvedOnly {
 		path, sum, err := t.UnapprovedSource()
 		if err != nil {
