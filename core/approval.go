@@ -50,6 +50,9 @@ func (t *turn) gate(ctx context.Context, c provider.ToolCall, tl tool.Tool, args
 	}
 	switch mode {
 	case "auto":
+		if external {
+			return autoGrant(c.Name, sg)
+		}
 		return ""
 	case "readonly":
 		return fmt.Sprintf("%s changes the project, and the approval mode is readonly", c.Name)
