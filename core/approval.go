@@ -44,13 +44,22 @@ func (t *turn) gate(ctx context.Context, c provider.ToolCall, tl tool.Tool, args
 		return ""
 	}
 	if external {
-		// Only ask asks about new extension content: auto asks nothing,
+		// Only ask asks about new extension content: auto asks nothing
+		// (a credential grant then needs approved bytes, autoGrant),
 		// readonly and unknown modes refuse the call in approve.
-		if modeOf, approver := t.s.approvals(); modeOf != nil && modeOf() == "ask" {
+		modeOf, approver := t.s.approvals()
+		mode := "auto"
+		if modeOf != nil {
+			mode = modeOf()
+		}
+		switch mode {
+		case "ask":
 			why, asked := t.sourceGate(ctx, c, sg, approver)
 			if why != "" || asked {
 				return why
 			}
+		case "auto":
+			return autoGrant(c.Name, sg)
 		}
 	}
 	return t.approve(ctx, c.ID, c.Name, args)

@@ -34,18 +34,52 @@ type SourceGated interface {
 	RunApproved(ctx context.Context, args json.RawMessage) tool.Result
 }
 
-// pinned is the tool a call of tl runs: for an external tool outside auto
-// mode (where its files passed the gate by a human's approval), one that
-// checks the approval again just before its program starts.
+// pinned is the tool a call of tl runs: for an external tool whose files
+// passed the gate by a human's approval (every mode but auto, and in auto
+// one granted credentials), one that checks the approval again just before
+// its program starts.
 func (t *turn) pinned(tl tool.Tool) tool.Tool {
 	sg, ok := tl.(SourceGated)
 	if !ok {
 		return tl
 	}
-	if modeOf, _ := t.s.approvals(); modeOf == nil || modeOf() == "auto" {
+	if modeOf, _ := t.s.approvals(); (modeOf == nil || modeOf() == "auto") && len(sg.EnvGrant()) == 0 {
 		return tl
 	}
 	return tool.Func{ToolSpec: tl.Spec(), Fn: sg.RunApproved}
+}
+
+// autoGrant is the auto mode's gate of an external tool: it returns why the
+// call must not run ("" to run it). auto asks nothing, so a tool granted
+// no variable runs whoever wrote it; but a credential grant (the manifest's
+// env) hands openmax's secrets to a program the model may have written
+// itself, and only a human may do that. In auto such a tool runs only on
+// bytes a human approved (`openmax --approve`, or an unapproved_source
+// request answered in ask mode); otherwise the call is refused, saying
+// which file and how to approve it, and no request is emitted.
+func autoGrant(name string, sg SourceGated) string {
+	env := sg.EnvGrant()
+	if len(env) == 0 {
+		return ""
+	}
+	path, sum, err := sg.UnapprovedSource()
+	if err != nil {
+		return err.Error()
+	}
+	if path == "" {
+		return ""
+	}
+	return fmt.Sprintf("%s is granted %s by its manifest, and in auto mode a tool granted credentials runs only on bytes a human approved: %s (sha %s) is not approved; "+
+		"a human approves it from a terminal with `openmax --approve %s` (or answers its approval request in ask mode)",
+		name, strings.Join(env, ", "), path, shortSHA(sum), shellWord(path))
+}
+
+// shortSHA is the first 12 hex digits of sum, as the wire shows it.
+func shortSHA(sum string) string {
+	if len(sum) > 12 {
+		return sum[:12]
+	}
+	return sum
 }
 
 // maxSourceRequests bounds the unapproved_source requests of one call (a
@@ -73,10 +107,7 @@ func (t *turn) sourceGate(ctx context.Context, c provider.ToolCall, sg SourceGat
 		if n > 1 {
 			id = fmt.Sprintf("approve-%s#%d", c.ID, n)
 		}
-		short := sum
-		if len(short) > 12 {
-			short = short[:12]
-		}
+		short := shortSHA(sum)
 		announce := func() {
 			t.emit(wire.ApprovalRequest{
 				ApprovalID: id, Name: c.Name, Reason: "unapproved_source",

@@ -7,6 +7,7 @@ import (
 	"github.com/openmax/openmax/core/tool"
 	"github.com/openmax/openmax/core/wire"
 	"github.com/openmax/openmax/provider"
+	"github.com/openmax/openmax/provider/redact"
 )
 
 // Backend runs the agent loop of a turn outside the engine, in a program
@@ -42,8 +43,20 @@ func (h *TurnHost) unlock() { <-h.mu }
 // SessionID is the id of the session the turn belongs to.
 func (h *TurnHost) SessionID() string { return h.t.s.ID }
 
-// Emit sends one event of the turn.
+// Emit sends one event of the turn. The result of a tool the backend ran
+// itself (tool_end, diff) is scrubbed of openmax's secrets first, as
+// CallTool's results are.
 func (h *TurnHost) Emit(ev wire.Event) {
+	if secrets := h.t.e.Secrets; len(secrets) > 0 {
+		switch e := ev.(type) {
+		case wire.ToolEnd:
+			e.Output = redact.String(e.Output, secrets)
+			ev = e
+		case wire.Diff:
+			e.Path, e.Diff = redact.String(e.Path, secrets), redact.String(e.Diff, secrets)
+			ev = e
+		}
+	}
 	h.lock()
 	defer h.unlock()
 	h.t.emit(ev)

@@ -62,6 +62,11 @@ type Engine struct {
 	// Hooks runs the configured hooks at the points of a turn named by
 	// HookEvent (see hooks.go); nil means no hooks.
 	Hooks Hooks
+	// Secrets are openmax's own credential values (redact.Secrets): every
+	// tool result is scrubbed of them (tool.Result.Redacted) before it is
+	// emitted, kept in the session, shown to a hook or sent to the model,
+	// as replies are by the provider chain. Nil scrubs nothing.
+	Secrets []string
 	// Backend, when set, runs each turn's agent loop instead of the engine
 	// (backend.go): Provider, MaxIterations and MaxAgentTokens are then
 	// the backend's business.

@@ -22,6 +22,7 @@ type sourceTool struct {
 	looks      int
 	saveErr    error
 	approved   []string
+	noGrant    bool // its manifest grants no variable
 }
 
 func (s *sourceTool) Spec() provider.ToolSpec {
@@ -51,7 +52,12 @@ func (s *sourceTool) ApproveSource(path, sum string) error {
 	}
 	return nil
 }
-func (s *sourceTool) EnvGrant() []string   { return []string{"TOKEN"} }
+func (s *sourceTool) EnvGrant() []string {
+	if s.noGrant {
+		return nil
+	}
+	return []string{"TOKEN"}
+}
 func (s *sourceTool) SourceDetail() string { return "runs ext.sh" }
 
 // answer answers every approval request with one outcome.
@@ -74,7 +80,11 @@ func TestSourceGate(t *testing.T) {
 		output   string
 		approved int
 	}{
-		{"auto asks nothing and runs", "auto", "", &sourceTool{unapproved: both()}, nil, nil, "ran unchecked", 0},
+		{"auto asks nothing and runs a tool granted nothing", "auto", "", &sourceTool{unapproved: both(), noGrant: true}, nil, nil, "ran unchecked", 0},
+		{"auto refuses a credential grant no human approved", "auto", "", &sourceTool{unapproved: both()}, nil, nil,
+			"not run: ext is granted TOKEN by its manifest, and in auto mode a tool granted credentials runs only on bytes a human approved: .openmax/tools/ext.json (sha 000000000000) is not approved; " +
+				"a human approves it from a terminal with `openmax --approve .openmax/tools/ext.json` (or answers its approval request in ask mode)", 0},
+		{"auto runs a credential grant a human approved, checked", "auto", "", &sourceTool{}, nil, nil, "ran checked", 0},
 		{"readonly refuses", "readonly", "", &sourceTool{unapproved: both()}, nil, nil, "not run: ext changes the project, and the approval mode is readonly", 0},
 		{"ask: each file, then runs checked", "ask", "approved", &sourceTool{unapproved: both()}, nil,
 			[]string{"unapproved_source .openmax/tools/ext.json 000000000000", "unapproved_source ext.sh 000000000000"}, "ran checked", 2},

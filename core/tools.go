@@ -82,6 +82,8 @@ func (t *turn) dispatch(ctx context.Context, c provider.ToolCall, keep func(tool
 	if ctx.Err() != nil && !res.OK && res.Output == "" {
 		res.Output = "cancelled"
 	}
+	// One place for every tool's result: nothing below sees a secret.
+	res = res.Redacted(t.e.Secrets)
 	for _, d := range res.Diffs {
 		t.emit(wire.Diff{CallID: c.ID, Path: d.Path, Diff: d.Unified, Added: d.Added, Removed: d.Removed})
 	}

@@ -245,18 +245,23 @@ func TestExternalToolApprovalOverTheWire(t *testing.T) {
 }
 
 func TestExternalToolModes(t *testing.T) {
+	noGrant := map[string]string{showManifestPath: strings.Replace(showManifest, `, "env": ["GRANTED"]`, "", 1)}
 	cases := []struct {
+		name   string
 		mode   string
+		files  map[string]string
 		ok     bool
 		output string
 	}{
-		// In auto nothing is asked, new extension content included.
-		{"auto", true, `args: {"n":1}`},
-		{"readonly", false, "not run: show changes the project, and the approval mode is readonly"},
+		// In auto nothing is asked, new extension content included...
+		{"auto", "auto", noGrant, true, `args: {"n":1}`},
+		// ...but a credential grant needs a human's approval of the bytes.
+		{"auto with a credential grant", "auto", nil, false, "not run: show is granted GRANTED by its manifest, and in auto mode a tool granted credentials runs only on bytes a human approved"},
+		{"readonly", "readonly", nil, false, "not run: show changes the project, and the approval mode is readonly"},
 	}
 	for _, c := range cases {
-		t.Run(c.mode, func(t *testing.T) {
-			w := extWorld(t, c.mode, nil)
+		t.Run(c.name, func(t *testing.T) {
+			w := extWorld(t, c.mode, c.files)
 			s := w.serve(t, turns(1), nil)
 			s.send(`{"cmd":"user","text":"show"}`)
 			end := s.next("tool_end", "approval_request")

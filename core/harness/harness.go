@@ -151,7 +151,8 @@ func assemble(cfg Config, deps Deps) (*Harness, error) {
 		OnPanic: func(r any, stack []byte) {
 			fmt.Fprintf(log, "openmax: recovered from a crash inside a turn: %v\n%s", r, stack)
 		},
-		Hooks: sessionHooks(project, deps),
+		Hooks:   sessionHooks(project, deps),
+		Secrets: secrets(deps), // provider.go
 	}
 	if !deps.NoBuiltin {
 		// A replay answers from the recording, so only a live harness

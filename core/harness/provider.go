@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 
 	"github.com/openmax/openmax/provider"
 	"github.com/openmax/openmax/provider/anthropic"
@@ -92,6 +93,18 @@ func newProvider(cfg Config, d Deps) (provider.Provider, int, error) {
 		return redact.Provider(p, key), window, nil
 	}
 	return p, window, nil
+}
+
+// secrets are openmax's own credential values, which no tool result may
+// carry (core.Engine.Secrets): those of its environment's credential
+// variables (redact.Credentials, the same set hooks never see) and the
+// provider keys as Deps reads them. None when the keys are placeholders
+// (a replay, whose recorded results were scrubbed when recorded).
+func secrets(d Deps) []string {
+	if d.PlaceholderKeys {
+		return nil
+	}
+	return redact.Secrets(append(redact.Credentials(os.Environ()), d.getenv("OPENAI_API_KEY"), d.getenv("ANTHROPIC_API_KEY"))...)
 }
 
 // configError keeps a constructor's message but never a key.

@@ -11,7 +11,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"regexp"
 	"strings"
 	"sync"
 
@@ -234,21 +233,12 @@ func (s *Set) record(e Exchange) {
 	}
 }
 
-// secretName matches the names of variables that hold credentials.
-var secretName = regexp.MustCompile(`(?i)(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH)`)
-
-// secretReplacer replaces the values of openmax's credential variables,
-// raw and as written inside a JSON string, by [redacted].
+// secretReplacer replaces the values of openmax's credential variables
+// (redact.Credentials), raw and as written inside a JSON string, by
+// [redacted].
 func secretReplacer(environ []string) *strings.Replacer {
-	var values []string
-	for _, kv := range environ {
-		name, v, ok := strings.Cut(kv, "=")
-		if ok && secretName.MatchString(name) {
-			values = append(values, v)
-		}
-	}
 	var pairs []string
-	for _, v := range redact.Secrets(values...) {
+	for _, v := range redact.Credentials(environ) {
 		pairs = append(pairs, jsonInner(v), redact.Marker)
 	}
 	if len(pairs) == 0 {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	"github.com/openmax/openmax/provider"
+	"github.com/openmax/openmax/provider/redact"
 )
 
 // Tool is something the model can call.
@@ -30,6 +31,27 @@ type Result struct {
 	// Diffs are the file changes the call made, reported to the client as
 	// diff events.
 	Diffs []FileDiff
+}
+
+// Redacted is r with every secret (redact.Secrets: openmax's own
+// credential values) in its output and diffs replaced by redact.Marker: a
+// tool that prints a key it was granted, or reads one from a file, must not
+// put it on the wire, into the session file, a cassette, a hook's payload
+// or the model's next request.
+func (r Result) Redacted(secrets []string) Result {
+	if len(secrets) == 0 {
+		return r
+	}
+	r.Output = redact.String(r.Output, secrets)
+	if len(r.Diffs) > 0 {
+		diffs := make([]FileDiff, len(r.Diffs))
+		for i, d := range r.Diffs {
+			d.Path, d.Unified = redact.String(d.Path, secrets), redact.String(d.Unified, secrets)
+			diffs[i] = d
+		}
+		r.Diffs = diffs
+	}
+	return r
 }
 
 // FileDiff is one file changed by a tool call.

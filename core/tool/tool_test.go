@@ -44,3 +44,28 @@ func TestRegistryKeepsOrderAndRejectsClashes(t *testing.T) {
 		t.Errorf("Failed: %+v", f)
 	}
 }
+
+func TestResultRedacted(t *testing.T) {
+	secrets := []string{"sk-secret-123456"}
+	res := Result{OK: true, Output: "a sk-secret-123456 b", Diffs: []FileDiff{{Path: "sk-secret-123456.txt", Unified: "+sk-secret-123456\n", Added: 1}}}
+	cases := []struct {
+		name    string
+		secrets []string
+		out     string
+		unified string
+	}{
+		{"no secrets", nil, res.Output, res.Diffs[0].Unified},
+		{"a secret", secrets, "a [redacted] b", "+[redacted]\n"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := res.Redacted(c.secrets)
+			if got.Output != c.out || got.Diffs[0].Unified != c.unified || !got.OK || got.Diffs[0].Added != 1 {
+				t.Errorf("Redacted = %+v", got)
+			}
+		})
+	}
+	if res.Diffs[0].Unified != "+sk-secret-123456\n" {
+		t.Error("Redacted changed the result it was given")
+	}
+}

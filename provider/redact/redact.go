@@ -11,6 +11,7 @@ import (
 	"context"
 	"encoding/json"
 	"iter"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -36,6 +37,26 @@ func Secrets(values ...string) []string {
 	}
 	slices.SortFunc(out, func(a, b string) int { return len(b) - len(a) })
 	return out
+}
+
+// credentialName matches the names of environment variables that hold
+// credentials.
+var credentialName = regexp.MustCompile(`(?i)(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH)`)
+
+// Credentials returns the values of the variables of environ ("NAME=value"
+// entries, as os.Environ gives them) whose names say they hold a
+// credential (OPENAI_API_KEY, GITHUB_TOKEN, DB_PASSWORD, ...), as Secrets
+// returns them: openmax's own secrets, which nothing it emits, saves or
+// sends may carry.
+func Credentials(environ []string) []string {
+	var values []string
+	for _, kv := range environ {
+		name, v, ok := strings.Cut(kv, "=")
+		if ok && credentialName.MatchString(name) {
+			values = append(values, v)
+		}
+	}
+	return Secrets(values...)
 }
 
 // String returns s with every secret (from Secrets) replaced by Marker.

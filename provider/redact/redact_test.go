@@ -174,3 +174,24 @@ func fmtPart(p provider.Part) string {
 	}
 	return "?|"
 }
+
+func TestCredentials(t *testing.T) {
+	cases := []struct {
+		name    string
+		environ []string
+		want    []string
+	}{
+		{"none", []string{"PATH=/usr/bin:/bin", "HOME=/home/me"}, nil},
+		{"by name, longest first", []string{"OPENAI_API_KEY=sk-openai-1234", "GITHUB_TOKEN=ghp_0123456789abcdef", "DB_PASSWORD=hunter2hunter2x", "PATH=/bin"},
+			[]string{"ghp_0123456789abcdef", "hunter2hunter2x", "sk-openai-1234"}},
+		{"any case, short values left alone", []string{"my_secret=abcdefgh", "api_key=short", "X_AUTH=12345678"}, []string{"abcdefgh", "12345678"}},
+		{"duplicates once, malformed entries skipped", []string{"A_KEY=samesame1", "B_TOKEN=samesame1", "NOEQUALS_KEY"}, []string{"samesame1"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := Credentials(c.environ); !slices.Equal(got, c.want) {
+				t.Errorf("Credentials = %q, want %q", got, c.want)
+			}
+		})
+	}
+}

@@ -90,8 +90,8 @@ func Record(ctx context.Context, in io.Reader, out io.Writer, o RecordOptions) (
 	stored.BaseURL = recorder.ScrubURL(stored.BaseURL)
 	stored.SessionID, stored.Continue = "", false
 	sess.Config = &stored
-	c := &capture{rec: rec, sess: sess}
 	eng := h.Engine()
+	c := &capture{rec: rec, sess: sess, secrets: eng.Secrets}
 	if eng.Tools, err = c.recordTools(eng.Tools); err != nil {
 		return 0, errors.Join(err, rec.Close())
 	}
@@ -137,6 +137,9 @@ type capture struct {
 	mu   sync.Mutex
 	sess *cassette.Session
 	pos  cassette.Position
+	// secrets are the engine's (core.Engine.Secrets): a tool's result is
+	// kept scrubbed of them, as the engine itself keeps it.
+	secrets []string
 }
 
 func (c *capture) snapshot() *cassette.Session {
@@ -240,6 +243,7 @@ func (r recordedTool) Mutating() bool {
 
 func (r recordedTool) keep(args json.RawMessage, res tool.Result) tool.Result {
 	c := r.capture
+	res = res.Redacted(c.secrets)
 	c.mu.Lock()
 	c.sess.ToolResults = append(c.sess.ToolResults, cassette.ToolResult{Name: r.Spec().Name, Args: string(args), OK: res.OK, Output: res.Output})
 	c.stageLocked()

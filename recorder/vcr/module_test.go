@@ -1,6 +1,8 @@
 package vcr_test
 
 import (
+	"bytes"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -72,6 +74,7 @@ func TestUsedFromAnotherModule(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	fetchModules(t, dir)
 	// Build the user's test binary once (go test -c), then run it twice.
 	build := exec.Command("go", "test", "-c", "-mod=mod", "-o", "agent.test", ".")
 	build.Dir = dir
@@ -125,4 +128,33 @@ func TestUsedFromAnotherModule(t *testing.T) {
 	if out, err := userRun("1", "-test.run", "TestRecordedSessions"); err == nil || !strings.Contains(out, "-something else") {
 		t.Fatalf("a changed golden passed (%v):\n%s", err, out)
 	}
+}
+
+// fetchModules puts into the module cache what building the user's module
+// in dir needs, so that the build can run with GOPROXY=off: the packages'
+// modules, and the go.mod of every module in the graph. That is more than
+// openmax's own build reads: go-vcr v2.1.0 predates module graph pruning,
+// so the go.mod files of its requirements (github.com/modocache/gover) are
+// read too, and only `go mod download` fetches them for openmax. It goes
+// through the ambient GOPROXY and GOFLAGS, so it needs no network when the
+// cache has them already, and fetches them on a fresh machine.
+func fetchModules(t *testing.T, dir string) {
+	t.Helper()
+	list := exec.Command("go", "list", "-mod=mod", "-deps", "-test", ".")
+	list.Dir = dir
+	list.Env = append(os.Environ(), "GOWORK=off")
+	var stderr bytes.Buffer
+	list.Stdout, list.Stderr = io.Discard, &stderr
+	if err := list.Run(); err != nil {
+		t.Fatalf("fetching the modules the user's module needs (go list -deps through GOPROXY=%s): %v\n%s", goEnv(t, "GOPROXY"), err, stderr.String())
+	}
+}
+
+// goEnv is go env name, as the go command sees it here.
+func goEnv(t *testing.T, name string) string {
+	out, err := exec.Command("go", "env", name).Output()
+	if err != nil {
+		return "?"
+	}
+	return strings.TrimSpace(string(out))
 }
