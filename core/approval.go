@@ -47,11 +47,7 @@ func (t *turn) gate(ctx context.Context, c provider.ToolCall, tl tool.Tool, args
 		// Only ask asks about new extension content: auto asks nothing
 		// (a credential grant then needs approved bytes, autoGrant),
 		// readonly and unknown modes refuse the call in approve.
-		modeOf, approver := t.s.approvals()
-		mode := "auto"
-		if modeOf != nil {
-			mode = modeOf()
-		}
+		mode, approver := t.mode()
 		switch mode {
 		case "ask":
 			why, asked := t.sourceGate(ctx, c, sg, approver)
@@ -65,16 +61,22 @@ func (t *turn) gate(ctx context.Context, c provider.ToolCall, tl tool.Tool, args
 	return t.approve(ctx, c.ID, c.Name, args)
 }
 
+// mode is the approval mode now (auto when the session has none) and the
+// approver that asks the human.
+func (t *turn) mode() (string, Approver) {
+	modeOf, approver := t.s.approvals()
+	if modeOf == nil {
+		return "auto", approver
+	}
+	return modeOf(), approver
+}
+
 // approve applies the approval mode to a call that changes the project
 // (id names the call, args is shown to the human): auto runs it, readonly
 // and a mode openmax does not know refuse it, ask asks the approver. It
 // returns why the call must not run, or "" to run it.
 func (t *turn) approve(ctx context.Context, callID, name string, args json.RawMessage) string {
-	modeOf, approver := t.s.approvals()
-	mode := "auto"
-	if modeOf != nil {
-		mode = modeOf()
-	}
+	mode, approver := t.mode()
 	switch mode {
 	case "auto":
 		return ""

@@ -113,12 +113,7 @@ func TestAgentSpawnedOpenmaxCannotChangeMode(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	env := trustedBinaryEnv(t, ctx, bin, project, "")
-	var cfgHome string
-	for _, kv := range env {
-		if v, ok := strings.CutPrefix(kv, "XDG_CONFIG_HOME="); ok {
-			cfgHome = v
-		}
-	}
+	cfgHome := envValue(env, "XDG_CONFIG_HOME")
 	// The child gets only PATH, HOME and LANG (and the marker), so the
 	// command names the settings directory itself.
 	inner := `printf '%s\n' '{"cmd":"approval_mode","mode":"readonly"}' | XDG_CONFIG_HOME=` + cfgHome + ` ` + bin + ` --stdio --provider echo --project ` + project
@@ -163,12 +158,7 @@ func TestAgentSpawnedOpenmaxCannotTrustOrApprove(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	env := trustedBinaryEnv(t, ctx, bin, project, "")
-	var cfgHome string
-	for _, kv := range env {
-		if v, ok := strings.CutPrefix(kv, "XDG_CONFIG_HOME="); ok {
-			cfgHome = v
-		}
-	}
+	cfgHome := envValue(env, "XDG_CONFIG_HOME")
 	// The second unsets the marker first: its shell still carries it.
 	inner := `XDG_CONFIG_HOME=` + cfgHome + ` ` + bin + ` trust ` + other + `; unset ` + builtin.AgentSpawnedEnv + `; XDG_CONFIG_HOME=` + cfgHome + ` ` + bin +
 		` --approve tools/t.sh --project ` + project
@@ -222,12 +212,7 @@ func TestAgentGuardSurvivesExec(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	env := trustedBinaryEnv(t, ctx, bin, project, "")
-	var cfgHome string
-	for _, kv := range env {
-		if v, ok := strings.CutPrefix(kv, "XDG_CONFIG_HOME="); ok {
-			cfgHome = v
-		}
-	}
+	cfgHome := envValue(env, "XDG_CONFIG_HOME")
 	trust := exec.CommandContext(ctx, bin, "trust", second)
 	trust.Env = env
 	if out, err := trust.CombinedOutput(); err != nil {
@@ -312,4 +297,16 @@ func TestAgentGuardSurvivesExec(t *testing.T) {
 			}
 		})
 	}
+}
+
+// envValue is the value of key in env ("KEY=value" entries), the last one
+// when it is there more than once.
+func envValue(env []string, key string) string {
+	var v string
+	for _, kv := range env {
+		if val, ok := strings.CutPrefix(kv, key+"="); ok {
+			v = val
+		}
+	}
+	return v
 }
