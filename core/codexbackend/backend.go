@@ -117,8 +117,13 @@ func New(cfg Config) *Backend {
 	return &Backend{cfg: cfg, threads: map[string]*codex.Session{}, ids: map[string]string{}, turns: map[string]*turnRun{}}
 }
 
+// closeWait bounds, on the backend's clock, how long Close waits for the
+// app-server to read what was sent to it and to end.
+const closeWait = 5 * time.Second
+
 // Close ends the app-server (closing its stdin) and waits for it within
-// ctx.
+// ctx and closeWait on the backend's clock; one that does not end is
+// killed.
 func (b *Backend) Close(ctx context.Context) error {
 	b.mu.Lock()
 	cl := b.cl
@@ -127,6 +132,8 @@ func (b *Backend) Close(ctx context.Context) error {
 	if cl == nil {
 		return nil
 	}
+	ctx, stop := withTimeout(ctx, b.clock(), closeWait, errors.New("the codex app-server did not end in time"))
+	defer stop()
 	return cl.Close(ctx)
 }
 

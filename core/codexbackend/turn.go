@@ -159,10 +159,11 @@ func (r *turnRun) run(ctx context.Context, text string) (stop string) {
 	}
 }
 
-// interrupt asks codex to end the turn; turn/completed follows.
+// interrupt asks codex to end the turn; turn/completed follows. It does
+// not wait: the turn's own wait for the end is on the backend's clock.
 func (r *turnRun) interrupt() {
 	go func() {
-		ctx, stop := context.WithTimeout(context.Background(), interruptWait)
+		ctx, stop := withTimeout(context.Background(), r.b.clock(), interruptWait, fmt.Errorf("no answer to turn/interrupt within %v", interruptWait))
 		defer stop()
 		if err := r.s.Interrupt(ctx); err != nil && !errors.Is(err, codex.ErrNoActiveTurn) {
 			fmt.Fprintf(r.b.cfg.Log, "openmax: codex turn/interrupt: %v\n", err)

@@ -318,16 +318,23 @@ func (cl *Client) withStderr(err error) error {
 	return err
 }
 
-// Close closes the server's stdin, which ends it, waits for it to exit
+// Close closes the server's stdin once the lines queued for it are
+// written (at once when ctx ends first), which ends it, waits for it to exit
 // and for every line it wrote to be read (and recorded); when ctx ends
 // first the process is killed and the rest of its output dropped.
 // Pending server requests see their context cancelled. Close is
 // idempotent.
 func (cl *Client) Close(ctx context.Context) error {
 	cl.closeOnce.Do(func() {
-		cl.c.wmu.Lock()
+		// What is queued for the server is written first, unless it
+		// stopped reading: closing its stdin at ctx's end fails the write
+		// under way.
+		cl.c.stopWriting()
+		select {
+		case <-cl.c.writerEnd:
+		case <-ctx.Done():
+		}
 		err := cl.stdin.Close()
-		cl.c.wmu.Unlock()
 		if errors.Is(err, os.ErrClosed) {
 			err = nil // the process exited first, and Wait closed it
 		}
