@@ -57,6 +57,11 @@ type Config struct {
 	// Clock times AnswerTimeout and the wait for an interrupted turn's
 	// end; nil means the wall clock.
 	Clock clock.Clock
+	// MaxReplyBytes caps one reply: when the bytes codex sent of its
+	// deltas (text and reasoning, since the last tool call) pass it, the
+	// turn ends truncated and codex's turn is interrupted; 0 means no
+	// limit. It is the harness's --max-reply-bytes.
+	MaxReplyBytes int64
 }
 
 // DefaultAnswerTimeout is how long the app-server may take to answer
@@ -107,6 +112,7 @@ type Backend struct {
 	ids     map[string]string         // openmax session id → its thread id, kept across restarts
 	turns   map[string]*turnRun       // codex thread id → the turn running on it
 	closed  bool
+	bad     *badLines
 }
 
 // New returns a Backend; nothing starts until the first turn.
@@ -114,7 +120,7 @@ func New(cfg Config) *Backend {
 	if cfg.Log == nil {
 		cfg.Log = io.Discard
 	}
-	return &Backend{cfg: cfg, threads: map[string]*codex.Session{}, ids: map[string]string{}, turns: map[string]*turnRun{}}
+	return &Backend{cfg: cfg, threads: map[string]*codex.Session{}, ids: map[string]string{}, turns: map[string]*turnRun{}, bad: &badLines{log: cfg.Log}}
 }
 
 // closeWait bounds, on the backend's clock, how long Close waits for the
@@ -129,6 +135,7 @@ func (b *Backend) Close(ctx context.Context) error {
 	cl := b.cl
 	b.cl, b.closed = nil, true
 	b.mu.Unlock()
+	defer b.bad.summary()
 	if cl == nil {
 		return nil
 	}
@@ -154,6 +161,7 @@ func (b *Backend) RunTurn(ctx context.Context, h *core.TurnHost, text string) st
 		return fail(h, err)
 	}
 	r := newTurnRun(b, h, s)
+	defer b.bad.summary()
 	return r.run(ctx, text)
 }
 
@@ -184,9 +192,8 @@ func (b *Backend) client(ctx context.Context, h *core.TurnHost) (*codex.Client, 
 		// A call is answered by the turn, in order with its events.
 		ToolCallsAsEvents: true,
 		Transcript:        b.cfg.Transcript, Stderr: b.cfg.Log,
-		OnBadLine: func(line []byte, err error) {
-			fmt.Fprintf(b.cfg.Log, "openmax: codex app-server: %v\n", err)
-		},
+		OnBadLine: b.bad.report,
+		MaxLine:   maxLine, MaxQueuedBytes: clientQueueBytes,
 	}
 	if len(tools) > 0 {
 		o.Tools = []codex.Namespace{{Name: Namespace, Description: "openmax's own tools, run by openmax behind its approval gate", Tools: tools}}

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/openmax/openmax/core"
@@ -54,6 +55,10 @@ type turnRun struct {
 	tools    map[string]bool // codex's tool items started and not yet ended
 	attempts int             // retries reported so far
 	failure  *codex.TurnError
+
+	pending    atomic.Int64  // bytes of the params in events, not yet taken
+	room       chan struct{} // a token when the turn takes an event
+	replyBytes int64         // what codex sent of the reply so far (limits.go)
 }
 
 func newTurnRun(b *Backend, h *core.TurnHost, s *codex.Session) *turnRun {
@@ -62,18 +67,22 @@ func newTurnRun(b *Backend, h *core.TurnHost, s *codex.Session) *turnRun {
 		events:   make(chan codex.Event, 256),
 		gone:     make(chan struct{}),
 		finished: make(chan struct{}),
+		room:     make(chan struct{}, 1),
 		seen:     map[string]bool{},
 		tools:    map[string]bool{},
 	}
 }
 
 func (r *turnRun) deliver(ev codex.Event) {
-	select {
-	case r.events <- ev:
-	case <-r.finished:
-		if ev.IsRequest() {
-			refuse(ev, "the openmax turn has ended")
+	if r.roomFor(int64(len(ev.Params))) {
+		select {
+		case r.events <- ev:
+			return
+		case <-r.finished:
 		}
+	}
+	if ev.IsRequest() {
+		refuse(ev, "the openmax turn has ended")
 	}
 }
 
@@ -119,6 +128,7 @@ func (r *turnRun) run(ctx context.Context, text string) (stop string) {
 	for {
 		select {
 		case ev := <-r.events:
+			r.took(ev)
 			if ev.IsRequest() {
 				r.runCall(ctx, ev)
 				continue
@@ -132,6 +142,7 @@ func (r *turnRun) run(ctx context.Context, text string) (stop string) {
 			for drained := false; !drained; {
 				select {
 				case ev := <-r.events:
+					r.took(ev)
 					if ev.IsRequest() {
 						refuse(ev, "the codex app-server ended")
 						continue
@@ -192,8 +203,9 @@ func (r *turnRun) runCall(ctx context.Context, ev codex.Event) {
 }
 
 // flush closes the open run of tokens with its message_done, and keeps
-// the text in the session.
+// the text in the session; the next reply is counted afresh.
 func (r *turnRun) flush() {
+	r.replyBytes = 0
 	if !r.runOpen {
 		return
 	}
@@ -239,6 +251,9 @@ func (r *turnRun) handle(ev codex.Event) (stop string, done bool) {
 	v, err := ev.Decode()
 	if err != nil {
 		return "", false // unknown to the schema: reported as a bad line already
+	}
+	if r.overReply(v, len(ev.Params)) {
+		return r.capped(), true
 	}
 	switch p := v.(type) {
 	case *codex.AgentMessageDeltaNotification:
@@ -365,9 +380,15 @@ func (r *turnRun) itemCompleted(it codex.ThreadItem) {
 // so the reply is reported truncated (what streamed kept, as openmax's own
 // turns do) and codex's turn is interrupted.
 func (r *turnRun) truncated(e codex.TurnError) string {
+	return r.cut(errorText(e) + "; codex would retry a reply that already streamed text, so the turn was interrupted")
+}
+
+// cut ends the turn truncated for why: the open tool calls closed, what
+// streamed kept, the error, and codex's turn interrupted.
+func (r *turnRun) cut(why string) string {
 	r.closeOpen("cancelled: the reply was truncated")
 	r.flush()
-	r.h.Emit(wire.Error{Message: "reply truncated: " + errorText(e) + "; codex would retry a reply that already streamed text, so the turn was interrupted"})
+	r.h.Emit(wire.Error{Message: "reply truncated: " + why})
 	r.interrupt()
 	r.awaitCompletion()
 	return wire.StopTruncated
@@ -380,6 +401,7 @@ func (r *turnRun) awaitCompletion() {
 	for {
 		select {
 		case ev := <-r.events:
+			r.took(ev)
 			if ev.IsRequest() {
 				refuse(ev, "the openmax turn has ended")
 				continue

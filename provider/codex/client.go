@@ -61,9 +61,14 @@ type Options struct {
 	// Stderr receives the server's stderr; nil keeps only its last few
 	// KiB, which the error of a server that exits names.
 	Stderr io.Writer
-	// MaxLine caps one line from the server (0: MaxLine); MaxQueued the
-	// events read and not yet taken from Events (0: MaxQueued).
-	MaxLine, MaxQueued int
+	// MaxLine caps one line from the server (0: MaxLine); MaxQueued and
+	// MaxQueuedBytes the events read and not yet taken from Events, and
+	// the bytes of their params (0: MaxQueued, MaxQueuedBytes).
+	MaxLine, MaxQueued, MaxQueuedBytes int
+
+	// onQueueFull is called each time the reader waits for room in the
+	// queue of events (tests).
+	onQueueFull func()
 }
 
 // Identity is a commit identity.
@@ -105,8 +110,9 @@ const reservedPrefix = "mcp__"
 // routed to it directly, never through Events. Events delivers the
 // server's notifications in the order they were read, from one goroutine
 // of the client's; the client buffers up to Options.MaxQueued (65,536) of
-// them for a slow consumer and drops the connection past that, so Events
-// must be drained. Server requests are answered on goroutines of their own (a
+// them, or Options.MaxQueuedBytes (8 MiB) of their params, for a slow
+// consumer and at that bound stops reading from the server (responses
+// included) until one is taken, so Events must be drained. Server requests are answered on goroutines of their own (a
 // tool's handler may call the client). After the server's stdout ends,
 // every call fails with ErrClosed (or the read error), Events is closed
 // once drained, and Close reaps the process.
@@ -235,6 +241,8 @@ func newClient(r io.Reader, w io.Writer, o Options) *Client {
 		inBand:     map[string]bool{MethodItemToolCall: o.ToolCallsAsEvents},
 		maxLine:    cmp.Or(o.MaxLine, MaxLine),
 		maxQueued:  cmp.Or(o.MaxQueued, MaxQueued),
+		maxBytes:   cmp.Or(o.MaxQueuedBytes, MaxQueuedBytes),
+		onFull:     o.onQueueFull,
 	})
 	return cl
 }
@@ -353,6 +361,7 @@ func (cl *Client) Close(ctx context.Context) error {
 			case <-cl.c.readEnd:
 			case <-ctx.Done():
 				_ = cl.stdout.Close()
+				cl.c.stopPump() // a reader waiting for room gives up
 				<-cl.c.readEnd
 			}
 		}

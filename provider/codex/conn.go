@@ -18,11 +18,16 @@ import (
 // as a bad line; the connection goes on.
 const MaxLine = 64 << 20
 
-// MaxQueued is the default bound on the events read but not yet taken
-// from Events (Options.MaxQueued). A consumer that stops taking them does
-// not make the client grow without bound: past this many the connection
-// is dropped.
-const MaxQueued = 1 << 16
+// MaxQueued and MaxQueuedBytes are the default bounds on the events read
+// but not yet taken from Events (Options.MaxQueued, Options.MaxQueuedBytes:
+// their number, and the bytes of their params). A consumer slower than the
+// server does not make the client grow without bound: at either bound the
+// client stops reading until the consumer takes an event, so the server's
+// writes wait, as they would on a full pipe.
+const (
+	MaxQueued      = 1 << 16
+	MaxQueuedBytes = 8 << 20
+)
 
 // maxUnsent bounds the bytes of lines queued for the app-server and not
 // yet written: a server that stops reading its input while it keeps
@@ -121,6 +126,8 @@ type conn struct {
 	inBand     map[string]bool // server requests delivered on Events, in order
 	maxLine    int
 	maxQueued  int
+	maxBytes   int
+	onFull     func() // called when the reader waits for room (tests)
 
 	tmu sync.Mutex // one whole line at a time to the transcript
 
@@ -139,7 +146,9 @@ type conn struct {
 	nextID  int64
 	pending map[int64]chan message
 	queue   []Event
+	queued  int           // bytes of the params in queue
 	wake    chan struct{} // a token when the queue gains an event or the conn ends
+	room    chan struct{} // a token when the pump takes an event from the queue
 	err     error         // why the conn ended; nil while it runs
 	done    chan struct{} // closed when the connection ends (the reader's end, or Close)
 	readEnd chan struct{} // closed when the reader goroutine has returned
@@ -156,7 +165,8 @@ func newConn(r io.Reader, w io.Writer, o connOptions) *conn {
 	ctx, stop := context.WithCancel(context.Background())
 	c := &conn{
 		w: w, transcript: o.transcript, onBadLine: o.onBadLine, onRequest: o.onRequest, observe: o.observe, inBand: o.inBand,
-		maxLine: o.maxLine, maxQueued: o.maxQueued,
+		maxLine: o.maxLine, maxQueued: o.maxQueued, maxBytes: o.maxBytes, onFull: o.onFull,
+		room:    make(chan struct{}, 1),
 		pending: map[int64]chan message{},
 		wake:    make(chan struct{}, 1),
 		done:    make(chan struct{}),
@@ -187,6 +197,8 @@ type connOptions struct {
 	inBand     map[string]bool
 	maxLine    int
 	maxQueued  int
+	maxBytes   int
+	onFull     func()
 }
 
 // record writes one transcript line; a failing transcript writer is
@@ -476,14 +488,27 @@ func (c *conn) route(line []byte) {
 	}
 }
 
+// enqueue queues ev for the pump, on the reader goroutine. At the queue's
+// bounds it waits for the pump to take an event (one event alone always
+// fits): the reader stops reading, so the server's writes wait. The event
+// is dropped once nobody will take it.
 func (c *conn) enqueue(ev Event) {
+	size := len(ev.Params)
 	c.mu.Lock()
-	if len(c.queue) >= c.maxQueued {
+	for len(c.queue) > 0 && (len(c.queue) >= c.maxQueued || c.queued+size > c.maxBytes) {
 		c.mu.Unlock()
-		c.end(fmt.Errorf("codex: %d events were not taken from Events; connection dropped", c.maxQueued))
-		return
+		if c.onFull != nil {
+			c.onFull()
+		}
+		select {
+		case <-c.room:
+		case <-c.quit:
+			return
+		}
+		c.mu.Lock()
 	}
 	c.queue = append(c.queue, ev)
+	c.queued += size
 	c.mu.Unlock()
 	select {
 	case c.wake <- struct{}{}:
@@ -513,7 +538,12 @@ func (c *conn) pump() {
 		ev := c.queue[0]
 		c.queue[0] = Event{}
 		c.queue = c.queue[1:]
+		c.queued -= len(ev.Params)
 		c.mu.Unlock()
+		select {
+		case c.room <- struct{}{}:
+		default:
+		}
 		select {
 		case c.events <- ev:
 		case <-c.quit:
