@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/openmax/openmax/internal/rapidchecks"
+	"github.com/openmax/openmax/provider/clock"
 	"github.com/openmax/openmax/provider/codex"
 	"github.com/openmax/openmax/replay/appserver"
 )
@@ -65,7 +66,7 @@ func TestCodexBackendReplayIsDeterministic(t *testing.T) {
 // runCodexInProcess plays case c against the recording tr in process and
 // returns the transcript as the golden has it.
 func runCodexInProcess(t *testing.T, c codexCase, tr *appserver.Transcript) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	project, err := os.MkdirTemp(t.TempDir(), "project-")
 	if err != nil {
@@ -90,11 +91,16 @@ func runCodexInProcess(t *testing.T, c codexCase, tr *appserver.Transcript) ([]b
 	}
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
-	s := &session{t: t, stdin: inW, lines: make(chan string, 1024), result: make(chan int, 1)}
+	// Many runs at once under -race on a loaded machine: no wait of the
+	// test's (the context is the watchdog) nor of openmax's (a fake clock
+	// nobody moves: codex's answers come from the recording) is on wall
+	// time, so only a hang can fail a run.
+	fake := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	s := &session{t: t, stdin: inW, lines: make(chan string, 1024), result: make(chan int, 1), clock: fake, untimed: true}
 	var stderr syncBuffer
 	args := []string{"--stdio", "--session-id", "s1", "--project", project, "--provider", "codex"}
 	go func() {
-		code := run(ctx, args, inR, outW, &stderr, env{getenv: trustedEnv(t, testEnv, project), codexStart: start})
+		code := run(ctx, args, inR, outW, &stderr, env{clock: fake, getenv: trustedEnv(t, testEnv, project), codexStart: start})
 		outW.Close()
 		s.result <- code
 	}()

@@ -230,8 +230,8 @@ func runScriptedCodex(rt *rapid.T, turns []scriptedTurn, cmds []string, quit boo
 		return codex.Connect(turnCtx, cr, cw, o)
 	}
 	inR, inW := io.Pipe()
-	var out bytes.Buffer
-	var stderr syncBuffer
+	// openmax may still be writing when the watchdog reads what it wrote.
+	var out, stderr syncBuffer
 	done := make(chan int, 1)
 	home, err := os.MkdirTemp("", "codex-rapid-home-")
 	if err != nil {

@@ -2,11 +2,6 @@ package main
 
 import (
 	"bytes"
-	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"sync"
 	"testing"
 )
 
@@ -16,34 +11,10 @@ import (
 // hook that counts its calls across processes). Both are written back as
 // $HOOKPROG and $STATE in the transcript.
 
-var (
-	hookProgOnce sync.Once
-	hookProgDir  string
-	hookProgPath string
-	hookProgErr  error
-)
-
 // hookProgram builds testdata/hookprog once and returns its path.
 func hookProgram(t *testing.T) string {
 	t.Helper()
-	hookProgOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "openmax-hookprog-")
-		if err != nil {
-			hookProgErr = err
-			return
-		}
-		hookProgDir = dir
-		bin := filepath.Join(dir, "hookprog")
-		if out, err := exec.Command("go", "build", "-o", bin, "./testdata/hookprog").CombinedOutput(); err != nil {
-			hookProgErr = fmt.Errorf("go build hookprog: %v\n%s", err, out)
-			return
-		}
-		hookProgPath = bin
-	})
-	if hookProgErr != nil {
-		t.Fatal(hookProgErr)
-	}
-	return hookProgPath
+	return testdataProgram(t, "hookprog")
 }
 
 // caseHooks expands and normalises the hook placeholders of one case.

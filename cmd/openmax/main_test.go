@@ -175,14 +175,44 @@ func trustedBinaryEnv(t *testing.T, ctx context.Context, bin, project, state str
 	return env
 }
 
-// TestMain removes the shared binary after the tests.
+var (
+	progMu    sync.Mutex
+	progDir   string
+	progPaths = map[string]string{}
+)
+
+// testdataProgram builds the helper program testdata/NAME once for the
+// test binary and returns its path.
+func testdataProgram(t *testing.T, name string) string {
+	t.Helper()
+	progMu.Lock()
+	defer progMu.Unlock()
+	if p, ok := progPaths[name]; ok {
+		return p
+	}
+	if progDir == "" {
+		dir, err := os.MkdirTemp("", "openmax-testprogs-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		progDir = dir
+	}
+	bin := filepath.Join(progDir, name)
+	if out, err := exec.Command("go", "build", "-o", bin, "./testdata/"+name).CombinedOutput(); err != nil {
+		t.Fatalf("go build %s: %v\n%s", name, err, out)
+	}
+	progPaths[name] = bin
+	return bin
+}
+
+// TestMain removes the shared binary and helper programs after the tests.
 func TestMain(m *testing.M) {
 	code := m.Run()
 	if binDir != "" {
 		os.RemoveAll(binDir)
 	}
-	if hookProgDir != "" {
-		os.RemoveAll(hookProgDir)
+	if progDir != "" {
+		os.RemoveAll(progDir)
 	}
 	os.Exit(code)
 }

@@ -57,6 +57,11 @@ type Config struct {
 	// Clock times AnswerTimeout and the wait for an interrupted turn's
 	// end; nil means the wall clock.
 	Clock clock.Clock
+	// MaxReplyBytes caps one reply: when the bytes codex sent of its
+	// deltas (text and reasoning, since the last tool call) pass it, the
+	// turn ends truncated and codex's turn is interrupted; 0 means no
+	// limit. It is the harness's --max-reply-bytes.
+	MaxReplyBytes int64
 }
 
 // DefaultAnswerTimeout is how long the app-server may take to answer
@@ -107,6 +112,7 @@ type Backend struct {
 	ids     map[string]string         // openmax session id → its thread id, kept across restarts
 	turns   map[string]*turnRun       // codex thread id → the turn running on it
 	closed  bool
+	bad     *badLines
 }
 
 // New returns a Backend; nothing starts until the first turn.
@@ -114,19 +120,27 @@ func New(cfg Config) *Backend {
 	if cfg.Log == nil {
 		cfg.Log = io.Discard
 	}
-	return &Backend{cfg: cfg, threads: map[string]*codex.Session{}, ids: map[string]string{}, turns: map[string]*turnRun{}}
+	return &Backend{cfg: cfg, threads: map[string]*codex.Session{}, ids: map[string]string{}, turns: map[string]*turnRun{}, bad: &badLines{log: cfg.Log}}
 }
 
+// closeWait bounds, on the backend's clock, how long Close waits for the
+// app-server to read what was sent to it and to end.
+const closeWait = 5 * time.Second
+
 // Close ends the app-server (closing its stdin) and waits for it within
-// ctx.
+// ctx and closeWait on the backend's clock; one that does not end is
+// killed.
 func (b *Backend) Close(ctx context.Context) error {
 	b.mu.Lock()
 	cl := b.cl
 	b.cl, b.closed = nil, true
 	b.mu.Unlock()
+	defer b.bad.summary()
 	if cl == nil {
 		return nil
 	}
+	ctx, stop := withTimeout(ctx, b.clock(), closeWait, errors.New("the codex app-server did not end in time"))
+	defer stop()
 	return cl.Close(ctx)
 }
 
@@ -146,6 +160,7 @@ func (b *Backend) RunTurn(ctx context.Context, h *core.TurnHost, text string) st
 		}
 		return fail(h, err)
 	}
+	defer b.bad.summary()
 	return b.runTurns(ctx, h, s, text)
 }
 
@@ -178,9 +193,8 @@ func (b *Backend) client(ctx context.Context, h *core.TurnHost) (*codex.Client, 
 		// So are codex's approval requests: openmax's gate decides them.
 		ApprovalsAsEvents: true,
 		Transcript:        b.cfg.Transcript, Stderr: b.cfg.Log,
-		OnBadLine: func(line []byte, err error) {
-			fmt.Fprintf(b.cfg.Log, "openmax: codex app-server: %v\n", err)
-		},
+		OnBadLine: b.bad.report,
+		MaxLine:   maxLine, MaxQueuedBytes: clientQueueBytes,
 	}
 	if len(tools) > 0 {
 		o.Tools = []codex.Namespace{{Name: Namespace, Description: "openmax's own tools, run by openmax behind its approval gate", Tools: tools}}

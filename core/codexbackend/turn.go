@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/openmax/openmax/core"
@@ -56,6 +57,10 @@ type turnRun struct {
 	failure  *codex.TurnError
 	g        gates  // the gate's view of codex's tool items (approval.go)
 	reply    string // the text after the last tool: the reply turn_end sees (hooks.go)
+
+	pending    atomic.Int64  // bytes of the params in events, not yet taken
+	room       chan struct{} // a token when the turn takes an event
+	replyBytes int64         // what codex sent of the reply so far (limits.go)
 }
 
 func newTurnRun(b *Backend, h *core.TurnHost, s *codex.Session) *turnRun {
@@ -64,18 +69,22 @@ func newTurnRun(b *Backend, h *core.TurnHost, s *codex.Session) *turnRun {
 		events:   make(chan codex.Event, 256),
 		gone:     make(chan struct{}),
 		finished: make(chan struct{}),
+		room:     make(chan struct{}, 1),
 		seen:     map[string]bool{},
 		tools:    map[string]bool{},
 	}
 }
 
 func (r *turnRun) deliver(ev codex.Event) {
-	select {
-	case r.events <- ev:
-	case <-r.finished:
-		if ev.IsRequest() {
-			refuse(ev, "the openmax turn has ended")
+	if r.roomFor(int64(len(ev.Params))) {
+		select {
+		case r.events <- ev:
+			return
+		case <-r.finished:
 		}
+	}
+	if ev.IsRequest() {
+		refuse(ev, "the openmax turn has ended")
 	}
 }
 
@@ -121,6 +130,7 @@ func (r *turnRun) run(ctx context.Context, text string) (stop string) {
 	for {
 		select {
 		case ev := <-r.events:
+			r.took(ev)
 			if ev.IsRequest() {
 				r.request(ctx, ev)
 				continue
@@ -134,6 +144,7 @@ func (r *turnRun) run(ctx context.Context, text string) (stop string) {
 			for drained := false; !drained; {
 				select {
 				case ev := <-r.events:
+					r.took(ev)
 					if ev.IsRequest() {
 						refuse(ev, "the codex app-server ended")
 						continue
@@ -161,10 +172,11 @@ func (r *turnRun) run(ctx context.Context, text string) (stop string) {
 	}
 }
 
-// interrupt asks codex to end the turn; turn/completed follows.
+// interrupt asks codex to end the turn; turn/completed follows. It does
+// not wait: the turn's own wait for the end is on the backend's clock.
 func (r *turnRun) interrupt() {
 	go func() {
-		ctx, stop := context.WithTimeout(context.Background(), interruptWait)
+		ctx, stop := withTimeout(context.Background(), r.b.clock(), interruptWait, fmt.Errorf("no answer to turn/interrupt within %v", interruptWait))
 		defer stop()
 		if err := r.s.Interrupt(ctx); err != nil && !errors.Is(err, codex.ErrNoActiveTurn) {
 			fmt.Fprintf(r.b.cfg.Log, "openmax: codex turn/interrupt: %v\n", err)
@@ -193,8 +205,9 @@ func (r *turnRun) runCall(ctx context.Context, ev codex.Event) {
 }
 
 // flush closes the open run of tokens with its message_done, and keeps
-// the text in the session.
+// the text in the session; the next reply is counted afresh.
 func (r *turnRun) flush() {
+	r.replyBytes = 0
 	if !r.runOpen {
 		return
 	}
@@ -241,6 +254,9 @@ func (r *turnRun) handle(ev codex.Event) (stop string, done bool) {
 	v, err := ev.Decode()
 	if err != nil {
 		return "", false // unknown to the schema: reported as a bad line already
+	}
+	if r.overReply(v, len(ev.Params)) {
+		return r.capped(), true
 	}
 	switch p := v.(type) {
 	case *codex.AgentMessageDeltaNotification:
@@ -369,9 +385,15 @@ func (r *turnRun) itemCompleted(it codex.ThreadItem) {
 // so the reply is reported truncated (what streamed kept, as openmax's own
 // turns do) and codex's turn is interrupted.
 func (r *turnRun) truncated(e codex.TurnError) string {
+	return r.cut(errorText(e) + "; codex would retry a reply that already streamed text, so the turn was interrupted")
+}
+
+// cut ends the turn truncated for why: the open tool calls closed, what
+// streamed kept, the error, and codex's turn interrupted.
+func (r *turnRun) cut(why string) string {
 	r.closeOpen("cancelled: the reply was truncated")
 	r.flush()
-	r.h.Emit(wire.Error{Message: "reply truncated: " + errorText(e) + "; codex would retry a reply that already streamed text, so the turn was interrupted"})
+	r.h.Emit(wire.Error{Message: "reply truncated: " + why})
 	r.interrupt()
 	r.awaitCompletion()
 	return wire.StopTruncated
@@ -384,6 +406,7 @@ func (r *turnRun) awaitCompletion() {
 	for {
 		select {
 		case ev := <-r.events:
+			r.took(ev)
 			if ev.IsRequest() {
 				refuse(ev, "the openmax turn has ended")
 				continue

@@ -26,6 +26,9 @@ func (h *Harness) useCodex() error {
 		Log:          h.deps.Log,
 		Start:        h.deps.CodexStart,
 		Clock:        h.deps.Clock,
+		// The reply-size cap applies to codex's replies as to any
+		// provider's.
+		MaxReplyBytes: h.cfg.MaxReplyBytes,
 	}
 	if h.cfg.CodexTranscript != "" {
 		// A FIFO, device or directory is refused before it can block the

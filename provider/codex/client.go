@@ -68,9 +68,14 @@ type Options struct {
 	// Stderr receives the server's stderr; nil keeps only its last few
 	// KiB, which the error of a server that exits names.
 	Stderr io.Writer
-	// MaxLine caps one line from the server (0: MaxLine); MaxQueued the
-	// events read and not yet taken from Events (0: MaxQueued).
-	MaxLine, MaxQueued int
+	// MaxLine caps one line from the server (0: MaxLine); MaxQueued and
+	// MaxQueuedBytes the events read and not yet taken from Events, and
+	// the bytes of their params (0: MaxQueued, MaxQueuedBytes).
+	MaxLine, MaxQueued, MaxQueuedBytes int
+
+	// onQueueFull is called each time the reader waits for room in the
+	// queue of events (tests).
+	onQueueFull func()
 }
 
 // Identity is a commit identity.
@@ -112,8 +117,9 @@ const reservedPrefix = "mcp__"
 // routed to it directly, never through Events. Events delivers the
 // server's notifications in the order they were read, from one goroutine
 // of the client's; the client buffers up to Options.MaxQueued (65,536) of
-// them for a slow consumer and drops the connection past that, so Events
-// must be drained. Server requests are answered on goroutines of their own (a
+// them, or Options.MaxQueuedBytes (8 MiB) of their params, for a slow
+// consumer and at that bound stops reading from the server (responses
+// included) until one is taken, so Events must be drained. Server requests are answered on goroutines of their own (a
 // tool's handler may call the client). After the server's stdout ends,
 // every call fails with ErrClosed (or the read error), Events is closed
 // once drained, and Close reaps the process.
@@ -247,6 +253,8 @@ func newClient(r io.Reader, w io.Writer, o Options) *Client {
 		},
 		maxLine:   cmp.Or(o.MaxLine, MaxLine),
 		maxQueued: cmp.Or(o.MaxQueued, MaxQueued),
+		maxBytes:  cmp.Or(o.MaxQueuedBytes, MaxQueuedBytes),
+		onFull:    o.onQueueFull,
 	})
 	return cl
 }
@@ -330,16 +338,23 @@ func (cl *Client) withStderr(err error) error {
 	return err
 }
 
-// Close closes the server's stdin, which ends it, waits for it to exit
+// Close closes the server's stdin once the lines queued for it are
+// written (at once when ctx ends first), which ends it, waits for it to exit
 // and for every line it wrote to be read (and recorded); when ctx ends
 // first the process is killed and the rest of its output dropped.
 // Pending server requests see their context cancelled. Close is
 // idempotent.
 func (cl *Client) Close(ctx context.Context) error {
 	cl.closeOnce.Do(func() {
-		cl.c.wmu.Lock()
+		// What is queued for the server is written first, unless it
+		// stopped reading: closing its stdin at ctx's end fails the write
+		// under way.
+		cl.c.stopWriting()
+		select {
+		case <-cl.c.writerEnd:
+		case <-ctx.Done():
+		}
 		err := cl.stdin.Close()
-		cl.c.wmu.Unlock()
 		if errors.Is(err, os.ErrClosed) {
 			err = nil // the process exited first, and Wait closed it
 		}
@@ -358,6 +373,7 @@ func (cl *Client) Close(ctx context.Context) error {
 			case <-cl.c.readEnd:
 			case <-ctx.Done():
 				_ = cl.stdout.Close()
+				cl.c.stopPump() // a reader waiting for room gives up
 				<-cl.c.readEnd
 			}
 		}

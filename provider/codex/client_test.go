@@ -535,35 +535,67 @@ func TestToolCallsAsEventsKeepOrder(t *testing.T) {
 }
 
 // A hostile server: a line over the cap is skipped and reported (the
-// connection goes on), and events nobody takes end the connection once
-// MaxQueued are waiting, instead of growing without bound.
+// connection goes on), and events nobody takes stop the reading once
+// MaxQueued are waiting (or MaxQueuedBytes of params), instead of growing
+// without bound; nothing is dropped, and reading goes on as they are
+// taken.
 func TestHostileServerIsBounded(t *testing.T) {
-	var mu sync.Mutex
-	var bad []string
-	cl, p := connectPeer(t, Options{MaxLine: 1024, MaxQueued: 50, OnBadLine: func(_ []byte, err error) {
-		mu.Lock()
-		defer mu.Unlock()
-		bad = append(bad, err.Error())
-	}})
-	p.send(`{"method":"item/agentMessage/delta","params":{"delta":"` + strings.Repeat("x", 5000) + `"}}`)
-	p.notify(MethodItemAgentMessageDelta, `{"threadId":"t","turnId":"u","itemId":"i","delta":"after"}`)
-	if ev := takeEvent(t, cl); !strings.Contains(string(ev.Params), `"after"`) {
-		t.Fatalf("the line after the long one: %s", ev.Params)
-	}
-	mu.Lock()
-	if len(bad) != 1 || !strings.Contains(bad[0], "longer than the 1024-byte limit") {
-		t.Fatalf("bad lines %q", bad)
-	}
-	mu.Unlock()
-	for i := 0; i < 60; i++ { // nobody takes these
-		p.notify(MethodItemAgentMessageDelta, `{"threadId":"t","turnId":"u","itemId":"i","delta":"flood"}`)
-	}
-	select {
-	case <-cl.Ended():
-	case <-time.After(10 * time.Second):
-		t.Fatal("the connection still runs with 60 events waiting and a cap of 50")
-	}
-	if _, err := cl.StartThread(context.Background(), ThreadOptions{}); err == nil || !strings.Contains(err.Error(), "50 events were not taken") {
-		t.Fatalf("a call after the drop: %v", err)
+	for _, tc := range []struct {
+		name          string
+		count, nbytes int
+	}{
+		{"count", 50, 0},
+		{"bytes", 0, 50 * 61}, // each params below is 61 bytes
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var mu sync.Mutex
+			var bad []string
+			full := make(chan struct{})
+			var fullOnce sync.Once
+			cl, p := connectPeer(t, Options{MaxLine: 1024, MaxQueued: tc.count, MaxQueuedBytes: tc.nbytes,
+				onQueueFull: func() { fullOnce.Do(func() { close(full) }) },
+				OnBadLine: func(_ []byte, err error) {
+					mu.Lock()
+					defer mu.Unlock()
+					bad = append(bad, err.Error())
+				}})
+			p.send(`{"method":"item/agentMessage/delta","params":{"delta":"` + strings.Repeat("x", 5000) + `"}}`)
+			p.notify(MethodItemAgentMessageDelta, `{"threadId":"t","turnId":"u","itemId":"i","delta":"after"}`)
+			if ev := takeEvent(t, cl); !strings.Contains(string(ev.Params), `"after"`) {
+				t.Fatalf("the line after the long one: %s", ev.Params)
+			}
+			mu.Lock()
+			if len(bad) != 1 || !strings.Contains(bad[0], "longer than the 1024-byte limit") {
+				t.Fatalf("bad lines %q", bad)
+			}
+			mu.Unlock()
+			sent := make(chan struct{})
+			go func() { // nobody takes these for now
+				defer close(sent)
+				for i := 0; i < 60; i++ {
+					p.notify(MethodItemAgentMessageDelta, fmt.Sprintf(`{"threadId":"t","turnId":"u","itemId":"i","delta":"flood%03d"}`, i))
+				}
+			}()
+			<-full // the reader waits for room
+			cl.c.mu.Lock()
+			queued, size := len(cl.c.queue), cl.c.queued
+			cl.c.mu.Unlock()
+			// The pump holds one more, on its way to Events.
+			if tc.count > 0 && queued != tc.count || tc.nbytes > 0 && (size > tc.nbytes || size+61 <= tc.nbytes) {
+				t.Fatalf("%d events (%d bytes) queued at the bound", queued, size)
+			}
+			select {
+			case <-cl.Ended():
+				t.Fatal("the connection was dropped")
+			default:
+			}
+			for i := 0; i < 60; i++ {
+				ev := takeEvent(t, cl)
+				if want := fmt.Sprintf(`"flood%03d"`, i); !strings.Contains(string(ev.Params), want) {
+					t.Fatalf("event %d: %s, want %s", i, ev.Params, want)
+				}
+			}
+			<-sent
+		})
 	}
 }

@@ -18,11 +18,23 @@ import (
 // as a bad line; the connection goes on.
 const MaxLine = 64 << 20
 
-// MaxQueued is the default bound on the events read but not yet taken
-// from Events (Options.MaxQueued). A consumer that stops taking them does
-// not make the client grow without bound: past this many the connection
-// is dropped.
-const MaxQueued = 1 << 16
+// MaxQueued and MaxQueuedBytes are the default bounds on the events read
+// but not yet taken from Events (Options.MaxQueued, Options.MaxQueuedBytes:
+// their number, and the bytes of their params). A consumer slower than the
+// server does not make the client grow without bound: at either bound the
+// client stops reading until the consumer takes an event, so the server's
+// writes wait, as they would on a full pipe.
+const (
+	MaxQueued      = 1 << 16
+	MaxQueuedBytes = 8 << 20
+)
+
+// maxUnsent bounds the bytes of lines queued for the app-server and not
+// yet written: a server that stops reading its input while it keeps
+// asking (tool calls it never reads the answers to) has its connection
+// dropped past this, instead of growing the queue. One line longer than
+// this is still sent when nothing else waits.
+const maxUnsent = 16 << 20
 
 // RPCError is a JSON-RPC error object, as the server sends it in a response
 // and as the client answers a server request it refuses.
@@ -114,14 +126,29 @@ type conn struct {
 	inBand     map[string]bool // server requests delivered on Events, in order
 	maxLine    int
 	maxQueued  int
+	maxBytes   int
+	onFull     func() // called when the reader waits for room (tests)
 
-	wmu sync.Mutex // one whole line at a time, to w and to the transcript
+	tmu sync.Mutex // one whole line at a time to the transcript
+
+	// The writer goroutine alone writes to w, the lines in out in order:
+	// no caller waits on a write, so an app-server that stops reading its
+	// input cannot block a turn, the reader or Close.
+	out       []outLine
+	outBytes  int
+	outWake   chan struct{} // a token when out gains a line
+	writeErr  error         // the first failed write; every later line fails with it
+	stopW     chan struct{} // closed by stopWriting: write what is queued, then return
+	stopOnce  sync.Once
+	writerEnd chan struct{} // closed when the writer goroutine has returned
 
 	mu      sync.Mutex
 	nextID  int64
 	pending map[int64]chan message
 	queue   []Event
+	queued  int           // bytes of the params in queue
 	wake    chan struct{} // a token when the queue gains an event or the conn ends
+	room    chan struct{} // a token when the pump takes an event from the queue
 	err     error         // why the conn ended; nil while it runs
 	done    chan struct{} // closed when the connection ends (the reader's end, or Close)
 	readEnd chan struct{} // closed when the reader goroutine has returned
@@ -138,7 +165,8 @@ func newConn(r io.Reader, w io.Writer, o connOptions) *conn {
 	ctx, stop := context.WithCancel(context.Background())
 	c := &conn{
 		w: w, transcript: o.transcript, onBadLine: o.onBadLine, onRequest: o.onRequest, observe: o.observe, inBand: o.inBand,
-		maxLine: o.maxLine, maxQueued: o.maxQueued,
+		maxLine: o.maxLine, maxQueued: o.maxQueued, maxBytes: o.maxBytes, onFull: o.onFull,
+		room:    make(chan struct{}, 1),
 		pending: map[int64]chan message{},
 		wake:    make(chan struct{}, 1),
 		done:    make(chan struct{}),
@@ -146,10 +174,19 @@ func newConn(r io.Reader, w io.Writer, o connOptions) *conn {
 		quit:    make(chan struct{}),
 		events:  make(chan Event),
 		reqCtx:  ctx, reqStop: stop,
+		outWake: make(chan struct{}, 1), stopW: make(chan struct{}), writerEnd: make(chan struct{}),
 	}
 	go c.read(r)
 	go c.pump()
+	go c.write()
 	return c
+}
+
+// outLine is one line queued for the writer, with its newline; res, when
+// not nil, receives the write's outcome.
+type outLine struct {
+	b   []byte
+	res chan error
 }
 
 type connOptions struct {
@@ -160,6 +197,8 @@ type connOptions struct {
 	inBand     map[string]bool
 	maxLine    int
 	maxQueued  int
+	maxBytes   int
+	onFull     func()
 }
 
 // record writes one transcript line; a failing transcript writer is
@@ -170,34 +209,97 @@ func (c *conn) record(dir string, line []byte) {
 	}
 	b, err := TranscriptBytes(dir, line)
 	if err == nil {
+		c.tmu.Lock()
 		_, err = c.transcript.Write(append(b, '\n'))
+		c.tmu.Unlock()
 	}
 	if err != nil && c.onBadLine != nil {
 		c.onBadLine(line, fmt.Errorf("codex: transcript: %w", err))
 	}
 }
 
-// send writes v as one line.
-func (c *conn) send(v any) error {
+// send queues v as one line for the writer and returns at once; the
+// channel receives the outcome of its write. It fails when the
+// connection has ended, an earlier write failed, or the server has left
+// maxUnsent bytes unread (which drops the connection).
+func (c *conn) send(v any) (<-chan error, error) {
 	b, err := json.Marshal(v)
 	if err != nil {
-		return fmt.Errorf("codex: encode: %w", err)
+		return nil, fmt.Errorf("codex: encode: %w", err)
 	}
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
+	b = append(b, '\n')
+	res := make(chan error, 1)
+	c.mu.Lock()
+	if c.err != nil {
+		err := c.err
+		c.mu.Unlock()
+		return nil, err
+	}
+	if c.writeErr != nil {
+		err := c.writeErr
+		c.mu.Unlock()
+		return nil, err
+	}
+	if len(c.out) > 0 && c.outBytes+len(b) > maxUnsent {
+		n := c.outBytes
+		c.mu.Unlock()
+		c.end(fmt.Errorf("codex: the app-server left %d bytes sent to it unread; connection dropped", n))
+		return nil, c.closedErr()
+	}
+	c.out = append(c.out, outLine{b: b, res: res})
+	c.outBytes += len(b)
+	c.mu.Unlock()
 	select {
-	case <-c.done:
-		return c.closedErr()
+	case c.outWake <- struct{}{}:
 	default:
 	}
-	c.record(DirSend, b)
-	if _, err := c.w.Write(append(b, '\n')); err != nil {
-		// The server is gone (or closed its stdin): as closed as a
-		// connection gets.
-		return fmt.Errorf("codex: write to app-server: %w (%w)", err, ErrClosed)
-	}
-	return nil
+	return res, nil
 }
+
+// write is the writer goroutine: it writes the queued lines in order
+// until stopWriting, after which it writes what is queued and returns.
+func (c *conn) write() {
+	defer close(c.writerEnd)
+	for {
+		c.mu.Lock()
+		if len(c.out) == 0 {
+			c.mu.Unlock()
+			select {
+			case <-c.outWake:
+				continue
+			case <-c.stopW:
+				c.mu.Lock()
+				empty := len(c.out) == 0
+				c.mu.Unlock()
+				if empty {
+					return
+				}
+				continue
+			}
+		}
+		l := c.out[0]
+		c.out[0] = outLine{}
+		c.out = c.out[1:]
+		c.outBytes -= len(l.b)
+		err := c.writeErr
+		c.mu.Unlock()
+		if err == nil {
+			c.record(DirSend, l.b[:len(l.b)-1])
+			if _, werr := c.w.Write(l.b); werr != nil {
+				// The server is gone (or closed its stdin): as closed as
+				// a connection gets.
+				err = fmt.Errorf("codex: write to app-server: %w (%w)", werr, ErrClosed)
+				c.mu.Lock()
+				c.writeErr = err
+				c.mu.Unlock()
+			}
+		}
+		l.res <- err
+	}
+}
+
+// stopWriting tells the writer to return once what is queued is written.
+func (c *conn) stopWriting() { c.stopOnce.Do(func() { close(c.stopW) }) }
 
 func (c *conn) closedErr() error {
 	c.mu.Lock()
@@ -237,22 +339,30 @@ func (c *conn) call(ctx context.Context, method string, params, result any) erro
 		delete(c.pending, id)
 		c.mu.Unlock()
 	}()
-	if err := c.send(request{ID: id, Method: method, Params: params}); err != nil {
+	written, err := c.send(request{ID: id, Method: method, Params: params})
+	if err != nil {
 		return err
 	}
-	select {
-	case <-ctx.Done():
-		return fmt.Errorf("codex: %s: %w", method, ctx.Err())
-	case <-c.done:
-		// The response may have been read just before the end.
+	for {
 		select {
+		case <-ctx.Done():
+			return fmt.Errorf("codex: %s: %w", method, ctx.Err())
+		case err := <-written:
+			if err != nil {
+				return err
+			}
+			written = nil // sent: now the response
+		case <-c.done:
+			// The response may have been read just before the end.
+			select {
+			case m := <-ch:
+				return decodeResult(method, m, result)
+			default:
+			}
+			return fmt.Errorf("codex: %s: %w", method, c.closedErr())
 		case m := <-ch:
 			return decodeResult(method, m, result)
-		default:
 		}
-		return fmt.Errorf("codex: %s: %w", method, c.closedErr())
-	case m := <-ch:
-		return decodeResult(method, m, result)
 	}
 }
 
@@ -269,12 +379,13 @@ func decodeResult(method string, m message, result any) error {
 	return nil
 }
 
-// notify sends a notification.
+// notify queues a notification.
 func (c *conn) notify(method string, params any) error {
-	return c.send(struct {
+	_, err := c.send(struct {
 		Method string `json:"method"`
 		Params any    `json:"params,omitempty"`
 	}{method, params})
+	return err
 }
 
 // read is the reader goroutine: it routes every line until the stream
@@ -297,9 +408,7 @@ func (c *conn) read(r io.Reader) {
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
-		c.wmu.Lock()
 		c.record(DirRecv, line)
-		c.wmu.Unlock()
 		c.route(line)
 	}
 	if errors.Is(err, io.EOF) {
@@ -379,14 +488,27 @@ func (c *conn) route(line []byte) {
 	}
 }
 
+// enqueue queues ev for the pump, on the reader goroutine. At the queue's
+// bounds it waits for the pump to take an event (one event alone always
+// fits): the reader stops reading, so the server's writes wait. The event
+// is dropped once nobody will take it.
 func (c *conn) enqueue(ev Event) {
+	size := len(ev.Params)
 	c.mu.Lock()
-	if len(c.queue) >= c.maxQueued {
+	for len(c.queue) > 0 && (len(c.queue) >= c.maxQueued || c.queued+size > c.maxBytes) {
 		c.mu.Unlock()
-		c.end(fmt.Errorf("codex: %d events were not taken from Events; connection dropped", c.maxQueued))
-		return
+		if c.onFull != nil {
+			c.onFull()
+		}
+		select {
+		case <-c.room:
+		case <-c.quit:
+			return
+		}
+		c.mu.Lock()
 	}
 	c.queue = append(c.queue, ev)
+	c.queued += size
 	c.mu.Unlock()
 	select {
 	case c.wake <- struct{}{}:
@@ -416,7 +538,12 @@ func (c *conn) pump() {
 		ev := c.queue[0]
 		c.queue[0] = Event{}
 		c.queue = c.queue[1:]
+		c.queued -= len(ev.Params)
 		c.mu.Unlock()
+		select {
+		case c.room <- struct{}{}:
+		default:
+		}
 		select {
 		case c.events <- ev:
 		case <-c.quit:
@@ -450,7 +577,8 @@ func (c *conn) answer(m message) {
 	}
 }
 
-// reply sends the response to the server request id.
+// reply queues the response to the server request id; it does not wait
+// for the write.
 func (c *conn) reply(id json.RawMessage, result any, rpcErr *RPCError) error {
 	resp := struct {
 		ID     json.RawMessage `json:"id"`
@@ -465,5 +593,6 @@ func (c *conn) reply(id json.RawMessage, result any, rpcErr *RPCError) error {
 			resp.Result = struct{}{}
 		}
 	}
-	return c.send(resp)
+	_, err := c.send(resp)
+	return err
 }
