@@ -273,11 +273,7 @@ func TestNonRegularFilesNeverBlockALoad(t *testing.T) {
 			}
 			d := loadDirs{t: t, project: project, state: t.TempDir()}
 			env := trustedBinaryEnv(t, ctx, bin, project, d.state)
-			for _, kv := range env {
-				if v, ok := strings.CutPrefix(kv, "XDG_CONFIG_HOME="); ok {
-					d.config = filepath.Join(v, "openmax")
-				}
-			}
+			d.config = filepath.Join(envValue(env, "XDG_CONFIG_HOME"), "openmax")
 			sc := filepath.Join(t.TempDir(), "s.yaml")
 			writeFile(t, sc, "replies:\n  - text: one\n  - text: two\n")
 			args := []string{"--stdio", "--provider", "script", "--script", sc, "--project", project}
@@ -511,11 +507,7 @@ func TestEOFAndSIGTERMEndOpenmaxAmidFIFOs(t *testing.T) {
 			}
 			d := loadDirs{t: t, project: project}
 			env := trustedBinaryEnv(t, ctx, bin, project, "")
-			for _, kv := range env {
-				if v, ok := strings.CutPrefix(kv, "XDG_CONFIG_HOME="); ok {
-					d.config = filepath.Join(v, "openmax")
-				}
-			}
+			d.config = filepath.Join(envValue(env, "XDG_CONFIG_HOME"), "openmax")
 			writeFile(t, filepath.Join(project, ".openmax/tools/lint.json"), toolManifest)
 			for _, p := range []string{
 				".openmax/tools/lint.sh", ".openmax/tools/other.json", ".openmax/skills/review.md",

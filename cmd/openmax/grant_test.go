@@ -153,12 +153,7 @@ func TestGrantedKeyNeverWritten(t *testing.T) {
 
 // configDir is XDG_CONFIG_HOME of env.
 func configDir(env []string) string {
-	dir := ""
-	for _, kv := range env {
-		if v, ok := strings.CutPrefix(kv, "XDG_CONFIG_HOME="); ok {
-			dir = v
-		}
-	}
+	dir := envValue(env, "XDG_CONFIG_HOME")
 	return dir
 }
 
