@@ -266,7 +266,7 @@ func TestProcessSignalCancelsTurn(t *testing.T) {
 	if err := json.Unmarshal([]byte(lines[0]), &hello); err != nil || hello.Project != dir || !strings.HasPrefix(hello.SessionID, "s-") {
 		t.Errorf("hello %s", lines[0])
 	}
-	_, cerr := wire.CheckStream(strings.NewReader(strings.Join(lines, "\n")), func(v wire.Verdict) {
+	_, cerr := wire.CheckStreamStrict(strings.NewReader(strings.Join(lines, "\n")), func(v wire.Verdict) {
 		if v.Err != nil {
 			t.Errorf("line %d: %v", v.Line, v.Err)
 		}
@@ -453,7 +453,7 @@ func TestContinue(t *testing.T) {
 	if lines[1] != want {
 		t.Errorf("transcript\n got %s\nwant %s", lines[1], want)
 	}
-	if _, err := wire.CheckStream(strings.NewReader(out), func(v wire.Verdict) {
+	if _, err := wire.CheckStreamStrict(strings.NewReader(out), func(v wire.Verdict) {
 		if v.Err != nil {
 			t.Errorf("checker: %v", v.Err)
 		}

@@ -170,7 +170,7 @@ func verdict(err error) string {
 
 func TestSinglePassVerdictsEqualTwoPass(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		one, two := NewChecker(), NewChecker()
+		one, two := NewChecker(Strict()), NewChecker(Strict())
 		two.twoPass = true
 		var run []string
 		lines := []string{hello}
