@@ -152,3 +152,72 @@ func TestCheckerCorpusThroughBinary(t *testing.T) {
 		}
 	}
 }
+
+// goldenStreams are the openmax stdout streams of golden/**: each
+// transcript section of a txtar case and each cassette .golden file, up to
+// their "exit:" line.
+func goldenStreams(t *testing.T) map[string][]byte {
+	t.Helper()
+	streams := map[string][]byte{}
+	cut := func(b []byte) []byte {
+		if i := bytes.Index(b, []byte("\nexit:")); i >= 0 {
+			return b[:i+1]
+		}
+		if bytes.HasPrefix(b, []byte("exit:")) {
+			return nil
+		}
+		return b
+	}
+	err := filepath.WalkDir("../../golden", func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		switch filepath.Ext(path) {
+		case ".txtar":
+			a, err := txtar.ParseFile(path)
+			if err != nil {
+				return err
+			}
+			for _, f := range a.Files {
+				if strings.HasPrefix(f.Name, "transcript") {
+					streams[path+":"+f.Name] = cut(f.Data)
+				}
+			}
+		case ".golden":
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			streams[path] = cut(b)
+		}
+		return nil
+	})
+	if err != nil || len(streams) < 100 {
+		t.Fatalf("golden streams: %d, %v", len(streams), err)
+	}
+	return streams
+}
+
+// TestGoldenTranscriptsPassBothModes: every golden transcript of openmax is
+// legal under stdio-protocol.md and under openmax's own stricter habits.
+func TestGoldenTranscriptsPassBothModes(t *testing.T) {
+	for name, stream := range goldenStreams(t) {
+		for _, strict := range []bool{false, true} {
+			var opts []wire.CheckOption
+			if strict {
+				opts = append(opts, wire.Strict())
+			}
+			var bad []string
+			if _, err := wire.NewChecker(opts...).Stream(bytes.NewReader(stream), func(v wire.Verdict) {
+				if v.Err != nil {
+					bad = append(bad, string(v.AppendLine(nil)))
+				}
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if len(bad) > 0 {
+				t.Errorf("%s (strict %v): %s", name, strict, strings.Join(bad, "; "))
+			}
+		}
+	}
+}

@@ -89,8 +89,8 @@ var errUsage = errors.New("usage")
 // its Config, whose fields the remaining flags are bound to.
 type options struct {
 	stdio, check, strict, json, version bool
-	spec, input, prompt         string
-	cfg                         harness.Config
+	spec, input, prompt                 string
+	cfg                                 harness.Config
 }
 
 // flagSet defines the binary's flags, bound to a fresh options.
