@@ -13,7 +13,7 @@ import (
 // Checker validates a stream of openmax-stdio/6 stdout lines.
 //
 // By default it checks stdio-protocol.md, no more and no less: each rule is
-// listed with the sentence it comes from in specRules (check_rules.go), and
+// listed with the sentence it comes from in SpecRules (check_rules.go), and
 // what the spec leaves open is allowed (docs/checker.md). Lines are checked
 // for their shape (known type, required fields, JSON types, enums, which
 // lines carry session_id; unknown members are ignored) and for the
@@ -27,7 +27,7 @@ import (
 // budget line (so a duplicated or dropped done shows), no unknown members,
 // every tool_start has its tool_end, message_done repeats the token run,
 // the error line directly precedes done, protocol_error names its stdin
-// line ("line N: "), and the rest of the bookkeeping in strictRules.
+// line ("line N: "), and the rest of the bookkeeping in StrictRules.
 //
 // A Checker is not safe for concurrent use.
 type Checker struct {
@@ -68,7 +68,7 @@ type Checker struct {
 type CheckOption func(*Checker)
 
 // Strict makes a Checker also hold the stream to openmax's own habits
-// (strictRules in check_rules.go), beyond what stdio-protocol.md requires:
+// (StrictRules in check_rules.go), beyond what stdio-protocol.md requires:
 // openmax's tests use it on openmax's own output; openmax --check --stdio
 // --strict is the same.
 func Strict() CheckOption { return func(c *Checker) { c.strict = true } }
