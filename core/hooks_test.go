@@ -98,7 +98,7 @@ func replies(n int) string {
 // and runs the wire checker over it.
 func checkWire(t *testing.T, events []wire.Event, stop string) {
 	t.Helper()
-	c := wire.NewChecker()
+	c := wire.NewChecker(wire.Strict())
 	hello, err := wire.AppendLine(nil, wire.Hello{Proto: "openmax-stdio/6", ProtocolVersion: 6, SessionID: "s", Project: "/p"})
 	if err != nil {
 		t.Fatal(err)

@@ -262,7 +262,7 @@ func TestStuckToolCancelGivesExactlyOneDone(t *testing.T) {
 	if dones != 1 {
 		t.Errorf("%d done lines, want 1:\n%s", dones, strings.Join(lines, "\n"))
 	}
-	if _, err := wire.CheckStream(strings.NewReader(strings.Join(lines, "\n")), func(v wire.Verdict) {
+	if _, err := wire.CheckStreamStrict(strings.NewReader(strings.Join(lines, "\n")), func(v wire.Verdict) {
 		if v.Err != nil {
 			t.Errorf("line %d: %v", v.Line, v.Err)
 		}

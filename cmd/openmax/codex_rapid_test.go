@@ -279,7 +279,7 @@ func runScriptedCodex(rt *rapid.T, turns []scriptedTurn, cmds []string, quit boo
 	}
 	users := strings.Count(sent.String(), `"cmd":"user"`)
 	dones := strings.Count(out.String(), `"type":"done"`)
-	c := wire.NewChecker()
+	c := wire.NewChecker(wire.Strict())
 	c.SetInput(sent.Bytes())
 	if _, err := c.Stream(bytes.NewReader(out.Bytes()), func(v wire.Verdict) {
 		if v.Err != nil {

@@ -269,7 +269,7 @@ func runHungCodex(t *testing.T, s *hungScript, stop string) {
 	if users, dones := strings.Count(sent.String(), `"cmd":"user"`), strings.Count(got.String(), `"type":"done"`); dones != users {
 		t.Fatalf("%d user commands, %d done lines\nstdout:\n%s\nstderr:\n%s", users, dones, got.String(), stderr.String())
 	}
-	c := wire.NewChecker()
+	c := wire.NewChecker(wire.Strict())
 	c.SetInput(sent.Bytes())
 	if _, err := c.Stream(bytes.NewReader(got.Bytes()), func(v wire.Verdict) {
 		if v.Err != nil {

@@ -102,7 +102,7 @@ func (l *liveStdio) finish() int {
 	if err != nil && code < 0 {
 		l.t.Fatalf("openmax: %v\nstderr: %s", err, l.stderr.String())
 	}
-	if _, err := wire.CheckStream(strings.NewReader(strings.Join(l.seen, "\n")), func(v wire.Verdict) {
+	if _, err := wire.CheckStreamStrict(strings.NewReader(strings.Join(l.seen, "\n")), func(v wire.Verdict) {
 		if v.Err != nil {
 			l.t.Errorf("stdout line %d: %v", v.Line, v.Err)
 		}

@@ -181,7 +181,7 @@ func TestCheckerParsesByFieldName(t *testing.T) {
 		t.Fatalf("no session cases: %v", err)
 	}
 	check := func(stream []byte) (violations []string) {
-		_, err := wire.CheckStream(bytes.NewReader(stream), func(v wire.Verdict) {
+		_, err := wire.CheckStreamStrict(bytes.NewReader(stream), func(v wire.Verdict) {
 			if v.Err != nil {
 				violations = append(violations, v.Err.Error())
 			}

@@ -246,7 +246,7 @@ func TestCrashKillAndContinue(t *testing.T) {
 		if !strings.Contains(lines[1], `"type":"transcript"`) {
 			t.Fatalf("iteration %d: second line %s, want a transcript", it, lines[1])
 		}
-		if _, err := wire.CheckStream(strings.NewReader(lines[0]+"\n"+lines[1]+"\n"), func(v wire.Verdict) {
+		if _, err := wire.CheckStreamStrict(strings.NewReader(lines[0]+"\n"+lines[1]+"\n"), func(v wire.Verdict) {
 			if v.Err != nil {
 				t.Errorf("iteration %d: checker line %d: %v", it, v.Line, v.Err)
 			}

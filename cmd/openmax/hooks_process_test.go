@@ -123,7 +123,7 @@ func TestHookRefusalThatCannotBePersistedIsUnverified(t *testing.T) {
 	if got, want := strings.Join(types, " "), "hello budget token message_done done:unverified"; got != want {
 		t.Errorf("stdout %s, want %s\n%s\nstderr:\n%s", got, want, out, stderr.String())
 	}
-	if _, err := wire.CheckStream(bytes.NewReader(out), func(v wire.Verdict) {
+	if _, err := wire.CheckStreamStrict(bytes.NewReader(out), func(v wire.Verdict) {
 		if v.Err != nil {
 			t.Errorf("checker: line %d: %v", v.Line, v.Err)
 		}

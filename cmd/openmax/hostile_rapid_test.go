@@ -420,7 +420,7 @@ func runRapidHostile(rt *rapid.T, getenv func(string) string, w string, maxAttem
 	if want := map[string]int{wire.StopError: 1}[stop]; code != want {
 		rt.Fatalf("exit %d after done %s, want %d", code, stop, want)
 	}
-	c := wire.NewChecker()
+	c := wire.NewChecker(wire.Strict())
 	c.SetInput([]byte(stdin))
 	if _, err := c.Stream(strings.NewReader(out), func(v wire.Verdict) {
 		if v.Err != nil {

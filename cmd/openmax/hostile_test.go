@@ -121,7 +121,7 @@ func TestHostileProviders(t *testing.T) {
 			if r.maxRSS > 512<<20 {
 				t.Errorf("peak RSS %d MiB", r.maxRSS>>20)
 			}
-			if _, err := wire.CheckStream(strings.NewReader(strings.Join(r.lines, "\n")), func(v wire.Verdict) {
+			if _, err := wire.CheckStreamStrict(strings.NewReader(strings.Join(r.lines, "\n")), func(v wire.Verdict) {
 				if v.Err != nil {
 					t.Errorf("line %d: %v", v.Line, v.Err)
 				}

@@ -26,7 +26,7 @@ import (
 // checkWire fails t on any line of transcript the stdio checker rejects.
 func checkWire(t *testing.T, transcript string) {
 	t.Helper()
-	if _, err := wire.CheckStream(strings.NewReader(transcript), func(v wire.Verdict) {
+	if _, err := wire.CheckStreamStrict(strings.NewReader(transcript), func(v wire.Verdict) {
 		if v.Err != nil {
 			t.Errorf("checker: line %d: %v", v.Line, v.Err)
 		}

@@ -223,7 +223,7 @@ func TestImportedRecordingsReplayThroughTheEngine(t *testing.T) {
 			if !strings.Contains(transcript, want) {
 				t.Errorf("replay lacks %s\n%s%s", want, transcript, stderr)
 			}
-			if _, err := wire.CheckStream(strings.NewReader(transcript), func(v wire.Verdict) {
+			if _, err := wire.CheckStreamStrict(strings.NewReader(transcript), func(v wire.Verdict) {
 				if v.Err != nil {
 					t.Errorf("checker: line %d: %v", v.Line, v.Err)
 				}

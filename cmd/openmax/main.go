@@ -88,9 +88,9 @@ var errUsage = errors.New("usage")
 // options are the flags of the binary itself; the harness's settings are
 // its Config, whose fields the remaining flags are bound to.
 type options struct {
-	stdio, check, json, version bool
-	spec, input, prompt         string
-	cfg                         harness.Config
+	stdio, check, strict, json, version bool
+	spec, input, prompt                 string
+	cfg                                 harness.Config
 }
 
 // flagSet defines the binary's flags, bound to a fresh options.
@@ -100,6 +100,7 @@ func flagSet() (*flag.FlagSet, *options) {
 	fs.BoolVar(&o.stdio, "stdio", false, "serve a session over the openmax-stdio/6 wire on stdin/stdout (with --check: validate such a stream)")
 	fs.BoolVar(&o.check, "check", false, "with --stdio: read openmax stdout lines on stdin and report a verdict per line")
 	fs.StringVar(&o.spec, "spec", "", "print a contract from the binary; the only one is \"stdio\"")
+	fs.BoolVar(&o.strict, "strict", false, "with --check --stdio: also hold the stream to openmax's own habits (docs/checker.md), beyond what the spec requires")
 	fs.StringVar(&o.input, "input", "", "with --check --stdio: the stdin the client sent, to also account every user command's done")
 	fs.BoolVar(&o.json, "json", false, "with --spec stdio: print the JSON Schema instead of the text")
 	fs.BoolVar(&o.version, "version", false, "print the version")
@@ -147,7 +148,7 @@ usage:
   openmax trust [DIR]                                              trust a project (turns run only in trusted ones)
   openmax --approve SOURCE_PATH [--project DIR]                    approve an external tool's file as it is now
   openmax --spec stdio [--json]                                    print the wire contract
-  openmax --check --stdio [--input STDIN.jsonl] < stream.jsonl    validate openmax stdout
+  openmax --check --stdio [--strict] [--input STDIN.jsonl] < stream.jsonl    validate openmax stdout
   openmax help [COMMAND]                                           this help, or a command's
   openmax version                                                  the version
 
@@ -223,12 +224,15 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return 0
 	case o.spec != "":
 		return runSpec(o, stdout, stderr)
+	case o.strict && !o.check:
+		fmt.Fprintln(stderr, "openmax: --strict needs --check --stdio")
+		return 2
 	case o.check:
 		if !o.stdio {
 			fmt.Fprintln(stderr, "openmax: --check needs --stdio (the only contract it checks)")
 			return 2
 		}
-		return runCheck(o.input, stdin, stdout, stderr)
+		return runCheck(o.input, o.strict, stdin, stdout, stderr)
 	case o.prompt != "":
 		if o.stdio {
 			fmt.Fprintln(stderr, "openmax: -p and --stdio are two ways to run; pick one")
@@ -258,8 +262,12 @@ func runSpec(o *options, stdout, stderr io.Writer) int {
 	return 0
 }
 
-func runCheck(input string, stdin io.Reader, stdout, stderr io.Writer) int {
-	c := wire.NewChecker()
+func runCheck(input string, strict bool, stdin io.Reader, stdout, stderr io.Writer) int {
+	var opts []wire.CheckOption
+	if strict {
+		opts = append(opts, wire.Strict())
+	}
+	c := wire.NewChecker(opts...)
 	if input != "" {
 		data, err := os.ReadFile(input)
 		if err != nil {

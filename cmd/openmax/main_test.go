@@ -71,10 +71,25 @@ func TestCheckCommand(t *testing.T) {
 	}
 	lines := strings.Split(strings.TrimSpace(stream), "\n")
 	dup := strings.Join(append(lines, lines[len(lines)-1]), "\n") + "\n" // a duplicated done
-	out, stderr, code := runCLI(t, dup, "--check", "--stdio")
+	out, stderr, code := runCLI(t, dup, "--check", "--stdio", "--strict")
 	last := len(lines) + 1
 	if code != 1 || !strings.Contains(out, strings.Join([]string{itoa(last), ": done: done with no turn open"}, "")) || !strings.Contains(stderr, "1 violation") {
-		t.Errorf("duplicated done: exit %d\n%s\n%s", code, out, stderr)
+		t.Errorf("duplicated done, --strict: exit %d\n%s\n%s", code, out, stderr)
+	}
+	// The spec names no first line of a turn, so without the client's
+	// stdin a lone done is a turn of its own; with it, the extra done shows.
+	if out, _, code := runCLI(t, dup, "--check", "--stdio"); code != 0 {
+		t.Errorf("duplicated done, spec mode without --input: exit %d\n%s", code, out)
+	}
+	in := filepath.Join(t.TempDir(), "stdin.jsonl")
+	if err := os.WriteFile(in, []byte(`{"cmd":"user","text":"hi"}`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, _, code := runCLI(t, dup, "--check", "--stdio", "--input", in); code != 1 || !strings.Contains(out, "end: 2 done lines answer only 1 user commands") {
+		t.Errorf("duplicated done, spec mode with --input: exit %d\n%s", code, out)
+	}
+	if _, stderr, code := runCLI(t, "", "--strict"); code != 2 || !strings.Contains(stderr, "--strict needs --check") {
+		t.Errorf("--strict alone: exit %d: %s", code, stderr)
 	}
 	out, _, code = runCLI(t, "", "--check", "--stdio")
 	if code != 1 || !strings.Contains(out, "end: no hello") {
@@ -266,7 +281,7 @@ func TestProcessSignalCancelsTurn(t *testing.T) {
 	if err := json.Unmarshal([]byte(lines[0]), &hello); err != nil || hello.Project != dir || !strings.HasPrefix(hello.SessionID, "s-") {
 		t.Errorf("hello %s", lines[0])
 	}
-	_, cerr := wire.CheckStream(strings.NewReader(strings.Join(lines, "\n")), func(v wire.Verdict) {
+	_, cerr := wire.CheckStreamStrict(strings.NewReader(strings.Join(lines, "\n")), func(v wire.Verdict) {
 		if v.Err != nil {
 			t.Errorf("line %d: %v", v.Line, v.Err)
 		}
@@ -453,7 +468,7 @@ func TestContinue(t *testing.T) {
 	if lines[1] != want {
 		t.Errorf("transcript\n got %s\nwant %s", lines[1], want)
 	}
-	if _, err := wire.CheckStream(strings.NewReader(out), func(v wire.Verdict) {
+	if _, err := wire.CheckStreamStrict(strings.NewReader(out), func(v wire.Verdict) {
 		if v.Err != nil {
 			t.Errorf("checker: %v", v.Err)
 		}

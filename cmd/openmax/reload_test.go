@@ -82,7 +82,7 @@ func (r *liveRun) finish() int {
 	for r.out.Scan() {
 		r.lines = append(r.lines, r.out.Text())
 	}
-	if _, err := wire.CheckStream(strings.NewReader(strings.Join(r.lines, "\n")), func(v wire.Verdict) {
+	if _, err := wire.CheckStreamStrict(strings.NewReader(strings.Join(r.lines, "\n")), func(v wire.Verdict) {
 		if v.Err != nil {
 			r.t.Errorf("line %d: %v\n%s", v.Line, v.Err, strings.Join(r.lines, "\n"))
 		}

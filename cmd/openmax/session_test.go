@@ -468,7 +468,7 @@ func (s *session) waitFor(ctx context.Context, typ string) error {
 func checkTranscript(t *testing.T, transcript, stdin []byte) {
 	t.Helper()
 	body := transcript[:bytes.LastIndex(transcript, []byte("\nexit:"))+1]
-	c := wire.NewChecker()
+	c := wire.NewChecker(wire.Strict())
 	c.SetInput(stdin)
 	_, err := c.Stream(bytes.NewReader(body), func(v wire.Verdict) {
 		if v.Err != nil {

@@ -46,7 +46,7 @@ func (s *stateSession) run(scenario, stdin string, flags ...string) []map[string
 	if code := run(ctx, args, strings.NewReader(stdin), &out, &errb, env{clock: clock.Real{}, getenv: s.getenv}); code != 0 {
 		s.t.Fatalf("%v: exit %d\n%s\n%s", flags, code, out.String(), errb.String())
 	}
-	if _, err := wire.CheckStream(strings.NewReader(out.String()), func(v wire.Verdict) {
+	if _, err := wire.CheckStreamStrict(strings.NewReader(out.String()), func(v wire.Verdict) {
 		if v.Err != nil {
 			s.t.Errorf("line %d: %v\n%s", v.Line, v.Err, out.String())
 		}

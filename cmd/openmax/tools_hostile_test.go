@@ -128,7 +128,7 @@ func (s *toolSession) finish() string {
 			dones = append(dones, l)
 		}
 	}
-	if _, err := wire.CheckStream(strings.NewReader(strings.Join(s.seen, "\n")), func(v wire.Verdict) {
+	if _, err := wire.CheckStreamStrict(strings.NewReader(strings.Join(s.seen, "\n")), func(v wire.Verdict) {
 		if v.Err != nil {
 			s.t.Errorf("line %d: %v", v.Line, v.Err)
 		}

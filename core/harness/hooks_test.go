@@ -109,7 +109,7 @@ func TestServeWithNoHooksIgnoresDepsHooks(t *testing.T) {
 		if got := strings.Join(types(t, out.Bytes()), " "); got != tc.want {
 			t.Errorf("NoHooks %v: %s, want %s", tc.noHooks, got, tc.want)
 		}
-		if _, err := wire.CheckStream(bytes.NewReader(out.Bytes()), func(v wire.Verdict) {
+		if _, err := wire.CheckStreamStrict(bytes.NewReader(out.Bytes()), func(v wire.Verdict) {
 			if v.Err != nil {
 				t.Errorf("checker: line %d: %v", v.Line, v.Err)
 			}

@@ -193,7 +193,7 @@ func TestRapidHooksKeepDoneExactlyOnce(t *testing.T) {
 		if err := <-served; err != nil {
 			rt.Fatalf("serve: %v", err)
 		}
-		c := wire.NewChecker()
+		c := wire.NewChecker(wire.Strict())
 		c.SetInput(stdin.Bytes())
 		if _, err := c.Stream(bytes.NewReader(stdout.Bytes()), func(v wire.Verdict) {
 			if v.Err != nil {

@@ -146,7 +146,7 @@ func TestRapidCheckerRejectsMisplacedDone(t *testing.T) {
 			mutated[at], mutated[at+1] = mutated[at+1], mutated[at]
 		}
 
-		c := wire.NewChecker()
+		c := wire.NewChecker(wire.Strict())
 		for _, l := range mutated {
 			if c.Line(l) != nil {
 				return // rejected
@@ -236,7 +236,7 @@ func newRPWire() rpWire {
 	return rpWire{
 		clk:     clock.NewFake(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)),
 		result:  make(chan rpResult, 1),
-		checker: wire.NewChecker(),
+		checker: wire.NewChecker(wire.Strict()),
 	}
 }
 

@@ -99,7 +99,7 @@ func TestServeConnOverEachConn(t *testing.T) {
 				if got.err != nil || got.code != 0 {
 					t.Fatalf("%s: Serve returned %d, %v", tr.name, got.code, got.err)
 				}
-				c := wire.NewChecker()
+				c := wire.NewChecker(wire.Strict())
 				c.SetInput([]byte(tc.stdin)) // every user command gets exactly one done
 				var types []string
 				for i, l := range got.lines {

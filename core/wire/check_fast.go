@@ -108,8 +108,9 @@ func plainValue(f *Field, raw []byte, known bool) bool {
 
 // checkLineFields is checkFields (fields.go) for the checker's hot path:
 // the same checks in the same order with the same messages, without
-// converting member names to strings.
-func checkLineFields(fields []Field, o object, extra []string) error {
+// converting member names to strings. Unknown members are a violation only
+// when strict.
+func checkLineFields(fields []Field, o object, extra []string, strict bool) error {
 	for i := range fields {
 		f := &fields[i]
 		raw, known, ok := o.getv(f.Name)
@@ -127,7 +128,7 @@ func checkLineFields(fields []Field, o object, extra []string) error {
 		}
 	}
 	for _, m := range o {
-		if !knownMember(fields, extra, m.key) {
+		if strict && !knownMember(fields, extra, m.key) {
 			return fmt.Errorf("unexpected field %s", quoteShort(string(m.key)))
 		}
 	}

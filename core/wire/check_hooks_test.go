@@ -34,7 +34,7 @@ func TestCheckerBlockedTurnHasNoReply(t *testing.T) {
 			`{"session_id":"s","type":"done","stop_reason":"blocked"}`}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := NewChecker()
+			c := NewChecker(Strict())
 			var got error
 			for _, l := range append([]string{hello}, tc.lines...) {
 				if err := c.Line([]byte(l)); err != nil && got == nil {
@@ -81,7 +81,7 @@ func TestCheckerTurnRefusedNumbers(t *testing.T) {
 		{"skipped", turn([2]int{0, 8}, [2]int{2, 6}), "turn_refused continuation 2"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := NewChecker()
+			c := NewChecker(Strict())
 			var got error
 			for _, l := range append([]string{hello}, tc.lines...) {
 				if err := c.Line([]byte(l)); err != nil && got == nil {

@@ -10,8 +10,14 @@ import (
 
 // clientInput is what the checker knows of the commands the client sent,
 // when it is given them: which stdin lines were user commands and where the
-// first quit was. openmax prefixes each protocol_error with the stdin line it
-// answers ("line N: ..."), which is how answers are matched to commands.
+// first quit was.
+//
+// By default answers are matched to commands by the spec's rules alone:
+// every user command gets exactly one done, except one sent in flight,
+// which gets a protocol_error alone; so the dones number at most the user
+// commands, and the shortfall is at most the protocol_errors not followed
+// by done refused. With Strict, openmax's own prefix on each protocol_error
+// ("line N: ...") names the stdin line it answers, and matching is exact.
 type clientInput struct {
 	users map[int]bool
 	quit  int // line of the first quit; 0 when the input ends without one
@@ -22,6 +28,10 @@ type clientInput struct {
 	afterQuit   []int        // output lines answering stdin lines after the quit
 	lastDone    int          // output line of the last done
 	dones       int          // dones of admitted turns
+
+	allDones int // every done, refused ones included
+	pes      int // every protocol_error
+	refused  int // done refused lines (each follows a protocol_error)
 }
 
 var lineRef = regexp.MustCompile(`^line (\d+): `)
@@ -92,6 +102,7 @@ func (c *Checker) observeInput(typ string, message, stop string) {
 	pe := 0
 	switch typ {
 	case "protocol_error":
+		in.pes++
 		if n, ok := AnsweredLine(message); ok {
 			pe = n
 			if in.users[pe] {
@@ -103,7 +114,9 @@ func (c *Checker) observeInput(typ string, message, stop string) {
 		}
 	case "done":
 		in.lastDone = c.n
+		in.allDones++
 		if stop == StopRefused {
+			in.refused++
 			if in.lastPE > 0 {
 				in.refusedDone[in.lastPE] = true
 			}
@@ -117,6 +130,21 @@ func (c *Checker) observeInput(typ string, message, stop string) {
 func (c *Checker) endInput() error {
 	in := c.input
 	if in == nil {
+		return nil
+	}
+	if !c.strict {
+		users := 0
+		for n := range in.users {
+			if in.quit == 0 || n < in.quit {
+				users++
+			}
+		}
+		if in.allDones > users {
+			return fmt.Errorf("%d done lines answer only %d user commands: every user command is answered by exactly one done", in.allDones, users)
+		}
+		if alone := in.pes - in.refused; users-in.allDones > alone {
+			return fmt.Errorf("%d user commands got no done but only %d protocol_errors went out alone: only a user sent in flight gets no done", users-in.allDones, max(alone, 0))
+		}
 		return nil
 	}
 	admitted := 0

@@ -170,7 +170,11 @@ func verdict(err error) string {
 
 func TestSinglePassVerdictsEqualTwoPass(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		one, two := NewChecker(), NewChecker()
+		var opts []CheckOption
+		if rapid.Bool().Draw(t, "strict") {
+			opts = append(opts, Strict())
+		}
+		one, two := NewChecker(opts...), NewChecker(opts...)
 		two.twoPass = true
 		var run []string
 		lines := []string{hello}

@@ -79,7 +79,7 @@ func TestHeavyCheckStreamMemoryOnAHugeLine(t *testing.T) {
 	runtime.GC()
 	runtime.ReadMemStats(&before)
 	var verdicts []string
-	bad, err := CheckStream(in, func(v Verdict) { verdicts = append(verdicts, string(v.AppendLine(nil))) })
+	bad, err := CheckStreamStrict(in, func(v Verdict) { verdicts = append(verdicts, string(v.AppendLine(nil))) })
 	runtime.ReadMemStats(&after)
 	if err != nil || bad != 3 {
 		t.Fatalf("bad=%d err=%v %q", bad, err, verdicts)
@@ -113,14 +113,14 @@ func TestHeavyCheckStreamChecksLongLinesWhole(t *testing.T) {
 	lines := []string{hello, budget, tStart("c"), long, tStart("d"), badLong + "\r", tEnd("d"), done("stop")}
 	in := strings.Join(lines, "\n") + "\n"
 
-	oracle := NewChecker()
+	oracle := NewChecker(Strict())
 	oracle.twoPass = true
 	var want []string
 	for _, l := range lines {
 		want = append(want, verdict(oracle.Line([]byte(strings.TrimSuffix(l, "\r")))))
 	}
 	var got []string
-	_, err := CheckStream(strings.NewReader(in), func(v Verdict) { got = append(got, verdict(v.Err)) })
+	_, err := CheckStreamStrict(strings.NewReader(in), func(v Verdict) { got = append(got, verdict(v.Err)) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +139,7 @@ func TestCheckStreamWithoutTempDir(t *testing.T) {
 	long := ev("tool_end", `"call_id":"c","ok":true,"output":"`+strings.Repeat("x", 3*heldLine)+`"`)
 	in := strings.Join([]string{hello, budget, tStart("c"), long, done("stop")}, "\n")
 	var got []string
-	bad, err := CheckStream(strings.NewReader(in), func(v Verdict) { got = append(got, string(v.AppendLine(nil))) })
+	bad, err := CheckStreamStrict(strings.NewReader(in), func(v Verdict) { got = append(got, string(v.AppendLine(nil))) })
 	if err != nil || bad != 0 {
 		t.Fatalf("bad=%d err=%v %q", bad, err, got)
 	}

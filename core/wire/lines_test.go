@@ -127,7 +127,7 @@ func TestHeavyLineReaderMemoryIsBoundedByTheCap(t *testing.T) {
 func TestCheckStreamSkipsOverlongLines(t *testing.T) {
 	in := io.MultiReader(strings.NewReader(hello+"\n"), &endless{n: MaxCheckedLine + 1, tail: "\n" + budget + "\n" + done("stop") + "\n"})
 	var verdicts []string
-	bad, err := CheckStream(in, func(v Verdict) {
+	bad, err := CheckStreamStrict(in, func(v Verdict) {
 		s := "ok"
 		if v.Err != nil {
 			s = v.Err.Error()

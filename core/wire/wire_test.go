@@ -32,7 +32,7 @@ func TestAppendEventKeyOrder(t *testing.T) {
 		if string(got) != tt.want+"\n" {
 			t.Errorf("%T:\n got %s want %s", tt.ev, got, tt.want)
 		}
-		c := NewChecker()
+		c := NewChecker(Strict())
 		_ = c.Line([]byte(`{"type":"hello","proto":"openmax-stdio/6","protocol_version":6,"session_id":"s","version":"x","project":"/","continued":false}`))
 		if err := c.shape(defByType[reflect.TypeOf(tt.ev)], decode(t, got)); err != nil {
 			t.Errorf("%T: emitted line fails the shape check: %v", tt.ev, err)
@@ -263,7 +263,7 @@ func TestCheckerRejectsViolations(t *testing.T) {
 
 func checkLines(lines []string) []error {
 	var errs []error
-	_, err := CheckStream(strings.NewReader(strings.Join(lines, "\n")), func(v Verdict) {
+	_, err := CheckStreamStrict(strings.NewReader(strings.Join(lines, "\n")), func(v Verdict) {
 		if v.Err != nil {
 			errs = append(errs, v.Err)
 		}
@@ -278,7 +278,7 @@ func TestCheckStreamLongLinesAndVerdicts(t *testing.T) {
 	long := ev("token", `"text":"`+strings.Repeat("x", 200_000)+`"`)
 	in := strings.Join([]string{hello, budget, long, msgDone(strings.Repeat("x", 200_000)), done("stop")}, "\n") + "\n"
 	var lines []int
-	bad, err := CheckStream(strings.NewReader(in), func(v Verdict) {
+	bad, err := CheckStreamStrict(strings.NewReader(in), func(v Verdict) {
 		if v.Err != nil {
 			t.Errorf("line %d: %v", v.Line, v.Err)
 		}
@@ -360,7 +360,7 @@ func TestCheckerInputAccounting(t *testing.T) {
 		{"malformed user is a user", []string{`{"cmd":"user","text":1}`}, []string{hello, pe(1), done("refused")}, ""},
 	}
 	for _, tt := range tests {
-		c := NewChecker()
+		c := NewChecker(Strict())
 		c.SetInput([]byte(strings.Join(tt.stdin, "\n") + "\n"))
 		var errs []error
 		_, err := c.Stream(strings.NewReader(strings.Join(tt.out, "\n")), func(v Verdict) {

@@ -64,7 +64,7 @@ func Goldens(t *testing.T, dir, goldenDir string, update bool) {
 			if !bytes.Equal(first.Transcript(), second.Transcript()) {
 				t.Errorf("two replays differ:\n%s\n---\n%s", first.Transcript(), second.Transcript())
 			}
-			c := wire.NewChecker()
+			c := wire.NewChecker(wire.Strict())
 			c.SetInput(first.Stdin)
 			if _, err := c.Stream(bytes.NewReader(first.Stdout), func(v wire.Verdict) {
 				if v.Err != nil {

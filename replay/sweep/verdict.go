@@ -137,7 +137,7 @@ func invariants(ob, base *observed, res Result, stdin []byte, orig *cassette.Fil
 
 	// The stdio checker, given the client's stdin: shape, sequencing and
 	// exactly one done per admitted user command.
-	c := wire.NewChecker()
+	c := wire.NewChecker(wire.Strict())
 	c.SetInput(stdin)
 	var bad []string
 	_, err := c.Stream(bytes.NewReader(res.Stdout), func(v wire.Verdict) {

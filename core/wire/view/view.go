@@ -170,7 +170,7 @@ func newRenderer(w io.Writer, opt Options) *renderer {
 	}
 	return &renderer{
 		out: bufio.NewWriterSize(w, 32<<10), opt: opt, st: newStyle(opt.Color), width: width,
-		chk: wire.NewChecker(), checking: true, tools: map[string]string{},
+		chk: wire.NewChecker(wire.Strict()), checking: true, tools: map[string]string{},
 		prompts: newPrompts(opt.Stdin),
 	}
 }
