@@ -93,6 +93,7 @@ func (t *turn) stream(ctx context.Context) reply {
 	var (
 		text     strings.Builder
 		thinking []provider.Thinking
+		phase    string
 		calls    []provider.ToolCall
 		finish   string
 		finished bool
@@ -114,6 +115,8 @@ func (t *turn) stream(ctx context.Context) reply {
 			if p.Text != "" {
 				t.emit(wire.Thinking{Text: p.Text})
 			}
+		case provider.MessagePhase:
+			phase = p.Phase
 		case provider.ToolCallPart:
 			c := p.Call
 			if c.ID == "" {
@@ -143,7 +146,7 @@ func (t *turn) stream(ctx context.Context) reply {
 				failure = fmt.Errorf("provider retried a reply after sending text (%s)", p.Reason)
 				continue
 			}
-			thinking, calls, finish, finished = nil, nil, "", false
+			thinking, phase, calls, finish, finished = nil, "", nil, "", false
 			t.emit(wire.Retry{Attempt: p.Attempt, MaxAttempts: p.MaxAttempts, Reason: p.Reason})
 		}
 	}
@@ -180,7 +183,7 @@ func (t *turn) stream(ctx context.Context) reply {
 		t.emit(wire.Error{Message: "reply truncated: " + msg})
 		return reply{stop: wire.StopTruncated}
 	}
-	if err := t.s.append(provider.Message{Role: provider.RoleAssistant, Text: partial, Thinking: thinking, ToolCalls: calls}); err != nil {
+	if err := t.s.append(provider.Message{Role: provider.RoleAssistant, Text: partial, Thinking: thinking, ToolCalls: calls, Phase: phase}); err != nil {
 		return t.fail(err)
 	}
 	if partial != "" {

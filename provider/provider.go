@@ -66,6 +66,10 @@ type Message struct {
 	CallID string
 	// IsError marks a tool message whose call failed.
 	IsError bool
+	// Phase is the phase the vendor gave an assistant message (the
+	// Responses API's commentary or final_answer), sent back with it as it
+	// came; empty when the vendor gave none.
+	Phase string
 }
 
 // Thinking is one block of model reasoning.
@@ -95,7 +99,7 @@ type ToolSpec struct {
 }
 
 // Part is one item of a streamed reply. The concrete types are TextDelta,
-// ThinkingDelta, ToolCallPart, Usage, Finish, Error and Retry.
+// ThinkingDelta, MessagePhase, ToolCallPart, Usage, Finish, Error and Retry.
 type Part interface{ isPart() }
 
 // TextDelta is a fragment of reply text.
@@ -107,6 +111,11 @@ type ThinkingDelta struct {
 	Text      string
 	Signature string
 }
+
+// MessagePhase is the phase the vendor gave the reply's message (the
+// Responses API's commentary or final_answer); the engine keeps it on the
+// assistant message so it goes back on the next request.
+type MessagePhase struct{ Phase string }
 
 // ToolCallPart is a complete tool call (the arguments fully streamed).
 type ToolCallPart struct{ Call ToolCall }
@@ -142,6 +151,7 @@ type Retry struct {
 func (TextDelta) isPart()     {}
 func (ThinkingDelta) isPart() {}
 func (ToolCallPart) isPart()  {}
+func (MessagePhase) isPart()  {}
 func (Usage) isPart()         {}
 func (Finish) isPart()        {}
 func (Error) isPart()         {}
