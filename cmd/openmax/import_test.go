@@ -331,9 +331,10 @@ func a7Overload(t *testing.T) string {
 }
 
 // TestImportedReplayEndings: an imported recording's replay ends as the
-// recording does. One that ends with the model calling a tool ends the
-// turn there with the recorded stop reason, the call not run (no invented
-// tool failure, no max_iterations), and says so on stderr; earlier calls
+// recording does. One that ends with the model calling a tool shows the
+// call (tool_start, and a tool_end saying it was not run) and ends the
+// turn there with the recorded stop reason, the call not run (no next
+// request, no max_iterations), and says so on stderr; earlier calls
 // still get their recorded results. A stream cut after a call is still
 // truncated with the call refused. A request the vendor rejected replays
 // the rejection: an error and done error for a 400 (exit 1), a retry and
@@ -353,9 +354,10 @@ func TestImportedReplayEndings(t *testing.T) {
 			path: func(t *testing.T) string {
 				return vcrpyCassette(t, recording{anthropicURL, anthAsk, 200, true, anthCall(true)})
 			},
-			want:    []string{`"message_done","text":"Checking."`, `"done","stop_reason":"tool_use"`},
-			wantNot: []string{"tool_start", "tool_end", "max_iterations"},
-			stderr:  `the recording ends at the model's call to lookup (toolu_1) with nothing recorded after it: not run, the turn ends with the recorded stop reason "tool_use"`,
+			want: []string{`"message_done","text":"Checking."`, `"tool_start","call_id":"toolu_1","name":"lookup"`,
+				`"tool_end","call_id":"toolu_1","ok":false,"output":"not run: the recording ends at this call; nothing recorded its result"`, `"done","stop_reason":"tool_use"`},
+			wantNot: []string{"max_iterations", `"ok":true`},
+			stderr:  `the recording ends at the model's call to lookup (toolu_1) with nothing recorded after it: shown, not run, the turn ends with the recorded stop reason "tool_use"`,
 		},
 		{
 			name: "anthropic: cut off after a tool call",
@@ -374,8 +376,8 @@ func TestImportedReplayEndings(t *testing.T) {
 					recording{openaiURL, openaiAgain, 200, true, openaiCall("Once more.", "call_2")})
 			},
 			want: []string{`"tool_start","call_id":"call_1","name":"lookup"`, `"tool_end","call_id":"call_1","ok":true,"output":"found it"`,
-				`"message_done","text":"Once more."`, `"done","stop_reason":"tool_calls"`},
-			wantNot: []string{"call_2\",\"name", "max_iterations", "no further result"},
+				`"message_done","text":"Once more."`, `"tool_start","call_id":"call_2","name":"lookup"`, `"tool_end","call_id":"call_2","ok":false,"output":"not run: the recording ends at this call; nothing recorded its result"`, `"done","stop_reason":"tool_calls"`},
+			wantNot: []string{"max_iterations", "no further result"},
 			stderr:  "the recording ends at the model's call to lookup (call_2)",
 		},
 		{
@@ -383,8 +385,9 @@ func TestImportedReplayEndings(t *testing.T) {
 			path: func(t *testing.T) string {
 				return fixture.Real(t, "simonw-llm-anthropic__test_stream_events_tool_calls.yaml")
 			},
-			want:    []string{`"usage","prompt_tokens":543`, `"done","stop_reason":"tool_use"`},
-			wantNot: []string{"tool_start", "max_iterations"},
+			want: []string{`"usage","prompt_tokens":543`, `"tool_start","call_id":"toolu_01CzN6riCPqw4pVSuTd9Dwn7","name":"pelican_name_generator"`,
+				`"tool_end","call_id":"toolu_01CzN6riCPqw4pVSuTd9Dwn7","ok":false,"output":"not run: the recording ends at this call; nothing recorded its result"`, `"done","stop_reason":"tool_use"`},
+			wantNot: []string{"max_iterations"},
 			stderr:  "the recording ends at the model's call to pelican_name_generator (toolu_01CzN6riCPqw4pVSuTd9Dwn7)",
 		},
 		{
