@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -460,5 +461,49 @@ func TestImportedReplayEndings(t *testing.T) {
 				t.Errorf("a second replay differs:\n%s", again)
 			}
 		})
+	}
+}
+
+// TestImportSaysContentLengthRewritten: importing a parsed_body whose JSON
+// text is not the length the recorded Content-Length gives rewrites that
+// header, and `cassette import` says so on stderr, naming the interaction,
+// the side and both lengths; a Content-Length that fits is kept silently.
+func TestImportSaysContentLengthRewritten(t *testing.T) {
+	const body = `{"model":"m","messages":[{"role":"user","content":"hi"}]}`
+	rec := func(length string) string {
+		return "version: 1\ninteractions:\n- request:\n    method: POST\n    uri: https://api.openai.com/v1/chat/completions\n" +
+			"    headers: {Content-Length: ['" + length + "']}\n" +
+			"    parsed_body: {model: m, messages: [{role: user, content: hi}]}\n" +
+			"  response:\n    status: {code: 400, message: Bad Request}\n    body: {string: '{\"error\":{\"message\":\"no\"}}'}\n"
+	}
+	for _, tt := range []struct {
+		length string
+		note   string
+	}{
+		{"999", fmt.Sprintf("interaction 0: the request parsed_body is %d bytes of JSON text, not the recorded Content-Length 999: Content-Length rewritten to %d", len(body), len(body))},
+		{strconv.Itoa(len(body)), ""},
+	} {
+		in := filepath.Join(t.TempDir(), "in.yaml")
+		if err := os.WriteFile(in, []byte(rec(tt.length)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out := filepath.Join(t.TempDir(), "out.yaml")
+		_, stderr, code := runCLI(t, "", "cassette", "import", in, out)
+		if code != 0 {
+			t.Fatalf("import: exit %d: %s", code, stderr)
+		}
+		if tt.note != "" && !strings.Contains(stderr, tt.note) {
+			t.Errorf("Content-Length %s: stderr lacks %q:\n%s", tt.length, tt.note, stderr)
+		}
+		if tt.note == "" && strings.Contains(stderr, "Content-Length") {
+			t.Errorf("Content-Length %s fits, yet stderr says: %s", tt.length, stderr)
+		}
+		f, err := cassette.Load(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := f.Interactions[0].Request.Headers.Get("Content-Length"); got != strconv.Itoa(len(body)) {
+			t.Errorf("Content-Length %s: imported as %q", tt.length, got)
+		}
 	}
 }
