@@ -408,6 +408,27 @@ func TestImportedReplayEndings(t *testing.T) {
 			stderrNot: "answers the harness's request",
 		},
 		{
+			name: "openai: a 400 to a request with no user message",
+			path: func(t *testing.T) string {
+				return vcrpyCassette(t, recording{openaiURL, `{"model":"gpt-x","messages":[]}`, 400, false, `{"error":{"message":"messages must be non-empty","type":"invalid_request_error","param":"messages","code":null}}`})
+			},
+			code:    1,
+			want:    []string{`"error","message":"HTTP 400 Bad Request: invalid_request_error: messages must be non-empty"`, `"done","stop_reason":"error"`},
+			wantNot: []string{"retry", "no recorded interaction"},
+			stderr:  "a session made up for it",
+		},
+		{
+			name: "anthropic: a 400 to a user message with no text",
+			path: func(t *testing.T) string {
+				return vcrpyCassette(t, recording{anthropicURL, `{"model":"claude-x","max_tokens":5,"messages":[{"role":"user","content":[{"type":"image","source":{"type":"url","url":"http://x/y.png"}}]}]}`, 400,
+					false, `{"type":"error","error":{"type":"invalid_request_error","message":"image too small"}}`})
+			},
+			code:    1,
+			want:    []string{`"error","message":"HTTP 400 Bad Request: invalid_request_error: image too small"`, `"done","stop_reason":"error"`},
+			wantNot: []string{"retry", "no recorded interaction"},
+			stderr:  "a session made up for it",
+		},
+		{
 			name: "the real A11: the Responses API's 400",
 			path: func(t *testing.T) string {
 				return fixture.Real(t, "pydantic-ai-openai-responses__test_openai_responses_model_http_error.yaml")
