@@ -516,6 +516,10 @@ func TestImportSaysContentLengthRewritten(t *testing.T) {
 		if tt.note != "" && !strings.Contains(stderr, tt.note) {
 			t.Errorf("Content-Length %s: stderr lacks %q:\n%s", tt.length, tt.note, stderr)
 		}
+		// Converted in memory, it says so too.
+		if _, showErr, _ := runCLI(t, "", "cassette", "show", in); tt.note != "" && !strings.Contains(showErr, tt.note) {
+			t.Errorf("Content-Length %s: cassette show's stderr lacks %q:\n%s", tt.length, tt.note, showErr)
+		}
 		if tt.note == "" && strings.Contains(stderr, "Content-Length") {
 			t.Errorf("Content-Length %s fits, yet stderr says: %s", tt.length, stderr)
 		}
