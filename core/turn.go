@@ -93,7 +93,9 @@ func (t *turn) stream(ctx context.Context) reply {
 	var (
 		text     strings.Builder
 		thinking []provider.Thinking
+		phase    string
 		calls    []provider.ToolCall
+		unrun    []provider.UnrunCall
 		finish   string
 		finished bool
 		failure  error
@@ -114,6 +116,8 @@ func (t *turn) stream(ctx context.Context) reply {
 			if p.Text != "" {
 				t.emit(wire.Thinking{Text: p.Text})
 			}
+		case provider.MessagePhase:
+			phase = p.Phase
 		case provider.ToolCallPart:
 			c := p.Call
 			if c.ID == "" {
@@ -121,6 +125,11 @@ func (t *turn) stream(ctx context.Context) reply {
 				c.ID = fmt.Sprintf("call_%d_%d", t.requests, len(calls)+1)
 			}
 			calls = append(calls, c)
+		case provider.UnrunCall:
+			if p.Call.ID == "" {
+				p.Call.ID = fmt.Sprintf("call_%d_%d", t.requests, len(calls)+len(unrun)+1)
+			}
+			unrun = append(unrun, p)
 		case provider.Usage:
 			reported = true
 			t.spent += p.PromptTokens + p.CompletionTokens
@@ -143,7 +152,7 @@ func (t *turn) stream(ctx context.Context) reply {
 				failure = fmt.Errorf("provider retried a reply after sending text (%s)", p.Reason)
 				continue
 			}
-			thinking, calls, finish, finished = nil, nil, "", false
+			thinking, phase, calls, unrun, finish, finished = nil, "", nil, nil, "", false
 			t.emit(wire.Retry{Attempt: p.Attempt, MaxAttempts: p.MaxAttempts, Reason: p.Reason})
 		}
 	}
@@ -180,11 +189,17 @@ func (t *turn) stream(ctx context.Context) reply {
 		t.emit(wire.Error{Message: "reply truncated: " + msg})
 		return reply{stop: wire.StopTruncated}
 	}
-	if err := t.s.append(provider.Message{Role: provider.RoleAssistant, Text: partial, Thinking: thinking, ToolCalls: calls}); err != nil {
+	if err := t.s.append(provider.Message{Role: provider.RoleAssistant, Text: partial, Thinking: thinking, ToolCalls: calls, Phase: phase}); err != nil {
 		return t.fail(err)
 	}
 	if partial != "" {
 		t.emit(wire.MessageDone{Text: partial})
+	}
+	for _, u := range unrun {
+		// Shown as the reply made it, run never: not in the transcript.
+		args, _ := objectArgs(u.Call.Args)
+		t.emit(wire.ToolStart{CallID: u.Call.ID, Name: u.Call.Name, Args: displayArgs(args)})
+		t.emit(wire.ToolEnd{CallID: u.Call.ID, OK: false, Output: "not run: " + u.Reason})
 	}
 	return reply{finish: finish, text: partial, calls: calls}
 }

@@ -66,6 +66,10 @@ type Message struct {
 	CallID string
 	// IsError marks a tool message whose call failed.
 	IsError bool
+	// Phase is the phase the vendor gave an assistant message (the
+	// Responses API's commentary or final_answer), sent back with it as it
+	// came; empty when the vendor gave none.
+	Phase string
 }
 
 // Thinking is one block of model reasoning.
@@ -95,7 +99,7 @@ type ToolSpec struct {
 }
 
 // Part is one item of a streamed reply. The concrete types are TextDelta,
-// ThinkingDelta, ToolCallPart, Usage, Finish, Error and Retry.
+// ThinkingDelta, MessagePhase, ToolCallPart, UnrunCall, Usage, Finish, Error and Retry.
 type Part interface{ isPart() }
 
 // TextDelta is a fragment of reply text.
@@ -106,6 +110,21 @@ type TextDelta struct{ Text string }
 type ThinkingDelta struct {
 	Text      string
 	Signature string
+}
+
+// MessagePhase is the phase the vendor gave the reply's message (the
+// Responses API's commentary or final_answer); the engine keeps it on the
+// assistant message so it goes back on the next request.
+type MessagePhase struct{ Phase string }
+
+// UnrunCall is a tool call a reply shows but that must not run, Reason
+// saying why (a replay whose recording ends at the call: nothing recorded
+// its result). The engine shows it, tool_start then a tool_end that is not
+// ok and says it was not run, and neither dispatches it nor keeps it in the
+// transcript.
+type UnrunCall struct {
+	Call   ToolCall
+	Reason string
 }
 
 // ToolCallPart is a complete tool call (the arguments fully streamed).
@@ -142,6 +161,8 @@ type Retry struct {
 func (TextDelta) isPart()     {}
 func (ThinkingDelta) isPart() {}
 func (ToolCallPart) isPart()  {}
+func (MessagePhase) isPart()  {}
+func (UnrunCall) isPart()     {}
 func (Usage) isPart()         {}
 func (Finish) isPart()        {}
 func (Error) isPart()         {}

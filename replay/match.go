@@ -634,7 +634,8 @@ func diffPaths(a, b any, path string, out *[]string) {
 	}
 }
 
-// parseJSON parses a body that is exactly one JSON value.
+// parseJSON parses a body that is exactly one JSON value, its numbers in
+// canonical spelling (see canonNumbers).
 func parseJSON(body []byte) (any, bool) {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return nil, false
@@ -648,7 +649,7 @@ func parseJSON(body []byte) (any, bool) {
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, false
 	}
-	return v, true
+	return canonNumbers(v), true
 }
 
 // pretty renders a parsed JSON value indented, with sorted keys and

@@ -400,6 +400,48 @@ func TestBodiesCompareAsJSON(t *testing.T) {
 	resp.Body.Close()
 }
 
+// TestNumbersCompareByValue: a JSON number matches by its value, not its
+// spelling (1.0 recorded, 1 sent), and numbers that differ in value, however
+// far out the difference, still miss.
+func TestNumbersCompareByValue(t *testing.T) {
+	url := recordedBase + "/chat/completions"
+	for _, c := range []struct {
+		recorded, live string
+		match          bool
+	}{
+		{"1.0", "1", true},
+		{"1", "1.0", true},
+		{"1", "1e0", true},
+		{"100", "1E+2", true},
+		{"0.10", "0.1", true},
+		{"0.5", "5e-1", true},
+		{"-0", "0", true},
+		{"-0.0", "0", true},
+		{"1.50e3", "1500", true},
+		{"12345678901234567890", "12345678901234567890.000", true},
+		{"1e400", "10e399", true},
+		{"1", "1.01", false},
+		{"0.1", "0.10000000000000001", false},
+		{"12345678901234567890", "12345678901234567891", false},
+		{"-1", "1", false},
+		{"1e400", "1e401", false},
+	} {
+		rec := `{"model":"m","temperature":` + c.recorded + `,"n":[` + c.recorded + `]}`
+		live := `{"model":"m","temperature":` + c.live + `,"n":[` + c.live + `]}`
+		resp, err := post(t, context.Background(), New(file(streamed(url, rec, chunks(0, 0, "ok"), nil)), Options{}), url, live)
+		if resp != nil {
+			resp.Body.Close()
+		}
+		if c.match && err != nil {
+			t.Errorf("recorded %s, sent %s: %v", c.recorded, c.live, err)
+		}
+		var miss *MissError
+		if !c.match && (!errors.As(err, &miss) || !reflect.DeepEqual(miss.Fields, []string{"n[0]", "temperature"})) {
+			t.Errorf("recorded %s, sent %s: want a miss in n[0] and temperature, got %v", c.recorded, c.live, err)
+		}
+	}
+}
+
 func TestIgnore(t *testing.T) {
 	url := recordedBase + "/messages"
 	rec := `{"model":"claude","metadata":{"user_id":"u-1","tag":"t"},"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hi","cache_control":{"type":"ephemeral"}}]}`

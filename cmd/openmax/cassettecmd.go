@@ -116,7 +116,10 @@ func runCassette(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "openmax cassette import: %v\n", err)
 			return 1
 		}
-		f, err := importer.Import(from, data)
+		f, notes, err := importer.ImportNotes(from, data)
+		for _, n := range notes {
+			fmt.Fprintf(stderr, "openmax cassette import: %s: %s\n", pos[0], n)
+		}
 		if err != nil {
 			code := 1
 			if errors.Is(err, importer.ErrUnknownFormat) {

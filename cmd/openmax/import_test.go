@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -331,9 +332,10 @@ func a7Overload(t *testing.T) string {
 }
 
 // TestImportedReplayEndings: an imported recording's replay ends as the
-// recording does. One that ends with the model calling a tool ends the
-// turn there with the recorded stop reason, the call not run (no invented
-// tool failure, no max_iterations), and says so on stderr; earlier calls
+// recording does. One that ends with the model calling a tool shows the
+// call (tool_start, and a tool_end saying it was not run) and ends the
+// turn there with the recorded stop reason, the call not run (no next
+// request, no max_iterations), and says so on stderr; earlier calls
 // still get their recorded results. A stream cut after a call is still
 // truncated with the call refused. A request the vendor rejected replays
 // the rejection: an error and done error for a 400 (exit 1), a retry and
@@ -353,9 +355,10 @@ func TestImportedReplayEndings(t *testing.T) {
 			path: func(t *testing.T) string {
 				return vcrpyCassette(t, recording{anthropicURL, anthAsk, 200, true, anthCall(true)})
 			},
-			want:    []string{`"message_done","text":"Checking."`, `"done","stop_reason":"tool_use"`},
-			wantNot: []string{"tool_start", "tool_end", "max_iterations"},
-			stderr:  `the recording ends at the model's call to lookup (toolu_1) with nothing recorded after it: not run, the turn ends with the recorded stop reason "tool_use"`,
+			want: []string{`"message_done","text":"Checking."`, `"tool_start","call_id":"toolu_1","name":"lookup"`,
+				`"tool_end","call_id":"toolu_1","ok":false,"output":"not run: the recording ends at this call; nothing recorded its result"`, `"done","stop_reason":"tool_use"`},
+			wantNot: []string{"max_iterations", `"ok":true`},
+			stderr:  `the recording ends at the model's call to lookup (toolu_1) with nothing recorded after it: shown, not run, the turn ends with the recorded stop reason "tool_use"`,
 		},
 		{
 			name: "anthropic: cut off after a tool call",
@@ -374,8 +377,8 @@ func TestImportedReplayEndings(t *testing.T) {
 					recording{openaiURL, openaiAgain, 200, true, openaiCall("Once more.", "call_2")})
 			},
 			want: []string{`"tool_start","call_id":"call_1","name":"lookup"`, `"tool_end","call_id":"call_1","ok":true,"output":"found it"`,
-				`"message_done","text":"Once more."`, `"done","stop_reason":"tool_calls"`},
-			wantNot: []string{"call_2\",\"name", "max_iterations", "no further result"},
+				`"message_done","text":"Once more."`, `"tool_start","call_id":"call_2","name":"lookup"`, `"tool_end","call_id":"call_2","ok":false,"output":"not run: the recording ends at this call; nothing recorded its result"`, `"done","stop_reason":"tool_calls"`},
+			wantNot: []string{"max_iterations", "no further result"},
 			stderr:  "the recording ends at the model's call to lookup (call_2)",
 		},
 		{
@@ -383,8 +386,9 @@ func TestImportedReplayEndings(t *testing.T) {
 			path: func(t *testing.T) string {
 				return fixture.Real(t, "simonw-llm-anthropic__test_stream_events_tool_calls.yaml")
 			},
-			want:    []string{`"usage","prompt_tokens":543`, `"done","stop_reason":"tool_use"`},
-			wantNot: []string{"tool_start", "max_iterations"},
+			want: []string{`"usage","prompt_tokens":543`, `"tool_start","call_id":"toolu_01CzN6riCPqw4pVSuTd9Dwn7","name":"pelican_name_generator"`,
+				`"tool_end","call_id":"toolu_01CzN6riCPqw4pVSuTd9Dwn7","ok":false,"output":"not run: the recording ends at this call; nothing recorded its result"`, `"done","stop_reason":"tool_use"`},
+			wantNot: []string{"max_iterations"},
 			stderr:  "the recording ends at the model's call to pelican_name_generator (toolu_01CzN6riCPqw4pVSuTd9Dwn7)",
 		},
 		{
@@ -402,6 +406,27 @@ func TestImportedReplayEndings(t *testing.T) {
 			want:      []string{`"error","message":"HTTP 400 Bad Request: invalid_request_error: bad temperature"`, `"done","stop_reason":"error"`},
 			wantNot:   []string{"retry", "no recorded interaction"},
 			stderrNot: "answers the harness's request",
+		},
+		{
+			name: "openai: a 400 to a request with no user message",
+			path: func(t *testing.T) string {
+				return vcrpyCassette(t, recording{openaiURL, `{"model":"gpt-x","messages":[]}`, 400, false, `{"error":{"message":"messages must be non-empty","type":"invalid_request_error","param":"messages","code":null}}`})
+			},
+			code:    1,
+			want:    []string{`"error","message":"HTTP 400 Bad Request: invalid_request_error: messages must be non-empty"`, `"done","stop_reason":"error"`},
+			wantNot: []string{"retry", "no recorded interaction"},
+			stderr:  "a session made up for it",
+		},
+		{
+			name: "anthropic: a 400 to a user message with no text",
+			path: func(t *testing.T) string {
+				return vcrpyCassette(t, recording{anthropicURL, `{"model":"claude-x","max_tokens":5,"messages":[{"role":"user","content":[{"type":"image","source":{"type":"url","url":"http://x/y.png"}}]}]}`, 400,
+					false, `{"type":"error","error":{"type":"invalid_request_error","message":"image too small"}}`})
+			},
+			code:    1,
+			want:    []string{`"error","message":"HTTP 400 Bad Request: invalid_request_error: image too small"`, `"done","stop_reason":"error"`},
+			wantNot: []string{"retry", "no recorded interaction"},
+			stderr:  "a session made up for it",
 		},
 		{
 			name: "the real A11: the Responses API's 400",
@@ -457,5 +482,53 @@ func TestImportedReplayEndings(t *testing.T) {
 				t.Errorf("a second replay differs:\n%s", again)
 			}
 		})
+	}
+}
+
+// TestImportSaysContentLengthRewritten: importing a parsed_body whose JSON
+// text is not the length the recorded Content-Length gives rewrites that
+// header, and `cassette import` says so on stderr, naming the interaction,
+// the side and both lengths; a Content-Length that fits is kept silently.
+func TestImportSaysContentLengthRewritten(t *testing.T) {
+	const body = `{"model":"m","messages":[{"role":"user","content":"hi"}]}`
+	rec := func(length string) string {
+		return "version: 1\ninteractions:\n- request:\n    method: POST\n    uri: https://api.openai.com/v1/chat/completions\n" +
+			"    headers: {Content-Length: ['" + length + "']}\n" +
+			"    parsed_body: {model: m, messages: [{role: user, content: hi}]}\n" +
+			"  response:\n    status: {code: 400, message: Bad Request}\n    body: {string: '{\"error\":{\"message\":\"no\"}}'}\n"
+	}
+	for _, tt := range []struct {
+		length string
+		note   string
+	}{
+		{"999", fmt.Sprintf("interaction 0: the request parsed_body is %d bytes of JSON text, not the recorded Content-Length 999: Content-Length rewritten to %d", len(body), len(body))},
+		{strconv.Itoa(len(body)), ""},
+	} {
+		in := filepath.Join(t.TempDir(), "in.yaml")
+		if err := os.WriteFile(in, []byte(rec(tt.length)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out := filepath.Join(t.TempDir(), "out.yaml")
+		_, stderr, code := runCLI(t, "", "cassette", "import", in, out)
+		if code != 0 {
+			t.Fatalf("import: exit %d: %s", code, stderr)
+		}
+		if tt.note != "" && !strings.Contains(stderr, tt.note) {
+			t.Errorf("Content-Length %s: stderr lacks %q:\n%s", tt.length, tt.note, stderr)
+		}
+		// Converted in memory, it says so too.
+		if _, showErr, _ := runCLI(t, "", "cassette", "show", in); tt.note != "" && !strings.Contains(showErr, tt.note) {
+			t.Errorf("Content-Length %s: cassette show's stderr lacks %q:\n%s", tt.length, tt.note, showErr)
+		}
+		if tt.note == "" && strings.Contains(stderr, "Content-Length") {
+			t.Errorf("Content-Length %s fits, yet stderr says: %s", tt.length, stderr)
+		}
+		f, err := cassette.Load(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := f.Interactions[0].Request.Headers.Get("Content-Length"); got != strconv.Itoa(len(body)) {
+			t.Errorf("Content-Length %s: imported as %q", tt.length, got)
+		}
 	}
 }

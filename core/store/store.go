@@ -601,6 +601,7 @@ type diskMessage struct {
 	ToolCalls []diskToolCall `json:"tool_calls,omitempty"`
 	CallID    string         `json:"call_id,omitempty"`
 	IsError   bool           `json:"is_error,omitempty"`
+	Phase     string         `json:"phase,omitempty"`
 }
 
 type diskThinking struct {
@@ -623,7 +624,7 @@ const (
 )
 
 func encodeRecord(m provider.Message) ([]byte, error) {
-	d := diskMessage{Role: string(m.Role), Text: m.Text, CallID: m.CallID, IsError: m.IsError}
+	d := diskMessage{Role: string(m.Role), Text: m.Text, CallID: m.CallID, IsError: m.IsError, Phase: m.Phase}
 	for _, t := range m.Thinking {
 		d.Thinking = append(d.Thinking, diskThinking(t))
 	}
@@ -663,7 +664,7 @@ func decodeRecord(line []byte) (provider.Message, error) {
 	if err := json.Unmarshal(body, &d); err != nil {
 		return provider.Message{}, err
 	}
-	m := provider.Message{Role: provider.Role(d.Role), Text: d.Text, CallID: d.CallID, IsError: d.IsError}
+	m := provider.Message{Role: provider.Role(d.Role), Text: d.Text, CallID: d.CallID, IsError: d.IsError, Phase: d.Phase}
 	for _, t := range d.Thinking {
 		m.Thinking = append(m.Thinking, provider.Thinking(t))
 	}

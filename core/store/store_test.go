@@ -60,8 +60,9 @@ func allKinds() []provider.Message {
 	return []provider.Message{
 		{Role: provider.RoleUser, Text: "hello\nworld \"quoted\" ünïcödé 🙂 </script>"},
 		{
-			Role: provider.RoleAssistant,
-			Text: "let me look",
+			Role:  provider.RoleAssistant,
+			Text:  "let me look",
+			Phase: "commentary",
 			Thinking: []provider.Thinking{
 				{Text: "first thought", Signature: "sig-1=="},
 				{Text: "second, unsigned"},
@@ -75,7 +76,7 @@ func allKinds() []provider.Message {
 		{Role: provider.RoleTool, CallID: "c1", Text: "package main\n"},
 		{Role: provider.RoleTool, CallID: "c2", Text: "invalid arguments", IsError: true},
 		{Role: provider.RoleTool, CallID: "c3", Text: ""},
-		{Role: provider.RoleAssistant, Text: "done"},
+		{Role: provider.RoleAssistant, Text: "done", Phase: "final_answer"},
 	}
 }
 

@@ -170,6 +170,10 @@ func (r *redactor) other(part provider.Part) provider.Part {
 		// replacement keeps the arguments exactly as valid as they were.
 		p.Call.Args = json.RawMessage(String(string(p.Call.Args), r.secrets))
 		return p
+	case provider.UnrunCall:
+		call := r.other(provider.ToolCallPart{Call: p.Call}).(provider.ToolCallPart)
+		p.Call, p.Reason = call.Call, String(p.Reason, r.secrets)
+		return p
 	case provider.Finish:
 		p.Reason = String(p.Reason, r.secrets)
 		return p

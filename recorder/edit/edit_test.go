@@ -124,7 +124,7 @@ func TestShow(t *testing.T) {
 		{"anthropic_thinking.yaml", []string{
 			"#0 at +0s: POST /v1/messages",
 			`  text: "Hi!"`,
-			`  thinking: "The user greets me; I greet back." (1 signature)`,
+			`  thinking: "The user greets me; I greet back." (1 signature: 12 B)`,
 			"  finish: end_turn",
 			"  signal: message_stop",
 		}},

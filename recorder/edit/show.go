@@ -54,7 +54,10 @@ const previewRunes = 72
 // event as the finish (completed, incomplete with its reason, failed with
 // its error) and the signal, and the usage with cached and reasoning
 // tokens; its request is summed up by model, instructions, input items and
-// tools. The end is "clean" or the recorded transport error; an
+// tools. On every wire the reply's message id and model (a "message:"
+// line), its usage, each Anthropic signature's length, a Responses
+// message's phase and a tool call's input ({} when none streamed) are
+// shown. The end is "clean" or the recorded transport error; an
 // interaction that got no response shows its error as its status.
 //
 // The output depends only on f. It returns the first write error.
@@ -160,8 +163,21 @@ func showInteraction(p *printer, i int, it *cassette.Interaction) {
 	for j, c := range chunks {
 		p.printf("  chunk %d at +%s, %d B: %s\n", j, c.At, len(c.Data), chunkPreview(r, j, c.Data))
 	}
+	if r.msgID != "" || r.model != "" {
+		var parts []string
+		if r.msgID != "" {
+			parts = append(parts, r.msgID)
+		}
+		if r.model != "" {
+			parts = append(parts, "model "+r.model)
+		}
+		p.printf("  message: %s\n", strings.Join(parts, ", "))
+	}
 	if r.text.Len() > 0 {
 		p.printf("  text: %s\n", quote(r.text.String()))
+	}
+	if len(r.phases) > 0 {
+		p.printf("  phase: %s\n", strings.Join(r.phases, ", "))
 	}
 	if r.refusal.Len() > 0 {
 		p.printf("  refusal: %s\n", quote(r.refusal.String()))
@@ -178,7 +194,15 @@ func showInteraction(p *printer, i int, it *cassette.Interaction) {
 	if r.thinking.Len() > 0 || r.signatures > 0 {
 		sig := ""
 		if r.signatures > 0 {
-			sig = fmt.Sprintf(" (%s)", plural(r.signatures, "signature"))
+			sig = plural(r.signatures, "signature")
+			if len(r.sigBytes) > 0 {
+				lens := make([]string, len(r.sigBytes))
+				for k, n := range r.sigBytes {
+					lens[k] = fmt.Sprintf("%d B", n)
+				}
+				sig += ": " + strings.Join(lens, ", ")
+			}
+			sig = " (" + sig + ")"
 		}
 		p.printf("  thinking: %s%s\n", quote(r.thinking.String()), sig)
 	}
@@ -187,7 +211,11 @@ func showInteraction(p *printer, i int, it *cassette.Interaction) {
 		if t.id != "" {
 			id = " (" + t.id + ")"
 		}
-		p.printf("  tool call %d: %s %s%s\n", j, t.name, oneLine(t.args.String(), 0), id)
+		args := t.args.String()
+		if strings.TrimSpace(args) == "" {
+			args = "{}" // no input streamed: the call's input is the empty object
+		}
+		p.printf("  tool call %d: %s %s%s\n", j, t.name, oneLine(args, 0), id)
 	}
 	if r.finish != "" {
 		p.printf("  finish: %s\n", r.finish)

@@ -180,3 +180,44 @@ func TestShowWholeMessage(t *testing.T) {
 		})
 	}
 }
+
+// TestShowSaysWhatWasRecorded: every wire's stream shows its message id and
+// model and its usage; Anthropic signatures show their lengths, a tool
+// call with no input shows {}, and a Responses message shows its phase.
+func TestShowSaysWhatWasRecorded(t *testing.T) {
+	ev := func(data string) string { return "event: x\ndata: " + data + "\n\n" }
+	tests := []struct {
+		name, url, body string
+		want            []string
+	}{
+		{"anthropic", "https://api.anthropic.com/v1/messages",
+			ev(`{"type":"message_start","message":{"id":"msg_01A","model":"claude-x","usage":{"input_tokens":12,"cache_read_input_tokens":4,"output_tokens":1}}}`) +
+				ev(`{"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":""}}`) +
+				ev(`{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"hm"}}`) +
+				ev(`{"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"c2lnbmF0dXJl"}}`) +
+				ev(`{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"t1","name":"now","input":{}}}`) +
+				ev(`{"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":30}}`),
+			[]string{"  message: msg_01A, model claude-x", `  thinking: "hm" (1 signature: 12 B)`, "  tool call 0: now {} (t1)",
+				"  usage: 12 in (4 cached), 30 out, 42 total"}},
+		{"openai", "https://api.openai.com/v1/chat/completions",
+			"data: " + `{"id":"chatcmpl-1","model":"gpt-x","choices":[{"index":0,"delta":{"content":"Hi"}}]}` + "\n\n" +
+				"data: " + `{"id":"chatcmpl-1","model":"gpt-x","choices":[],"usage":{"prompt_tokens":9,"completion_tokens":2,"total_tokens":11,"prompt_tokens_details":{"cached_tokens":3}}}` + "\n\n" +
+				"data: [DONE]\n\n",
+			[]string{"  message: chatcmpl-1, model gpt-x", "  usage: 9 in (3 cached), 2 out, 11 total"}},
+		{"responses", "https://api.openai.com/v1/responses",
+			ev(`{"type":"response.created","response":{"id":"resp_1","model":"gpt-5","status":"in_progress","output":[]}}`) +
+				ev(`{"type":"response.output_item.done","output_index":0,"item":{"id":"msg_1","type":"message","role":"assistant","phase":"commentary","content":[{"type":"output_text","text":"Hi"}]}}`) +
+				ev(`{"type":"response.completed","response":{"id":"resp_1","model":"gpt-5","status":"completed","output":[],"usage":{"input_tokens":5,"output_tokens":1,"total_tokens":6}}}`),
+			[]string{"  message: resp_1, model gpt-5", "  phase: commentary", "  usage: 5 in, 1 out, 6 total"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			it := &cassette.Interaction{
+				Request:  vcr.Request{Method: "POST", URL: tt.url},
+				Response: vcr.Response{Code: 200, Headers: http.Header{"Content-Type": {"text/event-stream"}}, Body: tt.body},
+				Stream:   &cassette.Stream{Chunks: []cassette.Chunk{{Data: tt.body}}},
+			}
+			hasLines(t, show(t, &cassette.File{Version: cassette.FormatVersion, Interactions: []*cassette.Interaction{it}}), tt.want)
+		})
+	}
+}

@@ -156,7 +156,12 @@ type reconstruction struct {
 	reasoningBy map[int]*reasoningItem // by output index
 	itemIndexes map[string]int         // item id → output index
 	refusal     strings.Builder
-	usage       *responses.Usage
+	usage       *responses.Usage // any wire's (see meta)
+
+	// What every wire says beside the content (see meta).
+	msgID, model string
+	sigBytes     []int    // each Anthropic signature's length
+	phases       []string // each Responses message item's phase
 
 	// For a stream: what the events that end in each chunk say, and how
 	// many bytes of each chunk belong to an event that does not end in it.
@@ -203,6 +208,7 @@ func reconstruct(it *cassette.Interaction) *reconstruction {
 			if ev.Named {
 				typ = ev.Type
 			}
+			r.meta(ev.Data)
 			var g []gist
 			if r.wire == wireResponses {
 				g = r.responsesEvent(typ, ev.Data)
@@ -225,6 +231,7 @@ func reconstruct(it *cassette.Interaction) *reconstruction {
 		}
 		return r
 	}
+	r.meta(body)
 	if r.wire != wireResponses || !r.responsesComplete(body) {
 		r.complete(body)
 	}

@@ -116,16 +116,25 @@ var ErrUnknownFormat = errors.New("importer: unknown format")
 // Import converts a recording in format (one of Formats, or Auto) into a
 // cassette. It fails when data is not a valid recording of that format.
 func Import(format string, data []byte) (*cassette.File, error) {
+	f, _, err := ImportNotes(format, data)
+	return f, err
+}
+
+// ImportNotes is Import, also returning what the import changed of what
+// was recorded, one line each naming the interaction: a Content-Length
+// rewritten to fit the JSON text of a parsed_body (see parsedBody).
+func ImportNotes(format string, data []byte) (*cassette.File, []string, error) {
 	if format == Auto {
 		f, err := Detect(data)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		format = f
 	}
 	var (
-		exs []exchange
-		err error
+		exs   []exchange
+		notes []string
+		err   error
 	)
 	switch format {
 	case VCRPy, GoVCR1, GoVCR4:
@@ -133,10 +142,10 @@ func Import(format string, data []byte) (*cassette.File, error) {
 	case HTTPRR:
 		exs, err = parseHTTPRR(data)
 	default:
-		return nil, fmt.Errorf("%w %q (want %s or %s)", ErrUnknownFormat, format, strings.Join(Formats(), ", "), Auto)
+		return nil, nil, fmt.Errorf("%w %q (want %s or %s)", ErrUnknownFormat, format, strings.Join(Formats(), ", "), Auto)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("importer: %s: %w", format, err)
+		return nil, nil, fmt.Errorf("importer: %s: %w", format, err)
 	}
 	f := cassette.New()
 	f.Interactions = make([]*cassette.Interaction, 0, len(exs))
@@ -146,11 +155,12 @@ func Import(format string, data []byte) (*cassette.File, error) {
 			err = it.CheckTiming() // a recorded duration of centuries would stall a paced replay
 		}
 		if err != nil {
-			return nil, fmt.Errorf("importer: %s: interaction %d: %w", format, i, err)
+			return nil, nil, fmt.Errorf("importer: %s: interaction %d: %w", format, i, err)
 		}
 		f.Interactions = append(f.Interactions, it)
+		notes = append(notes, exs[i].notes...)
 	}
-	return f, nil
+	return f, notes, nil
 }
 
 // Detect names the format of data: HTTPRR when it starts with the httprr
@@ -198,6 +208,9 @@ type exchange struct {
 	respHdr  http.Header
 	respBody []byte
 	duration time.Duration
+	// notes say what the import changed of what was recorded (a
+	// Content-Length rewritten), each naming the interaction.
+	notes []string
 }
 
 // interaction builds the cassette form of e: bodies decoded, secrets

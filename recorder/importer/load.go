@@ -18,29 +18,36 @@ import (
 // it, and converted names its format; Note says so in one line. The
 // errors name path.
 func Load(path string) (f *cassette.File, converted string, err error) {
+	f, converted, _, err = LoadNotes(path)
+	return f, converted, err
+}
+
+// LoadNotes is Load, also returning what the conversion changed of what
+// was recorded (see ImportNotes); none for an openmax cassette.
+func LoadNotes(path string) (f *cassette.File, converted string, notes []string, err error) {
 	data, err := cassette.ReadFile(path)
 	if err != nil {
-		return nil, "", err
+		return nil, "", nil, err
 	}
 	if native(data) {
 		f, err := cassette.Parse(data)
 		if err != nil {
-			return nil, "", fmt.Errorf("cassette %s: %w", path, err)
+			return nil, "", nil, fmt.Errorf("cassette %s: %w", path, err)
 		}
-		return f, "", nil
+		return f, "", nil, nil
 	}
 	format, err := Detect(data)
 	if err != nil {
-		return nil, "", fmt.Errorf("%s: neither an openmax cassette nor a recording openmax can import: %w", path, err)
+		return nil, "", nil, fmt.Errorf("%s: neither an openmax cassette nor a recording openmax can import: %w", path, err)
 	}
-	f, err = Import(format, data)
+	f, notes, err = ImportNotes(format, data)
 	if err != nil {
-		return nil, "", fmt.Errorf("%s: %w", path, err)
+		return nil, "", nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if s, err := Session(f); err == nil {
 		f.Session = s
 	}
-	return f, format, nil
+	return f, format, notes, nil
 }
 
 // Note is the one line saying that the recording at path was converted

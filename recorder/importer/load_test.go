@@ -129,8 +129,11 @@ func TestSessionResponses(t *testing.T) {
 			it(`{"model":"m","input":[{"role":"user","content":"go"},{"type":"function_call","call_id":"c1","name":"add","arguments":"{}"},{"type":"function_call","call_id":"c2","name":"ls","arguments":"{}"},{"type":"function_call_output","call_id":"c1","output":"5"},{"type":"function_call_output","call_id":"c2","output":[{"type":"input_text","text":"a.txt"}]}]}`, 200),
 			it(`{"model":"m","input":[{"role":"user","content":"go"},{"type":"function_call","call_id":"c1","name":"add","arguments":"{}"},{"type":"function_call_output","call_id":"c1","output":"5"},{"role":"assistant","content":"done"},{"role":"user","content":"again"}]}`, 200),
 		}, "go", []cassette.ToolResult{{Name: "add", OK: true, Output: "5"}, {Name: "ls", OK: true, Output: "a.txt"}}, ""},
-		{"no user text", []*cassette.Interaction{it(`{"model":"m","input":[]}`, 400)}, "", nil, "no user text"},
-		{"input not readable", []*cassette.Interaction{it(`{"model":"m","input":7}`, 400)}, "", nil, "input"},
+		{"no user text", []*cassette.Interaction{it(`{"model":"m","input":[]}`, 200)}, "", nil, "no user text"},
+		{"input not readable", []*cassette.Interaction{it(`{"model":"m","input":7}`, 200)}, "", nil, "input"},
+		// A rejected request needs no text the model would read.
+		{"no user text, rejected", []*cassette.Interaction{it(`{"model":"m","input":[]}`, 400)}, "(the rejected request has no user message)", nil, ""},
+		{"input not readable, rejected", []*cassette.Interaction{it(`{"model":"m","input":7}`, 400)}, "(the rejected request has no user message)", nil, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

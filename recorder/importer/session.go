@@ -18,7 +18,10 @@ import (
 // the first request's last user text, the provider and model the request
 // names, the tools it offered, and as tool results the tool outputs the
 // following requests sent back. It fails when the first request is not a
-// Chat Completions, Messages or Responses call with a user message.
+// Chat Completions, Messages or Responses call with a user message, unless
+// the vendor rejected it (HTTP 400 and up): a rejected request needs no
+// text the model would read, so one without any gets a stand-in prompt
+// naming what it held, and the replay shows the rejection.
 //
 // A recording of the OpenAI Responses API is replayed with the harness's
 // Responses client (provider openai, api responses): its user text is
@@ -53,7 +56,7 @@ func Session(f *cassette.File) (*cassette.Session, error) {
 	}
 	if isResponses {
 		msgs, err := responsesInput(body.Input)
-		if err != nil {
+		if err != nil && f.Interactions[0].Response.Code < 400 {
 			return nil, fmt.Errorf("the first request body: %w", err)
 		}
 		body.Messages = msgs
@@ -65,6 +68,12 @@ func Session(f *cassette.File) (*cassette.Session, error) {
 				text = t
 			}
 		}
+	}
+	if text == "" && f.Interactions[0].Response.Code >= 400 {
+		// The vendor rejected the request: no model read it, so the
+		// session needs only a prompt that makes the engine send its
+		// request and show the recorded rejection.
+		text = rejectedPrompt(body.Messages)
 	}
 	if text == "" {
 		return nil, fmt.Errorf("the first request has no user text")
@@ -105,6 +114,31 @@ func Session(f *cassette.File) (*cassette.Session, error) {
 		s.ToolResults = append(s.ToolResults, trailingResults(b.Messages)...)
 	}
 	return s, nil
+}
+
+// rejectedPrompt stands in for the user text of a rejected first request
+// that has none: it names what the request's last user message held
+// instead (its content block types), or that it had no user message.
+func rejectedPrompt(msgs []reqMessage) string {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role != "user" {
+			continue
+		}
+		var blocks []block
+		var types []string
+		if json.Unmarshal(msgs[i].Content, &blocks) == nil {
+			for _, b := range blocks {
+				if b.Type != "" {
+					types = append(types, b.Type)
+				}
+			}
+		}
+		if len(types) == 0 {
+			return "(the rejected request's user message holds no text)"
+		}
+		return "(the rejected request's user message holds no text: " + strings.Join(types, ", ") + ")"
+	}
+	return "(the rejected request has no user message)"
 }
 
 // requestPath is the path of a recorded request URL as it was sent,

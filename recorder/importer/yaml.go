@@ -177,14 +177,21 @@ func parseYAML(format string, data []byte) ([]exchange, error) {
 		if e.reqHdr, err = headerOf(&in.Request.Headers); err != nil {
 			return nil, fail("request headers: %v", err)
 		}
-		if e.reqBody, err = messageBody("request", &in.Request.Body, &in.Request.ParsedBody, e.reqHdr); err != nil {
+		var note string
+		if e.reqBody, note, err = messageBody("request", &in.Request.Body, &in.Request.ParsedBody, e.reqHdr); err != nil {
 			return nil, fmt.Errorf("interaction %d: %w", i, err)
+		}
+		if note != "" {
+			e.notes = append(e.notes, fmt.Sprintf("interaction %d: %s", i, note))
 		}
 		if e.respHdr, err = headerOf(&in.Response.Headers); err != nil {
 			return nil, fail("response headers: %v", err)
 		}
-		if e.respBody, err = messageBody("response", &in.Response.Body, &in.Response.ParsedBody, e.respHdr); err != nil {
+		if e.respBody, note, err = messageBody("response", &in.Response.Body, &in.Response.ParsedBody, e.respHdr); err != nil {
 			return nil, fmt.Errorf("interaction %d: %w", i, err)
+		}
+		if note != "" {
+			e.notes = append(e.notes, fmt.Sprintf("interaction %d: %s", i, note))
 		}
 		switch format {
 		case VCRPy:
@@ -231,31 +238,33 @@ func parseYAML(format string, data []byte) ([]exchange, error) {
 // messageBody reads the body of one side ("request" or "response") of an
 // exchange from its body member or, failing that, its parsed_body (see
 // parsedBody); when the JSON text of a parsed_body is not the length h's
-// Content-Length gives, that is set to its length. A message with both
-// is read from body when the two hold the same JSON value, and refused
-// otherwise. Errors name the member.
-func messageBody(side string, body, parsed *yaml.Node, h http.Header) ([]byte, error) {
+// Content-Length gives, that is set to its length, and note says so. A
+// message with both is read from body when the two hold the same JSON
+// value, and refused otherwise. Errors name the member.
+func messageBody(side string, body, parsed *yaml.Node, h http.Header) (_ []byte, note string, _ error) {
 	b, err := bodyOf(body)
 	if err != nil {
-		return nil, fmt.Errorf("%s body: %w", side, err)
+		return nil, "", fmt.Errorf("%s body: %w", side, err)
 	}
 	if parsed.Kind == 0 || (parsed.Kind == yaml.ScalarNode && parsed.ShortTag() == "!!null") {
-		return b, nil
+		return b, "", nil
 	}
 	p, stale, err := parsedBody(parsed, h)
 	if err != nil {
-		return nil, fmt.Errorf("%s parsed_body: %w", side, err)
+		return nil, "", fmt.Errorf("%s parsed_body: %w", side, err)
 	}
 	if len(b) > 0 {
 		if !sameJSON(b, p) {
-			return nil, fmt.Errorf("%s: %w", side, errBothBodies)
+			return nil, "", fmt.Errorf("%s: %w", side, errBothBodies)
 		}
-		return b, nil
+		return b, "", nil
 	}
 	if stale {
+		note = fmt.Sprintf("the %s parsed_body is %d bytes of JSON text, not the recorded Content-Length %s: Content-Length rewritten to %d",
+			side, len(p), strings.TrimSpace(h.Get("Content-Length")), len(p))
 		h.Set("Content-Length", strconv.Itoa(len(p)))
 	}
-	return p, nil
+	return p, note, nil
 }
 
 // bodyOf reads a body: absent or null is empty; a scalar is its string

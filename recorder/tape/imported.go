@@ -13,10 +13,11 @@ package tape
 //   - When the last recorded reply asks for tools, nothing recorded what
 //     they returned and no further reply exists. Running them would invent
 //     a result (a stand-in failure) and a next request the recording never
-//     made (ending in max_iterations). Instead the calls are not
-//     dispatched: the turn ends there with the stop reason the provider
-//     recorded (tool_calls, tool_use), which the wire passes through
-//     verbatim, and the log names the calls.
+//     made (ending in max_iterations). Instead the calls are shown but not
+//     dispatched (provider.UnrunCall: tool_start, and a tool_end saying
+//     they were not run, kept out of the transcript): the turn ends there
+//     with the stop reason the provider recorded (tool_calls, tool_use),
+//     which the wire passes through verbatim, and the log names the calls.
 
 import (
 	"context"
@@ -69,8 +70,9 @@ func (r *rejectionRouter) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 // recordingEnd holds back the tool calls of a reply until its end, and
-// drops them when the reply completed and the recording has nothing left
-// to serve: the recording ends at those calls.
+// turns them into calls shown but not run (provider.UnrunCall) when the
+// reply completed and the recording has nothing left to serve: the
+// recording ends at those calls.
 type recordingEnd struct {
 	next provider.Provider
 	rp   servingTransport
@@ -103,9 +105,11 @@ func (p *recordingEnd) Stream(ctx context.Context, req provider.Request) iter.Se
 						call := c.(provider.ToolCallPart).Call
 						names = append(names, fmt.Sprintf("%s (%s)", call.Name, call.ID))
 					}
-					fmt.Fprintf(p.log, "openmax replay: the recording ends at the model's call to %s with nothing recorded after it: not run, the turn ends with the recorded stop reason %q\n",
+					fmt.Fprintf(p.log, "openmax replay: the recording ends at the model's call to %s with nothing recorded after it: shown, not run, the turn ends with the recorded stop reason %q\n",
 						strings.Join(names, ", "), pt.Reason)
-					held = nil
+					for i, c := range held {
+						held[i] = provider.UnrunCall{Call: c.(provider.ToolCallPart).Call, Reason: "the recording ends at this call; nothing recorded its result"}
+					}
 				}
 				if !flush() {
 					return

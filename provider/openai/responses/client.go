@@ -163,7 +163,7 @@ func buildRequest(req provider.Request, model string, include bool) ([]byte, err
 				out.Input = append(out.Input, Item{Type: "reasoning", Summary: summary, EncryptedContent: strRef(th.Signature)})
 			}
 			if m.Text != "" || len(m.ToolCalls) == 0 {
-				out.Input = append(out.Input, Item{Type: "message", Role: "assistant",
+				out.Input = append(out.Input, Item{Type: "message", Role: "assistant", Phase: m.Phase,
 					Content: []Content{{Type: "output_text", Text: strRef(m.Text)}}})
 			}
 			for _, tc := range m.ToolCalls {

@@ -24,6 +24,7 @@ import (
 //     the item's next summary part (the client says a part break as that
 //     delta). A ThinkingDelta with a Signature closes the item: its
 //     output_item.done carries the signature as encrypted_content.
+//     A MessagePhase gives the message item its phase (on output_item.done).
 //   - A tool call is a function_call item: added with empty arguments, its
 //     arguments in function_call_arguments.delta events (see ArgChunk),
 //     function_call_arguments.done and output_item.done.
@@ -54,6 +55,7 @@ type Encoder struct {
 	summary []Content       // the open reasoning item's closed summary parts
 	inPart  bool            // a summary part is open
 	split   bool            // a "\n\n" delta is held: a part break, or text
+	phase   string          // the open (or next) message's phase
 }
 
 // NewEncoder returns an encoder for one reply with the given response id,
@@ -130,6 +132,9 @@ func (e *Encoder) Part(p provider.Part) []byte {
 			out = append(out, e.closeReasoning(&p.Signature)...)
 		}
 		return out
+	case provider.MessagePhase:
+		e.phase = p.Phase // the message item carries it when it closes
+		return nil
 	case provider.ToolCallPart:
 		return e.call(p.Call)
 	case provider.Usage:
@@ -239,10 +244,10 @@ func (e *Encoder) closeMessage() []byte {
 	out := e.event(e.at(Event{Type: EventTextDone, ContentIndex: newRef(0), Text: &text, Logprobs: emptyJSONList}, "msg"))
 	part := textPart(text)
 	out = append(out, e.event(e.at(Event{Type: EventContentPartDone, ContentIndex: newRef(0), Part: &part}, "msg"))...)
-	item := Item{ID: e.itemID("msg", len(e.items)), Type: "message", Status: "completed", Role: "assistant", Content: []Content{textPart(text)}}
+	item := Item{ID: e.itemID("msg", len(e.items)), Type: "message", Status: "completed", Role: "assistant", Phase: e.phase, Content: []Content{textPart(text)}}
 	out = append(out, e.event(e.at(Event{Type: EventItemDone, Item: &item}, "msg"))...)
 	e.items = append(e.items, item)
-	e.cur = ""
+	e.cur, e.phase = "", ""
 	return out
 }
 

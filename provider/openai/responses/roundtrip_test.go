@@ -159,3 +159,23 @@ func TestErrorEventRoundTrip(t *testing.T) {
 		}
 	})
 }
+
+// TestRoundTripPhase: a message's phase goes out on its output_item.done
+// and comes back from it, after the message's text; a message without a
+// phase comes back with none.
+func TestRoundTripPhase(t *testing.T) {
+	parts := []provider.Part{provider.TextDelta{Text: "Looking."}, provider.MessagePhase{Phase: "commentary"},
+		provider.ToolCallPart{Call: provider.ToolCall{ID: "c1", Name: "f", Args: []byte(`{}`)}}, provider.Finish{Reason: FinishCompleted}}
+	body := codectest.Encode(NewEncoder("resp_1", "m", 1767225600), parts)
+	if !bytes.Contains(body, []byte(`"phase":"commentary"`)) {
+		t.Fatalf("no phase on the wire:\n%s", body)
+	}
+	if got := slices.Collect(ParseStream(bytes.NewReader(body))); !reflect.DeepEqual(got, parts) {
+		t.Fatalf("parsed %#v\nwant   %#v", got, parts)
+	}
+	plain := []provider.Part{provider.TextDelta{Text: "Done."}, provider.Finish{Reason: FinishCompleted}}
+	body = codectest.Encode(NewEncoder("resp_2", "m", 1767225600), plain)
+	if got := slices.Collect(ParseStream(bytes.NewReader(body))); !reflect.DeepEqual(got, plain) || bytes.Contains(body, []byte(`"phase"`)) {
+		t.Fatalf("parsed %#v from\n%s", got, body)
+	}
+}

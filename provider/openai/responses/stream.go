@@ -25,6 +25,7 @@ import (
 //	response.reasoning_text.delta                       ThinkingDelta
 //	response.output_item.done of a reasoning item       ThinkingDelta{Signature: its
 //	                                                     encrypted_content}
+//	response.output_item.done of a message with a phase MessagePhase
 //	function calls                                      ToolCallPart, in output_index order,
 //	                                                     once response.completed arrived
 //	the terminal event's usage                          Usage
@@ -252,6 +253,9 @@ func (st *state) apply(typ string, e *Event, data []byte, yield func(provider.Pa
 				it.final = x.Arguments
 			}
 		case "message":
+			if x.Phase != "" && !yield(provider.MessagePhase{Phase: x.Phase}) {
+				return true
+			}
 			if !it.text {
 				// No deltas came for it: the item is the only copy.
 				it.text = true
@@ -538,6 +542,9 @@ func readWhole(ctx context.Context, data []byte, yield func(provider.Part) bool)
 					if t := contentText(c); t != "" && !yield(provider.TextDelta{Text: t}) {
 						return
 					}
+				}
+				if x.Phase != "" && !yield(provider.MessagePhase{Phase: x.Phase}) {
+					return
 				}
 			case "reasoning":
 				if t := joinSummary(x.Summary); t != "" && !yield(provider.ThinkingDelta{Text: t}) {

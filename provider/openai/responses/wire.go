@@ -131,6 +131,9 @@ type Item struct {
 	// Role and Content make a message.
 	Role    string    `json:"role,omitempty"`
 	Content []Content `json:"content,omitzero"`
+	// Phase is an assistant message's phase (commentary, final_answer):
+	// newer models give it, and want it back on the next request.
+	Phase string `json:"phase,omitempty"`
 
 	// CallID, Name and Arguments make a function_call; CallID and Output a
 	// function_call_output.
