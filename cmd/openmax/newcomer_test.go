@@ -1,0 +1,105 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// runBinary runs the real openmax binary with args in a fresh state and
+// config directory, stdin empty, and returns its stdout, stderr and exit
+// code.
+func runBinary(t *testing.T, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	bin := buildBinary(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+t.TempDir(), "XDG_CONFIG_HOME="+t.TempDir())
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		code = ee.ExitCode()
+	case err != nil:
+		t.Fatalf("openmax %v: %v", args, err)
+	}
+	return out.String(), errb.String(), code
+}
+
+// TestOutputFilesNeedOverwrite: every command that writes a file named on
+// its line (cassette inject and import, replay's --junit and --json)
+// refuses to write over its own input, even with --overwrite, and keeps an
+// existing file unless --overwrite; a refusal is a usage error (exit 2)
+// that leaves every file as it was.
+func TestOutputFilesNeedOverwrite(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.yaml")
+	original, err := os.ReadFile(filepath.Join(libraryDir, "openai_plain.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(in, original, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	existing := filepath.Join(dir, "existing.yaml")
+	tapes := filepath.Join(dir, "tapes")
+	os.Mkdir(tapes, 0o755)
+	if err := os.WriteFile(filepath.Join(tapes, "one.yaml"), original, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	inject := func(in, out string, extra ...string) []string {
+		return append([]string{"cassette", "inject", in, out, "--op", "429@0"}, extra...)
+	}
+	imp := func(in, out string, extra ...string) []string {
+		return append([]string{"cassette", "import", in, out}, extra...)
+	}
+	for _, tt := range []struct {
+		name string
+		args []string
+		want string // in stderr
+	}{
+		{"inject onto its input", inject(in, in), "is the input"},
+		{"inject onto its input by another name", inject(in, filepath.Join(dir, ".", "x", "..", "in.yaml")), "is the input"},
+		{"inject onto its input with --overwrite", inject(in, in, "--overwrite"), "is the input"},
+		{"inject over an existing file", inject(in, existing), "--overwrite"},
+		{"import onto its input", imp(in, in, "--overwrite"), "is the input"},
+		{"import over an existing file", imp(in, existing), "--overwrite"},
+		{"junit over an existing file", []string{"replay", tapes, "--junit", existing}, "--overwrite"},
+		{"json onto a cassette", []string{"replay", tapes, "--json", filepath.Join(tapes, "one.yaml"), "--overwrite"}, "is the input"},
+	} {
+		if err := os.WriteFile(existing, []byte("keep me\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		stdout, stderr, code := runBinary(t, tt.args...)
+		if code != 2 || stdout != "" || !strings.Contains(stderr, tt.want) {
+			t.Errorf("%s: exit %d, stdout %q, stderr %q (want exit 2 and %q)", tt.name, code, stdout, stderr, tt.want)
+		}
+		for path, want := range map[string][]byte{in: original, existing: []byte("keep me\n"), filepath.Join(tapes, "one.yaml"): original} {
+			if got, _ := os.ReadFile(path); !bytes.Equal(got, want) {
+				t.Errorf("%s: %s was changed", tt.name, path)
+			}
+		}
+	}
+	// With --overwrite an existing output is replaced; a new one needs nothing.
+	for _, args := range [][]string{inject(in, existing, "--overwrite"), imp(in, existing, "--overwrite"), inject(in, filepath.Join(dir, "new.yaml"))} {
+		os.WriteFile(existing, []byte("keep me\n"), 0o644)
+		if _, stderr, code := runBinary(t, args...); code != 0 {
+			t.Errorf("%v: exit %d: %s", args, code, stderr)
+		}
+		if got, _ := os.ReadFile(existing); args[len(args)-1] == "--overwrite" && !bytes.HasPrefix(got, []byte("version:")) {
+			t.Errorf("%v: the existing output is not the cassette: %.40q", args, got)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "new.yaml")); err != nil {
+		t.Errorf("inject to a new file: %v", err)
+	}
+}
