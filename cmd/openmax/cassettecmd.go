@@ -1,9 +1,9 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/openmax/openmax/recorder/cassette"
@@ -121,6 +121,9 @@ func runCassette(args []string, stdout, stderr io.Writer) int {
 		if len(pos) != 2 {
 			return usage()
 		}
+		if from != "auto" && !slices.Contains(importer.Formats(), from) {
+			return c.usageError(stderr, "--from %q: the formats are auto, %s", from, strings.Join(importer.Formats(), ", "))
+		}
 		out := outputFile{path: pos[1], overwrite: overwrite}
 		if err := out.check(pos[0]); err != nil {
 			return c.usageError(stderr, "%v", err)
@@ -132,12 +135,8 @@ func runCassette(args []string, stdout, stderr io.Writer) int {
 		}
 		f, err := importer.Import(from, data)
 		if err != nil {
-			code := 1
-			if errors.Is(err, importer.ErrUnknownFormat) {
-				code = 2
-			}
 			fmt.Fprintf(stderr, "openmax cassette import: %s: %v\n", pos[0], err)
-			return code
+			return 1
 		}
 		if s, err := importer.Session(f); err == nil {
 			f.Session = s

@@ -151,9 +151,15 @@ usage:
   openmax help [COMMAND]                                           this help, or a command's
   openmax version                                                  the version
 
-Each command takes -h/--help. Exit codes: 0 done (help included), 2 usage
-error, 1 failure; -p also exits 4 on max_iterations, budget_exhausted or
-unverified.
+Each command takes -h/--help. Exit codes, the same for every command:
+  0  done (help included)
+  2  usage error: the command line itself is wrong (an unknown flag, a
+     missing or extra argument, a flag value that does not parse, flags that
+     do not go together, an output that would replace its input or, without
+     --overwrite, an existing file); nothing was done
+  1  failure: the command line was right but the work failed, a file it
+     names missing, unreadable or malformed included
+  -p also exits 4 on max_iterations, budget_exhausted or unverified.
 
 flags of --stdio and -p:
 `)
@@ -264,7 +270,7 @@ func runCheck(input string, stdin io.Reader, stdout, stderr io.Writer) int {
 		data, err := os.ReadFile(input)
 		if err != nil {
 			fmt.Fprintf(stderr, "openmax: check: %v\n", err)
-			return 2
+			return 1
 		}
 		c.SetInput(data)
 	}

@@ -103,3 +103,60 @@ func TestOutputFilesNeedOverwrite(t *testing.T) {
 		t.Errorf("inject to a new file: %v", err)
 	}
 }
+
+// TestExitCodesOneRule: every command follows one rule (openmax --help
+// states it): a mistake on the command line exits 2, a file it names that
+// is missing or malformed exits 1, whichever command reads it.
+func TestExitCodesOneRule(t *testing.T) {
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "missing.yaml")
+	bad := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(bad, []byte("{{ not: [yaml\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	project := t.TempDir()
+	for _, file := range []string{missing, bad} {
+		for _, args := range [][]string{
+			{"fake-provider", "--scenario", file},
+			{"fake-provider", "--cassette", file},
+			{"fake-app-server", "--transcript", file},
+			{"replay", file},
+			{"cassette", "show", file},
+			{"cassette", "inject", file, filepath.Join(dir, "out.yaml"), "--op", "429@0"},
+			{"cassette", "import", file, filepath.Join(dir, "out.yaml")},
+			{"cassette", "sweep", file},
+		} {
+			stdout, stderr, code := runBinary(t, args...)
+			if code != 1 || stdout != "" || stderr == "" {
+				t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 1 (a failure), the reason on stderr", args, code, stdout, stderr)
+			}
+		}
+	}
+	for _, args := range [][]string{
+		{"--check", "--stdio", "--input", missing},
+		{"view", missing},
+		{"replay", filepath.Join(libraryDir, "openai_plain.yaml"), "--live-hooks", filepath.Join(project, "nope")},
+	} {
+		if stdout, stderr, code := runBinary(t, args...); code != 1 || stderr == "" {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 1", args, code, stdout, stderr)
+		}
+	}
+	// A command-line mistake is 2 even when a file is missing too: the
+	// line is judged before any file is read.
+	for _, args := range [][]string{
+		{"fake-provider", "--cassette", missing, "--pace", "fast"},
+		{"fake-provider", "--scenario", missing, "--cassette", missing},
+		{"replay", missing, "--pace", "fast"},
+		{"cassette", "show", missing, "extra"},
+		{"cassette", "sweep", missing, "--repeat", "0"},
+		{"fake-app-server"},
+	} {
+		if stdout, stderr, code := runBinary(t, args...); code != 2 || stdout != "" || !strings.Contains(stderr, "usage") {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 2 with the usage", args, code, stdout, stderr)
+		}
+	}
+	stdout, _, _ := runBinary(t, "--help")
+	if !strings.Contains(stdout, "2  usage error") || !strings.Contains(stdout, "malformed included") {
+		t.Errorf("openmax --help does not state the exit code rule:\n%s", stdout)
+	}
+}

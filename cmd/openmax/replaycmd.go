@@ -86,7 +86,8 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer, e e
 	}
 	live, err := loadLiveHooks(*liveHooks)
 	if err != nil {
-		return c.usageError(stderr, "%v", err)
+		fmt.Fprintf(stderr, "openmax replay: %v\n", err)
+		return 1
 	}
 	r, err := replayCassetteWith(ctx, f, pace, ignore, stderr, e, live)
 	if err != nil {

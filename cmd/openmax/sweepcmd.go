@@ -55,7 +55,7 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer, e en
 	cs, err := loadSweep(pos[0], stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "openmax cassette sweep: %v\n", err)
-		return 2
+		return 1
 	}
 	start := time.Now()
 	rep, err := sweep.Run(ctx, cs, sweepReplayer(e), sweep.Options{
