@@ -343,6 +343,10 @@ func runPrompt(ctx context.Context, o *options, stdout, stderr io.Writer, e env)
 		fmt.Fprintln(stderr, "openmax: -p needs a non-empty prompt")
 		return 2
 	}
+	if o.cfg.Provider == "" {
+		fmt.Fprintln(stderr, "openmax: -p needs --provider (openai, anthropic, echo, script or codex)")
+		return 2
+	}
 	h, err := harness.New(o.cfg, e.deps(stderr))
 	if err != nil {
 		fmt.Fprintf(stderr, "openmax: %v\n", err)

@@ -160,3 +160,12 @@ func TestExitCodesOneRule(t *testing.T) {
 		t.Errorf("openmax --help does not state the exit code rule:\n%s", stdout)
 	}
 }
+
+// TestPromptNeedsProvider: `openmax -p hi` with no provider names -p, the
+// flag the user gave, not --stdio.
+func TestPromptNeedsProvider(t *testing.T) {
+	stdout, stderr, code := runBinary(t, "-p", "hi")
+	if code != 2 || stdout != "" || !strings.Contains(stderr, "-p needs --provider") || strings.Contains(stderr, "--stdio") {
+		t.Errorf("exit %d, stdout %q, stderr %q; want exit 2 and \"-p needs --provider\"", code, stdout, stderr)
+	}
+}
