@@ -244,7 +244,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case o.stdio:
 		return runStdio(ctx, o, stdin, stdout, stderr, e)
 	}
-	fmt.Fprintln(stderr, "openmax: nothing to do; try --stdio, --spec stdio or --check --stdio (see -h)")
+	fmt.Fprint(stderr, `openmax: nothing to do. To start:
+  openmax replay CASSETTE --view       watch a recorded session, offline (the repository's cassettes/story.yaml)
+  openmax --stdio --provider NAME      serve a session on stdin/stdout
+  openmax help                         every command, and openmax help COMMAND for one
+`)
 	return 2
 }
 

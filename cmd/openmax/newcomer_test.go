@@ -169,3 +169,12 @@ func TestPromptNeedsProvider(t *testing.T) {
 		t.Errorf("exit %d, stdout %q, stderr %q; want exit 2 and \"-p needs --provider\"", code, stdout, stderr)
 	}
 }
+
+// TestBareOpenmaxPointsOn: `openmax` with nothing to do points a newcomer
+// to replay and help, on stderr, exit 2.
+func TestBareOpenmaxPointsOn(t *testing.T) {
+	stdout, stderr, code := runBinary(t)
+	if code != 2 || stdout != "" || !strings.Contains(stderr, "openmax replay ") || !strings.Contains(stderr, "openmax help") {
+		t.Errorf("exit %d, stdout %q, stderr %q; want exit 2 pointing to openmax replay and openmax help", code, stdout, stderr)
+	}
+}
