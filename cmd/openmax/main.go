@@ -301,8 +301,7 @@ func runCheck(input string, stdin io.Reader, stdout, stderr io.Writer) int {
 func runStdio(ctx context.Context, o *options, stdin io.Reader, stdout, stderr io.Writer, e env) int {
 	h, err := harness.New(o.cfg, e.deps(stderr))
 	if err != nil {
-		fmt.Fprintf(stderr, "openmax: %v\n", err)
-		return 2
+		return configError(err, stderr)
 	}
 	code, err := h.Serve(ctx, stdin, stdout)
 	if err != nil {
@@ -353,8 +352,7 @@ func runPrompt(ctx context.Context, o *options, stdout, stderr io.Writer, e env)
 	}
 	h, err := harness.New(o.cfg, e.deps(stderr))
 	if err != nil {
-		fmt.Fprintf(stderr, "openmax: %v\n", err)
-		return 2
+		return configError(err, stderr)
 	}
 	stop, err := h.Prompt(ctx, o.prompt, stdout)
 	if err != nil {
@@ -371,6 +369,17 @@ func runPrompt(ctx context.Context, o *options, stdout, stderr io.Writer, e env)
 		fmt.Fprintf(stderr, "openmax: the turn ended %s\n", stop)
 	}
 	return 0
+}
+
+// configError reports an error of harness.New and returns its exit code:
+// 1 for a named file that is missing or malformed, 2 for any other
+// mistake in the settings.
+func configError(err error, stderr io.Writer) int {
+	fmt.Fprintf(stderr, "openmax: %v\n", err)
+	if errors.Is(err, harness.ErrBadFile) {
+		return 1
+	}
+	return 2
 }
 
 func newBufferedWriter(w io.Writer) *bufio.Writer { return bufio.NewWriterSize(w, 64<<10) }

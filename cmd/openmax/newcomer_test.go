@@ -134,6 +134,10 @@ func TestExitCodesOneRule(t *testing.T) {
 	}
 	for _, args := range [][]string{
 		{"--check", "--stdio", "--input", missing},
+		{"--stdio", "--provider", "script", "--script", missing},
+		{"--stdio", "--provider", "script", "--script", bad},
+		{"-p", "hi", "--provider", "script", "--script", bad},
+		{"--stdio", "--provider", "echo", "--project", filepath.Join(project, "nope")},
 		{"view", missing},
 		{"replay", filepath.Join(libraryDir, "openai_plain.yaml"), "--live-hooks", filepath.Join(project, "nope")},
 	} {
