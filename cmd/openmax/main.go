@@ -179,12 +179,20 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 				mainUsage(stdout)
 				return 0
 			}
-			if !slices.Contains(subcommands, args[1]) || args[1] == "help" || args[1] == "version" {
+			if !slices.Contains(subcommands, args[1]) || args[1] == "help" {
 				fmt.Fprintf(stderr, "openmax help: no command %q (commands: %s)\n", args[1], strings.Join(subcommands, ", "))
 				return 2
 			}
 			return run(ctx, []string{args[1], "--help"}, stdin, stdout, stderr, e)
 		case "version":
+			c := command{name: "openmax version", usage: "", purpose: "Print the version of this openmax."}
+			pos, code, ok := c.parse(c.flags(), args[1:], stdout, stderr)
+			if !ok {
+				return code
+			}
+			if len(pos) > 0 {
+				return c.usageError(stderr, "unexpected argument %q", pos[0])
+			}
 			fmt.Fprintln(stdout, "openmax", Version)
 			return 0
 		case "view":

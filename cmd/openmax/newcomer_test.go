@@ -182,3 +182,20 @@ func TestBareOpenmaxPointsOn(t *testing.T) {
 		t.Errorf("exit %d, stdout %q, stderr %q; want exit 2 pointing to openmax replay and openmax help", code, stdout, stderr)
 	}
 }
+
+// TestVersionHelp: `openmax version -h` is the command's help, like every
+// other command's -h; plain `openmax version` prints the version.
+func TestVersionHelp(t *testing.T) {
+	for _, args := range [][]string{{"version", "-h"}, {"version", "--help"}, {"help", "version"}} {
+		stdout, stderr, code := runBinary(t, args...)
+		if code != 0 || stderr != "" || !strings.HasPrefix(stdout, "usage: openmax version") || strings.Contains(stdout, Version) {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want the help", args, code, stdout, stderr)
+		}
+	}
+	if stdout, _, code := runBinary(t, "version"); code != 0 || stdout != "openmax "+Version+"\n" {
+		t.Errorf("version: exit %d, %q", code, stdout)
+	}
+	if stdout, stderr, code := runBinary(t, "version", "extra"); code != 2 || stdout != "" || !strings.Contains(stderr, "unexpected argument") {
+		t.Errorf("version extra: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+}
