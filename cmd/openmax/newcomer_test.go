@@ -199,3 +199,44 @@ func TestVersionHelp(t *testing.T) {
 		t.Errorf("version extra: exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
 }
+
+// TestSweepSaysHowFar: `cassette sweep` is not silent for its whole run.
+// With stderr a pipe it says once how many replays it will run; with
+// stderr a terminal (a pseudo-terminal here) it redraws a done/total line
+// after every replay, cleared before the summary.
+func TestSweepSaysHowFar(t *testing.T) {
+	one := filepath.Join(libraryDir, "openai_plain.yaml")
+	stdout, stderr, code := runBinary(t, "cassette", "sweep", one, "--max-variants", "3")
+	if code != 0 || !strings.Contains(stdout, "openai_plain") {
+		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
+	}
+	count := "openmax cassette sweep: 4 replays to run (1 unmodified done)\n"
+	if !strings.HasPrefix(stderr, count) || strings.Contains(stderr, "\r") || !strings.Contains(stderr, "4 variants over 1 cassette") {
+		t.Errorf("stderr to a pipe: %q; want it to start %q, no redrawn line", stderr, count)
+	}
+
+	controller, terminal := openPTY(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, buildBinary(t), "cassette", "sweep", one, "--max-variants", "3", "--parallel", "1")
+	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+t.TempDir(), "XDG_CONFIG_HOME="+t.TempDir())
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, terminal
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	terminal.Close() // the child holds its own copy
+	var seen bytes.Buffer
+	read := make(chan struct{})
+	go func() { defer close(read); seen.ReadFrom(controller) }() // EIO once the child exits
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("sweep on a terminal: %v", err)
+	}
+	<-read
+	got := seen.String()
+	for _, want := range []string{"openmax cassette sweep: 1/1 replays", "openmax cassette sweep: 2/4 replays", "openmax cassette sweep: 4/4 replays", "\r\x1b[Kopenmax cassette sweep: 4 variants over 1 cassette"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("stderr on a terminal lacks %q:\n%q", want, got)
+		}
+	}
+}
