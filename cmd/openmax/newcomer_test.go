@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -238,5 +239,44 @@ func TestSweepSaysHowFar(t *testing.T) {
 		if !strings.Contains(got, want) {
 			t.Errorf("stderr on a terminal lacks %q:\n%q", want, got)
 		}
+	}
+}
+
+// TestReportsCarryTheGoldenDiff: the JUnit and JSON reports of `openmax
+// replay DIR` carry the diff of a transcript that differs from its golden
+// file, not only stderr.
+func TestReportsCarryTheGoldenDiff(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "tapes")
+	os.Mkdir(dir, 0o755)
+	data, err := os.ReadFile(filepath.Join(libraryDir, "openai_plain.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "plain.yaml"), data, 0o644)
+	if _, stderr, code := runBinary(t, "replay", dir, "--update"); code != 0 {
+		t.Fatalf("--update: exit %d: %s", code, stderr)
+	}
+	golden := filepath.Join(root, "golden", "tapes", "plain.golden")
+	want, _ := os.ReadFile(golden)
+	edited := strings.Replace(string(want), "exit: 0", "exit: 7", 1)
+	if edited == string(want) {
+		t.Fatalf("no exit line in the golden file:\n%s", want)
+	}
+	os.WriteFile(golden, []byte(edited), 0o644)
+	junit, js := filepath.Join(root, "r.xml"), filepath.Join(root, "r.json")
+	if _, stderr, code := runBinary(t, "replay", dir, "--junit", junit, "--json", js); code != 1 || !strings.Contains(stderr, "-exit: 7") {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+	x, _ := os.ReadFile(junit)
+	if !strings.Contains(string(x), "-exit: 7") || !strings.Contains(string(x), "+exit: 0") {
+		t.Errorf("the JUnit report lacks the diff:\n%s", x)
+	}
+	var doc struct {
+		Results []struct{ Name, Diff string }
+	}
+	j, _ := os.ReadFile(js)
+	if err := json.Unmarshal(j, &doc); err != nil || len(doc.Results) != 1 || !strings.Contains(doc.Results[0].Diff, "-exit: 7") || !strings.Contains(doc.Results[0].Diff, "+exit: 0") {
+		t.Errorf("the JSON report lacks the diff (%v):\n%s", err, j)
 	}
 }

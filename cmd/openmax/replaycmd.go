@@ -229,6 +229,7 @@ func replayDir(ctx context.Context, dir string, o dirOptions, pace replay.Pace, 
 		name := strings.TrimSuffix(filepath.Base(p), ".yaml")
 		golden := filepath.Join(goldenDir, name+".golden")
 		row := report.Row{Name: name, Verdict: report.Pass}
+		var diff string
 		err := func() error {
 			f, err := loadCassette(p, "openmax replay", io.Discard)
 			if err != nil {
@@ -241,15 +242,16 @@ func replayDir(ctx context.Context, dir string, o dirOptions, pace replay.Pace, 
 			if problems := r.Problems(o.allowUnused); len(problems) > 0 {
 				return errors.New("did not reproduce the recording: " + strings.Join(problems, "; "))
 			}
-			ok, diff, err := compareGolden(golden, r.Transcript(), o.update)
+			ok, d, err := compareGolden(golden, r.Transcript(), o.update)
 			if err == nil && !ok {
+				diff = d
 				fmt.Fprintf(stderr, "== %s\n%s", name, diff)
 				err = errors.New("differs from " + golden)
 			}
 			return err
 		}()
 		if err != nil {
-			row.Verdict, row.Reason = report.Fail, err.Error()
+			row.Verdict, row.Reason, row.Diff = report.Fail, err.Error(), diff
 		} else if o.update {
 			row.Verdict = report.Updated
 		}
