@@ -280,3 +280,18 @@ func TestReportsCarryTheGoldenDiff(t *testing.T) {
 		t.Errorf("the JSON report lacks the diff (%v):\n%s", err, j)
 	}
 }
+
+// TestShowCompletedStreamIsClean: `cassette show` labels a stream the
+// client closed after its completion signal (codex hangs up once it has
+// response.completed; the recorder sees a cancel) as a clean end, and a
+// stream cancelled before its end still as a cancel.
+func TestShowCompletedStreamIsClean(t *testing.T) {
+	stdout, stderr, code := runBinary(t, "cassette", "show", filepath.Join(libraryDir, "responses_5xx.yaml"))
+	if code != 0 || !strings.Contains(stdout, "  end: clean (the client closed the stream after response.completed)\n") || strings.Contains(stdout, "end: cancel") {
+		t.Errorf("a completed Responses stream: exit %d, stderr %q\n%s", code, stderr, stdout)
+	}
+	stdout, _, code = runBinary(t, "cassette", "show", filepath.Join(libraryDir, "idle_stall_before_text.yaml"))
+	if code != 0 || !strings.Contains(stdout, "  end: cancel at ") {
+		t.Errorf("a stream cancelled before its end: exit %d\n%s", code, stdout)
+	}
+}
