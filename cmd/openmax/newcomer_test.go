@@ -295,3 +295,26 @@ func TestShowCompletedStreamIsClean(t *testing.T) {
 		t.Errorf("a stream cancelled before its end: exit %d\n%s", code, stdout)
 	}
 }
+
+// TestShowcaseStory: the README's showcase, `openmax replay
+// cassettes/story.yaml --view`, shows a plausible project (not the root
+// directory the test suite recorded it in) and a session that offered the
+// model the built-in tools only, none of the test suite's (crash, block,
+// touch, echo_args).
+func TestShowcaseStory(t *testing.T) {
+	story := filepath.Join(libraryDir, "story.yaml")
+	stdout, stderr, code := runBinary(t, "replay", story, "--view")
+	if code != 0 || !strings.Contains(stdout, "project /home/you/demo\n") || strings.Contains(stdout, "project /\n") {
+		t.Errorf("--view: exit %d, stderr %q\n%s", code, stderr, stdout)
+	}
+	show, _, _ := runBinary(t, "cassette", "show", story)
+	data, _ := os.ReadFile(story)
+	for _, tool := range []string{"crash", "block", "touch", "echo_args"} {
+		if strings.Contains(show, ", "+tool) || strings.Contains(string(data), `"name":"`+tool+`"`) || strings.Contains(string(data), "- name: "+tool+"\n") {
+			t.Errorf("the showcase offers the test-only tool %s", tool)
+		}
+	}
+	if !strings.Contains(show, "tools: read_file, list_files, search, write_file, edit_file, run_command\n") {
+		t.Errorf("cassette show: the tools are not the built-in ones:\n%s", show)
+	}
+}
