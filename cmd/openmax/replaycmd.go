@@ -171,7 +171,7 @@ func replayCassetteWith(ctx context.Context, f *cassette.File, pace replay.Pace,
 	ignore.apply(&opts)
 	r, err := tape.Replay(ctx, f, tape.ReplayOptions{Serving: opts, Log: stderr, LiveHooks: live})
 	if errors.Is(err, tape.ErrNoSession) {
-		return r, fmt.Errorf("%w\n  serve it to the client that made it: openmax fake-provider --cassette FILE\n  or make up a session from its first request: openmax cassette import FILE OUT.yaml, then openmax replay OUT.yaml", err)
+		return r, fmt.Errorf("%w\n%s", err, tape.NoSessionNextStep("FILE"))
 	}
 	return r, err
 }
