@@ -1,9 +1,9 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/openmax/openmax/recorder/cassette"
@@ -15,12 +15,14 @@ import (
 func cassetteUsage(w io.Writer) {
 	fmt.Fprint(w, `usage:
   openmax cassette show FILE                                  a readable timeline of a cassette
-  openmax cassette inject FILE OUT --op SPEC [--op SPEC ...]  write a copy of FILE with faults injected
-  openmax cassette import [--from auto|`+strings.Join(importer.Formats(), "|")+`] IN OUT
+  openmax cassette inject FILE OUT --op SPEC [--op SPEC ...] [--overwrite]
+                                                              write a copy of FILE with faults injected
+  openmax cassette import [--from auto|`+strings.Join(importer.Formats(), "|")+`] [--overwrite] IN OUT
                                                               convert another tool's recording
   openmax cassette sweep FILE|DIR [flags]                     every single fault at every place, judged
 
-Each takes -h/--help.
+Each takes -h/--help. OUT is never the input, and an existing OUT is
+kept unless --overwrite.
 `)
 }
 
@@ -28,9 +30,9 @@ Each takes -h/--help.
 var cassetteCommands = map[string]command{
 	"show": {name: "openmax cassette show", usage: "FILE",
 		purpose: "Print a readable timeline of a cassette (any format cassette import reads): session, commands, each interaction's chunks, text, signal and end."},
-	"inject": {name: "openmax cassette inject", usage: "FILE OUT --op SPEC [--op SPEC ...]",
+	"inject": {name: "openmax cassette inject", usage: "FILE OUT --op SPEC [--op SPEC ...] [--overwrite]",
 		purpose: "Write a copy of FILE with faults injected (429/5xx before an interaction; truncate, reset or stream-error inside one, recover=true to serve it once)."},
-	"import": {name: "openmax cassette import", usage: "[--from auto|" + strings.Join(importer.Formats(), "|") + "] IN OUT",
+	"import": {name: "openmax cassette import", usage: "[--from auto|" + strings.Join(importer.Formats(), "|") + "] [--overwrite] IN OUT",
 		purpose: "Convert another tool's recording (vcrpy, go-vcr v1/v4, httprr) into an openmax cassette with a made-up session."},
 }
 
@@ -60,6 +62,10 @@ func runCassette(args []string, stdout, stderr io.Writer) int {
 	fs := c.flags()
 	var ops multiFlag
 	from := "auto"
+	var overwrite bool
+	if args[0] != "show" {
+		fs.BoolVar(&overwrite, "overwrite", false, "replace OUT if it exists (without it, an existing file is refused and left as it is; OUT is never the input)")
+	}
 	switch args[0] {
 	case "inject":
 		fs.Var(&ops, "op", "a fault: 429@N[:retry-after=S], 5xx codes like 503@N, truncate@N:chunk=K[,recover=true], reset@N:byte=B[,recover=true], stream-error@N:chunk=K[,code=C][,recover=true] (on a Responses stream, a response.failed event); repeatable")
@@ -88,6 +94,10 @@ func runCassette(args []string, stdout, stderr io.Writer) int {
 		if len(pos) != 2 || len(ops) == 0 {
 			return usage()
 		}
+		out := outputFile{path: pos[1], overwrite: overwrite}
+		if err := out.check(pos[0]); err != nil {
+			return c.usageError(stderr, "%v", err)
+		}
 		f, err := loadCassette(pos[0], "openmax cassette inject", stderr)
 		if err != nil {
 			fmt.Fprintf(stderr, "openmax cassette inject: %v\n", err)
@@ -103,13 +113,20 @@ func runCassette(args []string, stdout, stderr io.Writer) int {
 				return 2
 			}
 		}
-		if err := f.Save(pos[1]); err != nil {
+		if err := saveCassette(f, out); err != nil {
 			fmt.Fprintf(stderr, "openmax cassette inject: %v\n", err)
 			return 1
 		}
 	case "import":
 		if len(pos) != 2 {
 			return usage()
+		}
+		if from != "auto" && !slices.Contains(importer.Formats(), from) {
+			return c.usageError(stderr, "--from %q: the formats are auto, %s", from, strings.Join(importer.Formats(), ", "))
+		}
+		out := outputFile{path: pos[1], overwrite: overwrite}
+		if err := out.check(pos[0]); err != nil {
+			return c.usageError(stderr, "%v", err)
 		}
 		data, err := cassette.ReadFile(pos[0])
 		if err != nil {
@@ -121,25 +138,30 @@ func runCassette(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "openmax cassette import: %s: %s\n", pos[0], n)
 		}
 		if err != nil {
-			code := 1
-			if errors.Is(err, importer.ErrUnknownFormat) {
-				code = 2
-			}
 			fmt.Fprintf(stderr, "openmax cassette import: %s: %v\n", pos[0], err)
-			return code
+			return 1
 		}
 		if s, err := importer.Session(f); err == nil {
 			f.Session = s
 		} else {
 			fmt.Fprintf(stderr, "openmax cassette import: no session made up (%v); replay it with fake-provider --cassette\n", err)
 		}
-		if err := f.Save(pos[1]); err != nil {
+		if err := saveCassette(f, out); err != nil {
 			fmt.Fprintf(stderr, "openmax cassette import: %v\n", err)
 			return 1
 		}
 		fmt.Fprintf(stdout, "%s: %d interaction(s) written to %s\n", pos[0], len(f.Interactions), pos[1])
 	}
 	return 0
+}
+
+// saveCassette writes f to out under the output rule.
+func saveCassette(f *cassette.File, out outputFile) error {
+	data, err := f.Marshal()
+	if err != nil {
+		return fmt.Errorf("cassette: %w", err)
+	}
+	return out.write(data, 0o600)
 }
 
 type multiFlag []string

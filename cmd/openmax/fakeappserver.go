@@ -17,8 +17,8 @@ var fakeAppServerCommand = command{name: "openmax fake-app-server",
 		"so a codex client runs against it with no codex installed: set the client's command to\n" +
 		"openmax fake-app-server --transcript FILE. codex's own arguments after it (app-server -c KEY=VALUE)\n" +
 		"are accepted and ignored. stdout carries only protocol lines, diagnostics go to stderr. Exit 0 when\n" +
-		"the client closed stdin after the whole transcript, 1 on a miss or lines left, 2 on bad arguments\n" +
-		"or a bad transcript."}
+		"the client closed stdin after the whole transcript, 1 on a miss, lines left or a missing or bad\n" +
+		"transcript, 2 on bad arguments."}
 
 // runFakeAppServer replays a transcript to the client on stdin/stdout
 // until it closes stdin.
@@ -44,7 +44,7 @@ func runFakeAppServer(ctx context.Context, args []string, stdin io.Reader, stdou
 	t, err := appserver.ParseFile(*path, 0)
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", c.name, err)
-		return 2
+		return 1
 	}
 	diag := stderr
 	var trace io.Writer
@@ -52,7 +52,7 @@ func runFakeAppServer(ctx context.Context, args []string, stdin io.Reader, stdou
 		f, err := os.Create(*logPath)
 		if err != nil {
 			fmt.Fprintf(stderr, "%s: %v\n", c.name, err)
-			return 2
+			return 1
 		}
 		defer f.Close()
 		diag, trace = io.MultiWriter(stderr, f), f

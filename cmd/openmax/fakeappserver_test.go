@@ -214,9 +214,9 @@ func TestFakeAppServerCommand(t *testing.T) {
 		{"-c without a value", []string{"--transcript", codexToolTranscript, "app-server", "-c"}, "", 2, "", "codex argument -c has no KEY=VALUE"},
 		{"-c without a key", []string{"--transcript", codexToolTranscript, "app-server", "-c", "novalue"}, "", 2, "", `codex argument -c "novalue" is not KEY=VALUE`},
 		{"an argument of ours", []string{"--transcript", codexToolTranscript, "extra"}, "", 2, "", `unexpected argument "extra"`},
-		{"a bad transcript", []string{"--transcript", bad}, "", 2, "", "bad.jsonl: transcript line 2: dir is \"sideways\""},
-		{"a missing transcript", []string{"--transcript", filepath.Join(dir, "none.jsonl")}, "", 2, "", "no such file"},
-		{"a log that cannot be written", []string{"--transcript", codexToolTranscript, "--log", filepath.Join(dir, "no", "log")}, "", 2, "", "no such file"},
+		{"a bad transcript", []string{"--transcript", bad}, "", 1, "", "bad.jsonl: transcript line 2: dir is \"sideways\""},
+		{"a missing transcript", []string{"--transcript", filepath.Join(dir, "none.jsonl")}, "", 1, "", "no such file"},
+		{"a log that cannot be written", []string{"--transcript", codexToolTranscript, "--log", filepath.Join(dir, "no", "log")}, "", 1, "", "no such file"},
 		{"a leftover", []string{"--transcript", codexToolTranscript}, client[0] + "\n", 1, replies[0] + "\n", "30 transcript lines not replayed"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -115,12 +115,15 @@ func TestReplayLiveHooks(t *testing.T) {
 		t.Errorf("live hook replay: %d turn_refused\n%s", n, out)
 	}
 
-	for _, tc := range []struct{ args []string }{
-		{[]string{"replay", path, "--live-hooks", t.TempDir()}},             // no hooks there
-		{[]string{"replay", filepath.Dir(path), "--live-hooks", dir}},       // a directory of cassettes
-		{[]string{"replay", path, "--live-hooks", filepath.Join(dir, "x")}}, // not a directory
+	for _, tc := range []struct {
+		args []string
+		code int // 2 for a command-line mistake, 1 for a missing file
+	}{
+		{[]string{"replay", path, "--live-hooks", t.TempDir()}, 1},             // no hooks there
+		{[]string{"replay", filepath.Dir(path), "--live-hooks", dir}, 2},       // a directory of cassettes
+		{[]string{"replay", path, "--live-hooks", filepath.Join(dir, "x")}, 1}, // not a directory
 	} {
-		if _, stderr, code := runCLI(t, "", tc.args...); code != 2 || !strings.Contains(stderr, "--live-hooks") {
+		if _, stderr, code := runCLI(t, "", tc.args...); code != tc.code || !strings.Contains(stderr, "--live-hooks") {
 			t.Errorf("%q: exit %d, %s", tc.args, code, stderr)
 		}
 	}

@@ -152,9 +152,15 @@ usage:
   openmax help [COMMAND]                                           this help, or a command's
   openmax version                                                  the version
 
-Each command takes -h/--help. Exit codes: 0 done (help included), 2 usage
-error, 1 failure; -p also exits 4 on max_iterations, budget_exhausted or
-unverified.
+Each command takes -h/--help. Exit codes, the same for every command:
+  0  done (help included)
+  2  usage error: the command line itself is wrong (an unknown flag, a
+     missing or extra argument, a flag value that does not parse, flags that
+     do not go together, an output that would replace its input or, without
+     --overwrite, an existing file); nothing was done
+  1  failure: the command line was right but the work failed, a file it
+     names missing, unreadable or malformed included
+  -p also exits 4 on max_iterations, budget_exhausted or unverified.
 
 flags of --stdio and -p:
 `)
@@ -174,12 +180,20 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 				mainUsage(stdout)
 				return 0
 			}
-			if !slices.Contains(subcommands, args[1]) || args[1] == "help" || args[1] == "version" {
+			if !slices.Contains(subcommands, args[1]) || args[1] == "help" {
 				fmt.Fprintf(stderr, "openmax help: no command %q (commands: %s)\n", args[1], strings.Join(subcommands, ", "))
 				return 2
 			}
 			return run(ctx, []string{args[1], "--help"}, stdin, stdout, stderr, e)
 		case "version":
+			c := command{name: "openmax version", usage: "", purpose: "Print the version of this openmax."}
+			pos, code, ok := c.parse(c.flags(), args[1:], stdout, stderr)
+			if !ok {
+				return code
+			}
+			if len(pos) > 0 {
+				return c.usageError(stderr, "unexpected argument %q", pos[0])
+			}
 			fmt.Fprintln(stdout, "openmax", Version)
 			return 0
 		case "view":
@@ -242,7 +256,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case o.stdio:
 		return runStdio(ctx, o, stdin, stdout, stderr, e)
 	}
-	fmt.Fprintln(stderr, "openmax: nothing to do; try --stdio, --spec stdio or --check --stdio (see -h)")
+	fmt.Fprint(stderr, `openmax: nothing to do. To start:
+  openmax replay CASSETTE --view       watch a recorded session, offline (the repository's cassettes/story.yaml)
+  openmax --stdio --provider NAME      serve a session on stdin/stdout
+  openmax help                         every command, and openmax help COMMAND for one
+`)
 	return 2
 }
 
@@ -272,7 +290,7 @@ func runCheck(input string, strict bool, stdin io.Reader, stdout, stderr io.Writ
 		data, err := os.ReadFile(input)
 		if err != nil {
 			fmt.Fprintf(stderr, "openmax: check: %v\n", err)
-			return 2
+			return 1
 		}
 		c.SetInput(data)
 	}
@@ -299,8 +317,7 @@ func runCheck(input string, strict bool, stdin io.Reader, stdout, stderr io.Writ
 func runStdio(ctx context.Context, o *options, stdin io.Reader, stdout, stderr io.Writer, e env) int {
 	h, err := harness.New(o.cfg, e.deps(stderr))
 	if err != nil {
-		fmt.Fprintf(stderr, "openmax: %v\n", err)
-		return 2
+		return configError(err, stderr)
 	}
 	code, err := h.Serve(ctx, stdin, stdout)
 	if err != nil {
@@ -345,10 +362,13 @@ func runPrompt(ctx context.Context, o *options, stdout, stderr io.Writer, e env)
 		fmt.Fprintln(stderr, "openmax: -p needs a non-empty prompt")
 		return 2
 	}
+	if o.cfg.Provider == "" {
+		fmt.Fprintln(stderr, "openmax: -p needs --provider (openai, anthropic, echo, script or codex)")
+		return 2
+	}
 	h, err := harness.New(o.cfg, e.deps(stderr))
 	if err != nil {
-		fmt.Fprintf(stderr, "openmax: %v\n", err)
-		return 2
+		return configError(err, stderr)
 	}
 	stop, err := h.Prompt(ctx, o.prompt, stdout)
 	if err != nil {
@@ -365,6 +385,17 @@ func runPrompt(ctx context.Context, o *options, stdout, stderr io.Writer, e env)
 		fmt.Fprintf(stderr, "openmax: the turn ended %s\n", stop)
 	}
 	return 0
+}
+
+// configError reports an error of harness.New and returns its exit code:
+// 1 for a named file that is missing or malformed, 2 for any other
+// mistake in the settings.
+func configError(err error, stderr io.Writer) int {
+	fmt.Fprintf(stderr, "openmax: %v\n", err)
+	if errors.Is(err, harness.ErrBadFile) {
+		return 1
+	}
+	return 2
 }
 
 func newBufferedWriter(w io.Writer) *bufio.Writer { return bufio.NewWriterSize(w, 64<<10) }

@@ -38,13 +38,16 @@ func runFakeProvider(ctx context.Context, args []string, stdout, stderr io.Write
 	if (*scenario == "") == (*cassettePath == "") {
 		return c.usageError(stderr, "give --scenario FILE or --cassette FILE (one of them)")
 	}
+	if _, err := replay.ParsePace(*paceFlag); err != nil {
+		return c.usageError(stderr, "%v", err)
+	}
 	if *cassettePath != "" {
 		return serveCassette(ctx, cassetteServing{path: *cassettePath, pace: *paceFlag, addr: *addr, match: match, missDiff: *missDiff}, stdout, stderr, e)
 	}
 	sc, err := script.Load(*scenario)
 	if err != nil {
 		fmt.Fprintf(stderr, "openmax fake-provider: %v\n", err)
-		return 2
+		return 1
 	}
 	srv := fake.New(sc, fake.Options{Clock: e.clock})
 	base, err := srv.Start(*addr)
@@ -77,7 +80,7 @@ func serveCassette(ctx context.Context, c cassetteServing, stdout, stderr io.Wri
 	f, err := loadCassette(c.path, "openmax fake-provider", stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "openmax fake-provider: %v\n", err)
-		return 2
+		return 1
 	}
 	pace, err := replay.ParsePace(c.pace)
 	if err != nil {

@@ -23,7 +23,7 @@ import (
 
 var replayCommand = command{
 	name:    "openmax replay",
-	usage:   "CASSETTE|DIR [--view] [--golden FILE|DIR [--update]] [--pace instant|recorded|xN] [--allow-unused] [--junit FILE] [--json FILE] [--live-hooks DIR]",
+	usage:   "CASSETTE|DIR [--view] [--golden FILE|DIR [--update]] [--pace instant|recorded|xN] [--allow-unused] [--junit FILE] [--json FILE] [--overwrite] [--live-hooks DIR]",
 	purpose: "Replay recorded sessions through the real turn engine and stdio wire, offline, on virtual time.",
 }
 
@@ -40,6 +40,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer, e e
 	colorFlag := fs.String("color", "auto", "with --view: colour when stdout is a terminal (auto), always or never")
 	junitFlag := fs.String("junit", "", "for a directory: also write the results as JUnit XML to this file (- for stdout)")
 	jsonFlag := fs.String("json", "", "for a directory: also write the results as one JSON document to this file (- for stdout)")
+	overwrite := fs.Bool("overwrite", false, "replace an existing --junit or --json file (without it, one is refused and left as it is; a report never replaces a cassette or golden file)")
 	liveHooks := fs.String("live-hooks", "", "run the hooks of this project directory (DIR/.openmax/hooks.json) live instead of the recorded hook calls, to try a hook against a recorded session")
 	pos, code, ok := c.parse(fs, args, stdout, stderr)
 	if !ok {
@@ -70,7 +71,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer, e e
 		if *viewFlag {
 			return c.usageError(stderr, "--view shows one cassette, not a directory")
 		}
-		return replayDir(ctx, pos[0], dirOptions{golden: *golden, update: *update, allowUnused: *allowUnused, junit: *junitFlag, json: *jsonFlag}, pace, ignore, stdout, stderr, e)
+		return replayDir(ctx, pos[0], dirOptions{golden: *golden, update: *update, allowUnused: *allowUnused, junit: *junitFlag, json: *jsonFlag, overwrite: *overwrite}, pace, ignore, stdout, stderr, e)
 	}
 	if *junitFlag != "" || *jsonFlag != "" {
 		return c.usageError(stderr, "--junit and --json report on a directory of cassettes")
@@ -85,7 +86,8 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer, e e
 	}
 	live, err := loadLiveHooks(*liveHooks)
 	if err != nil {
-		return c.usageError(stderr, "%v", err)
+		fmt.Fprintf(stderr, "openmax replay: %v\n", err)
+		return 1
 	}
 	r, err := replayCassetteWith(ctx, f, pace, ignore, stderr, e, live)
 	if err != nil {
@@ -169,7 +171,7 @@ func replayCassetteWith(ctx context.Context, f *cassette.File, pace replay.Pace,
 	ignore.apply(&opts)
 	r, err := tape.Replay(ctx, f, tape.ReplayOptions{Serving: opts, Log: stderr, LiveHooks: live})
 	if errors.Is(err, tape.ErrNoSession) {
-		return r, fmt.Errorf("%w\n  serve it to the client that made it: openmax fake-provider --cassette FILE\n  or make up a session from its first request: openmax cassette import FILE OUT.yaml, then openmax replay OUT.yaml", err)
+		return r, fmt.Errorf("%w\n%s", err, tape.NoSessionNextStep("FILE"))
 	}
 	return r, err
 }
@@ -192,6 +194,7 @@ type dirOptions struct {
 	update      bool
 	allowUnused bool
 	junit, json string // report files; "-" is stdout
+	overwrite   bool   // replace existing report files
 }
 
 // replayDir replays every cassette of dir against its golden file and
@@ -208,6 +211,15 @@ func replayDir(ctx context.Context, dir string, o dirOptions, pace replay.Pace, 
 		fmt.Fprintf(stderr, "openmax replay: no cassettes (*.yaml) in %s\n", dir)
 		return 1
 	}
+	goldens, _ := filepath.Glob(filepath.Join(goldenDir, "*.golden"))
+	for _, out := range []string{o.junit, o.json} {
+		if out == "" || out == "-" {
+			continue
+		}
+		if err := (outputFile{path: out, overwrite: o.overwrite}).check(append(paths, goldens...)...); err != nil {
+			return replayCommand.usageError(stderr, "%v", err)
+		}
+	}
 	table := stdout
 	if o.junit == "-" || o.json == "-" {
 		table = stderr // stdout carries the report
@@ -217,6 +229,7 @@ func replayDir(ctx context.Context, dir string, o dirOptions, pace replay.Pace, 
 		name := strings.TrimSuffix(filepath.Base(p), ".yaml")
 		golden := filepath.Join(goldenDir, name+".golden")
 		row := report.Row{Name: name, Verdict: report.Pass}
+		var diff string
 		err := func() error {
 			f, err := loadCassette(p, "openmax replay", io.Discard)
 			if err != nil {
@@ -229,15 +242,16 @@ func replayDir(ctx context.Context, dir string, o dirOptions, pace replay.Pace, 
 			if problems := r.Problems(o.allowUnused); len(problems) > 0 {
 				return errors.New("did not reproduce the recording: " + strings.Join(problems, "; "))
 			}
-			ok, diff, err := compareGolden(golden, r.Transcript(), o.update)
+			ok, d, err := compareGolden(golden, r.Transcript(), o.update)
 			if err == nil && !ok {
+				diff = d
 				fmt.Fprintf(stderr, "== %s\n%s", name, diff)
 				err = errors.New("differs from " + golden)
 			}
 			return err
 		}()
 		if err != nil {
-			row.Verdict, row.Reason = report.Fail, err.Error()
+			row.Verdict, row.Reason, row.Diff = report.Fail, err.Error(), diff
 		} else if o.update {
 			row.Verdict = report.Updated
 		}
@@ -245,7 +259,7 @@ func replayDir(ctx context.Context, dir string, o dirOptions, pace replay.Pace, 
 		io.WriteString(table, row.TableLine())
 	}
 	io.WriteString(table, report.Totals(rows))
-	if err := writeReports(rows, o.junit, o.json, "openmax replay "+filepath.Base(dir), stdout); err != nil {
+	if err := writeReports(rows, o.junit, o.json, o.overwrite, "openmax replay "+filepath.Base(dir), stdout); err != nil {
 		fmt.Fprintf(stderr, "openmax replay: %v\n", err)
 		return 1
 	}

@@ -67,10 +67,10 @@ func TestSweepCLI(t *testing.T) {
 	}{
 		{"no argument", nil, 2, nil, "usage: openmax cassette sweep", true},
 		{"two arguments", []string{one, one}, 2, nil, "usage: openmax cassette sweep", true},
-		{"a missing file", []string{"no/such.yaml"}, 2, nil, "no such file", true},
+		{"a missing file", []string{"no/such.yaml"}, 1, nil, "no such file", true},
 		{"a bad flag", []string{one, "--parallel", "x"}, 2, nil, "invalid value", true},
 		{"a zero deadline", []string{one, "--deadline", "0s"}, 2, nil, "usage:", true},
-		{"an empty directory", []string{t.TempDir()}, 2, nil, "no cassettes", true},
+		{"an empty directory", []string{t.TempDir()}, 1, nil, "no cassettes", true},
 		{"one cassette, bounded", []string{one, "--max-variants", "11", "--parallel", "3"}, 0, []string{
 			"CASSETTE                     VARIANT",
 			"\nopenai_tool_round_trip.yaml  none ",

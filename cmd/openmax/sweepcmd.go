@@ -55,12 +55,15 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer, e en
 	cs, err := loadSweep(pos[0], stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "openmax cassette sweep: %v\n", err)
-		return 2
+		return 1
 	}
 	start := time.Now()
+	progress := sweepProgress(stderr)
 	rep, err := sweep.Run(ctx, cs, sweepReplayer(e), sweep.Options{
 		MaxVariants: *maxVariants, Parallel: *parallel, Deadline: *deadline, Repeat: *repeat,
+		Progress: progress.report,
 	})
+	progress.end()
 	if err != nil {
 		fmt.Fprintf(stderr, "openmax cassette sweep: %v\n", err)
 		return 1
@@ -82,6 +85,46 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer, e en
 		return 1
 	}
 	return 0
+}
+
+// sweepProgressLine is what a sweep says of its progress on stderr.
+type sweepProgressLine struct {
+	w        io.Writer
+	terminal bool // one line rewritten after every replay; else the count once
+	prevDone int
+	drawn    bool
+}
+
+// sweepProgress reports a sweep's progress on stderr: on a terminal one
+// line, redrawn after every replay; otherwise a single line with the
+// count of replays once the variants are chosen.
+func sweepProgress(stderr io.Writer) *sweepProgressLine {
+	p := &sweepProgressLine{w: stderr}
+	if f, ok := stderr.(*os.File); ok {
+		if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+			p.terminal = true
+		}
+	}
+	return p
+}
+
+func (p *sweepProgressLine) report(done, total int) {
+	planned := done == p.prevDone
+	p.prevDone = done
+	switch {
+	case p.terminal:
+		fmt.Fprintf(p.w, "\r\x1b[Kopenmax cassette sweep: %d/%d replays", done, total)
+		p.drawn = true
+	case planned:
+		fmt.Fprintf(p.w, "openmax cassette sweep: %d replays to run (%d unmodified done)\n", total, done)
+	}
+}
+
+// end clears the terminal's progress line before the summary.
+func (p *sweepProgressLine) end() {
+	if p.drawn {
+		fmt.Fprint(p.w, "\r\x1b[K")
+	}
 }
 
 // loadSweep loads one recording, or every *.yaml of a directory in name

@@ -76,7 +76,8 @@ func colorFor(mode string, out io.Writer) (bool, error) {
 }
 
 // writeReports writes the machine reports of `replay DIR`; "-" is stdout.
-func writeReports(rows []report.Row, junitPath, jsonPath, suite string, stdout io.Writer) error {
+// An existing report file is replaced only with overwrite.
+func writeReports(rows []report.Row, junitPath, jsonPath string, overwrite bool, suite string, stdout io.Writer) error {
 	write := func(path string, fn func(io.Writer) error) error {
 		if path == "" {
 			return nil
@@ -88,7 +89,7 @@ func writeReports(rows []report.Row, junitPath, jsonPath, suite string, stdout i
 		if err := fn(&b); err != nil {
 			return err
 		}
-		if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		if err := (outputFile{path: path, overwrite: overwrite}).write(b.Bytes(), 0o644); err != nil {
 			return fmt.Errorf("writing the report: %w", err)
 		}
 		return nil

@@ -99,6 +99,18 @@ type ConfigError struct{ Err error }
 func (e *ConfigError) Error() string { return e.Err.Error() }
 func (e *ConfigError) Unwrap() error { return e.Err }
 
+// ErrBadFile marks a ConfigError about a file or directory a setting
+// names (--script, --project) that is missing or malformed, rather than
+// a mistake in the settings themselves: the binary exits 1 on it, not 2.
+var ErrBadFile = errors.New("a named file is missing or malformed")
+
+// badFile is err, marked ErrBadFile.
+type badFile struct{ err error }
+
+func (e badFile) Error() string        { return e.err.Error() }
+func (e badFile) Unwrap() error        { return e.err }
+func (e badFile) Is(target error) bool { return target == ErrBadFile }
+
 // New assembles the harness cfg describes. Its errors are *ConfigError,
 // found before any session starts.
 func New(cfg Config, deps Deps) (*Harness, error) {
@@ -288,7 +300,7 @@ func projectDir(dir string) (string, error) {
 		return "", fmt.Errorf("project directory: %w", err)
 	}
 	if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
-		return "", fmt.Errorf("project directory %s is not a directory", abs)
+		return "", badFile{fmt.Errorf("project directory %s is not a directory", abs)}
 	}
 	return abs, nil
 }

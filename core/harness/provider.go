@@ -76,7 +76,7 @@ func newProvider(cfg Config, d Deps) (provider.Provider, int, error) {
 		}
 		sc, err := script.Load(cfg.Script)
 		if err != nil {
-			return nil, 0, err
+			return nil, 0, badFile{err}
 		}
 		inner, window = script.New(sc, d.Clock), sc.ContextTokens
 	case "codex":

@@ -12,11 +12,13 @@
 //	  "updated": 1,     // verdict "updated" (the golden file was rewritten)
 //	  "results": [
 //	    {"name": "story", "verdict": "pass"},
-//	    {"name": "quota", "verdict": "fail", "reason": "differs from golden/quota.golden", "duration_seconds": 0.012}
+//	    {"name": "quota", "verdict": "fail", "reason": "differs from golden/quota.golden", "diff": "--- ...", "duration_seconds": 0.012}
 //	  ]
 //	}
 //
-// results keeps the rows' order. reason is omitted when empty and
+// results keeps the rows' order. diff is the unified diff against the
+// golden file of a row that differs from it (an added member: the format's
+// number stays). reason and diff are omitted when empty and
 // duration_seconds when the row has no duration, so a report without
 // durations is byte-for-byte reproducible. The field names are stable: a
 // change to them bumps the format's number.
@@ -52,6 +54,10 @@ type Row struct {
 	// Reason says why a row failed (or anything worth saying about it);
 	// it may span lines. Empty means nothing to say.
 	Reason string
+	// Diff is the unified diff of a transcript that differs from its
+	// golden file (empty otherwise): the JUnit failure and the JSON result
+	// carry it, so a CI page shows what changed; the table leaves it out.
+	Diff string
 	// Duration is how long the replay took; zero leaves it out of every
 	// output, which keeps them deterministic.
 	Duration time.Duration
@@ -156,7 +162,11 @@ func JUnit(w io.Writer, suite string, rows []Row) error {
 			if msg == "" {
 				msg = "failed"
 			}
-			c.Failure = &junitFailure{Message: msg, Type: string(Fail), Text: r.Reason}
+			text := r.Reason
+			if r.Diff != "" {
+				text += "\n" + r.Diff
+			}
+			c.Failure = &junitFailure{Message: msg, Type: string(Fail), Text: text}
 		case Updated:
 			c.SystemOut = "golden file updated"
 			if r.Reason != "" {
@@ -200,6 +210,7 @@ type Result struct {
 	Name            string   `json:"name"`
 	Verdict         Verdict  `json:"verdict"`
 	Reason          string   `json:"reason,omitempty"`
+	Diff            string   `json:"diff,omitempty"`
 	DurationSeconds *float64 `json:"duration_seconds,omitempty"`
 }
 
@@ -212,7 +223,7 @@ func JSON(w io.Writer, rows []Row) error {
 	doc := Document{Format: Format, Total: len(rows), Results: make([]Result, 0, len(rows))}
 	doc.Passed, doc.Failed, doc.Updated = Counts(rows)
 	for _, r := range rows {
-		res := Result{Name: r.Name, Verdict: r.Verdict, Reason: r.Reason}
+		res := Result{Name: r.Name, Verdict: r.Verdict, Reason: r.Reason, Diff: r.Diff}
 		if s := seconds(r.Duration); s != "" {
 			f, _ := strconv.ParseFloat(s, 64)
 			res.DurationSeconds = &f

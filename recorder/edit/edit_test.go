@@ -146,7 +146,7 @@ func TestShow(t *testing.T) {
 		{"anthropic_tool_round_trip.yaml", []string{
 			`  tool call 0: echo_args {"path":"a.txt"} (toolu_1)`,
 			"  finish: tool_use",
-			"  end: cancel at +0s: closed by the client before the end",
+			"  end: clean (the client closed the stream after message_stop)",
 		}},
 		{"openai_error_frame_after_text.yaml", []string{
 			`  text: "Partial"`,

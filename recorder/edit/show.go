@@ -243,9 +243,14 @@ func showInteraction(p *printer, i int, it *cassette.Interaction) {
 			p.printf("  signal: none (no completion signal)\n")
 		}
 	}
-	if it.Stream != nil && it.Stream.Error != nil {
+	switch {
+	case it.Stream != nil && it.Stream.Error != nil && it.Stream.Error.Kind == cassette.KindCancel && r.stream && r.signal != "":
+		// The response was whole: a client that has its completion signal
+		// hangs up (codex does), which the recorder sees as a cancel.
+		p.printf("  end: clean (the client closed the stream after %s)\n", r.signal)
+	case it.Stream != nil && it.Stream.Error != nil:
 		p.printf("  end: %s\n", describeError(it.Stream.Error))
-	} else {
+	default:
 		p.printf("  end: clean\n")
 	}
 }

@@ -25,6 +25,15 @@ import (
 // PlaceholderKey stands in for API keys on replay: nothing is sent anywhere.
 const PlaceholderKey = "replay-no-key"
 
+// NoSessionNextStep says what to do instead with the cassette at path
+// when Replay returned ErrNoSession: serve it to the client that made it,
+// or make a session up from its first request. The CLI and vcr.Goldens
+// both say it.
+func NoSessionNextStep(path string) string {
+	return "  serve it to the client that made it: openmax fake-provider --cassette " + path +
+		"\n  or make up a session from its first request: openmax cassette import " + path + " OUT.yaml, then openmax replay OUT.yaml"
+}
+
 // ErrNoSession reports a cassette without a recorded harness session.
 var ErrNoSession = errors.New("the cassette holds no recorded harness session (a proxy recording, or another tool's), so there is nothing to replay through the engine")
 

@@ -3,6 +3,7 @@ package vcr
 import (
 	"bytes"
 	"context"
+	"errors"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -52,6 +53,9 @@ func Goldens(t *testing.T, dir, goldenDir string, update bool) {
 				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 				defer cancel()
 				r, err := tape.Replay(ctx, f, tape.ReplayOptions{Serving: replay.Options{Pace: replay.Pace{Mode: replay.PaceInstant}}})
+				if errors.Is(err, tape.ErrNoSession) {
+					t.Fatalf("%s: %v\n%s", p, err, tape.NoSessionNextStep(p))
+				}
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -74,6 +74,11 @@ type Options struct {
 	// fails it when the replays differ: a replay is deterministic, so a
 	// difference is a race in the harness or the replay.
 	Repeat int
+	// Progress, when set, is called after every replay with the replays
+	// done and the total, and once more when the variants are chosen (done
+	// unchanged, total now the replays of the whole sweep; until then it
+	// counts the unmodified replays alone). Never two calls at once.
+	Progress func(done, total int)
 
 	// after starts the deadline of one replay (tests substitute it);
 	// nil means a real timer.
@@ -139,10 +144,22 @@ func Run(ctx context.Context, cs []Cassette, replay Replayer, o Options) (*Repor
 		bases[i] = Row{Cassette: c.Name, Variant: None, Kind: None}
 		jobs[i] = job{c: i, v: Variant{Kind: None}, file: c.File, row: &bases[i]}
 	}
+	var progressMu sync.Mutex
+	done, total := 0, len(jobs)
+	progress := func(step int) {
+		if o.Progress == nil {
+			return
+		}
+		progressMu.Lock()
+		defer progressMu.Unlock()
+		done += step
+		o.Progress(done, total)
+	}
 	obs := make([]*observed, len(jobs))
 	runAll(ctx, o, len(jobs), func(j int) {
 		jb := jobs[j]
 		obs[j] = judge(ctx, o, replay, cs[jb.c], jb.v, jb.file, nil, jb.row)
+		progress(1)
 	})
 	copy(baseObs, obs)
 	if err := ctx.Err(); err != nil {
@@ -163,7 +180,12 @@ func Run(ctx context.Context, cs []Cassette, replay Replayer, o Options) (*Repor
 			vjobs = append(vjobs, job{c: i, v: v, row: &rows[i][k], base: baseObs[i]})
 		}
 	}
+	progressMu.Lock()
+	total += len(vjobs)
+	progressMu.Unlock()
+	progress(0)
 	runAll(ctx, o, len(vjobs), func(j int) {
+		defer progress(1)
 		jb := vjobs[j]
 		f, err := edit.Inject(cs[jb.c].File, *jb.v.Op)
 		if err != nil {
