@@ -29,14 +29,11 @@ const npmDir = "testdata/npm"
 // outside the repository, named by the lockfile's hash, and reuses it when
 // it is there (.ci/run fills the same folder before the tests). It returns
 // a fresh folder holding the client script beside a node_modules link. The
-// test is skipped only when node or npm is missing.
+// test is skipped only when node or npm is missing outside CI (needNode),
+// or npm cannot reach its registry outside CI (npmInstallSkip).
 func npmModules(t *testing.T) string {
 	t.Helper()
-	for _, tool := range []string{"node", "npm"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("the foreign-client tests need %s on PATH (Node.js 20 or later): %v", tool, err)
-		}
-	}
+	needNode(t, "the foreign-client tests")
 	lock, err := os.ReadFile(filepath.Join(npmDir, "package-lock.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -135,11 +132,29 @@ func npmInstallSkip(ci string, out []byte) string {
 	if m == nil || !npmUnreachable[string(m[1])] {
 		return ""
 	}
-	if ci != "" && ci != "false" && ci != "0" {
+	if isCI(ci) {
 		return ""
 	}
 	return fmt.Sprintf("the foreign-client tests need the pinned npm packages (%s), and npm cannot reach its registry to install them (%s); "+
 		"skipped outside CI (with CI=true this fails). Install them once with network access: see docs/testing.md", npmDir, m[1])
+}
+
+// isCI reports whether the CI variable says the tests run in CI: set, and
+// not "false" or "0".
+func isCI(ci string) bool { return ci != "" && ci != "false" && ci != "0" }
+
+// needNode skips the test, naming what needs them, when node or npm is not
+// on PATH; in CI, which installs them, it fails instead.
+func needNode(t *testing.T, what string) {
+	t.Helper()
+	for _, tool := range []string{"node", "npm"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			if isCI(os.Getenv("CI")) {
+				t.Fatalf("%s need %s on PATH (Node.js 20 or later), and CI must have it: %v", what, tool, err)
+			}
+			t.Skipf("%s need %s on PATH (Node.js 20 or later); skipped outside CI: %v", what, tool, err)
+		}
+	}
 }
 
 // server is an openmax child process that prints its base URL first.

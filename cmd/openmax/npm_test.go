@@ -51,11 +51,7 @@ func TestForeignClientsWithoutRegistry(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs npm; skipped in -short mode")
 	}
-	for _, tool := range []string{"node", "npm"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("simulating an unreachable registry needs %s on PATH: %v", tool, err)
-		}
-	}
+	needNode(t, "simulating an unreachable registry and its tests")
 	// A loopback port nothing listens on: connecting is refused.
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
