@@ -11,6 +11,7 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/openmax/openmax/core/runconfig"
 	"github.com/openmax/openmax/core/tool"
 	"github.com/openmax/openmax/core/wire"
 	"github.com/openmax/openmax/provider"
@@ -19,7 +20,7 @@ import (
 
 // Defaults for an Engine's zero fields.
 const (
-	DefaultMaxIterations = 50
+	DefaultMaxIterations = runconfig.DefaultMaxIterations
 	DefaultContextTokens = 128_000
 	// DefaultToolGrace is how long a cancelled tool call may take to return
 	// before the turn stops waiting for it. It is longer than run_command

@@ -28,7 +28,7 @@ import (
 	"time"
 
 	vcr "github.com/dnaeon/go-vcr/v2/cassette"
-	"github.com/openmax/openmax/core/harness"
+	"github.com/openmax/openmax/core/runconfig"
 	"github.com/openmax/openmax/internal/atomicfile"
 	"gopkg.in/yaml.v3"
 )
@@ -93,7 +93,7 @@ type Session struct {
 	// Config is the harness configuration the session ran with (provider,
 	// model, limits, ...), without secrets. A replay builds the harness
 	// from it.
-	Config *harness.Config `yaml:"config,omitempty"`
+	Config *runconfig.Config `yaml:"config,omitempty"`
 	// Args are the harness flags of a cassette recorded before the
 	// configuration was stored. Parse reads them into Config once, and
 	// clears them; nothing else reads them.
@@ -149,11 +149,11 @@ func (s *Session) Clone() *Session {
 // from: Config, or for a session that has only flags (recorded before the
 // configuration was stored, or made up by an importer) the configuration
 // those flags describe.
-func (s *Session) HarnessConfig() (harness.Config, error) {
+func (s *Session) HarnessConfig() (runconfig.Config, error) {
 	if s.Config != nil {
 		return *s.Config, nil
 	}
-	cfg, err := harness.FromArgs(s.Args)
+	cfg, err := runconfig.FromArgs(s.Args)
 	if err != nil {
 		return cfg, fmt.Errorf("the recorded flags %q: %w", s.Args, err)
 	}
