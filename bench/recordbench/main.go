@@ -44,7 +44,7 @@ import (
 	"github.com/openmax/openmax/provider/script"
 	"github.com/openmax/openmax/recorder"
 	"github.com/openmax/openmax/recorder/cassette"
-	"github.com/openmax/openmax/recorder/tape"
+	"github.com/openmax/openmax/replay/tape"
 )
 
 func main() {

@@ -44,8 +44,8 @@ import (
 	"github.com/openmax/openmax/provider/clock"
 	"github.com/openmax/openmax/recorder"
 	"github.com/openmax/openmax/recorder/cassette"
-	"github.com/openmax/openmax/recorder/tape"
-	"github.com/openmax/openmax/replay"
+	"github.com/openmax/openmax/recorder/replay"
+	"github.com/openmax/openmax/replay/tape"
 )
 
 const base = "http://127.0.0.1:9/v1" // never dialled: every request is served from memory

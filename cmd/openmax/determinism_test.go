@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/openmax/openmax/recorder/cassette"
-	"github.com/openmax/openmax/replay"
+	"github.com/openmax/openmax/recorder/replay"
 )
 
 // replayRuns is how many times TestReplayIsDeterministic replays each

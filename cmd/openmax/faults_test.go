@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/openmax/openmax/recorder/cassette"
-	"github.com/openmax/openmax/replay"
+	"github.com/openmax/openmax/recorder/replay"
 )
 
 // injectAndReplay writes a copy of the library cassette name with ops

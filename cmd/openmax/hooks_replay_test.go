@@ -12,7 +12,7 @@ import (
 
 	"github.com/openmax/openmax/internal/golden"
 	"github.com/openmax/openmax/recorder/cassette"
-	"github.com/openmax/openmax/replay"
+	"github.com/openmax/openmax/recorder/replay"
 )
 
 // TestHookSessionsReplayWithoutTheirHooks records every hook session case

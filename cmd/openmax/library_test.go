@@ -22,8 +22,8 @@ import (
 	"github.com/openmax/openmax/provider/openai"
 	"github.com/openmax/openmax/provider/script"
 	"github.com/openmax/openmax/recorder/cassette"
-	"github.com/openmax/openmax/recorder/vcr"
-	"github.com/openmax/openmax/replay"
+	"github.com/openmax/openmax/recorder/replay"
+	"github.com/openmax/openmax/replay/goldens"
 )
 
 // The cassette library (cassettes/*.yaml) is recorded, not written: each
@@ -61,10 +61,10 @@ func TestRecordLibrary(t *testing.T) {
 }
 
 // TestCassetteLibrary replays every cassette of the library through the
-// real harness with the test API users get (vcr.Goldens): twice, checked
+// real harness with the test API users get (goldens.Run): twice, checked
 // against the contract and against golden/cassettes/NAME.golden.
 func TestCassetteLibrary(t *testing.T) {
-	vcr.Goldens(t, libraryDir, "../../golden/cassettes", *update)
+	goldens.Run(t, libraryDir, "../../golden/cassettes", *update)
 }
 
 // TestRecordThenReplay records a live session over loopback with

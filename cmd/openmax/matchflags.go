@@ -4,7 +4,7 @@ import (
 	"flag"
 	"strings"
 
-	"github.com/openmax/openmax/replay"
+	"github.com/openmax/openmax/recorder/replay"
 )
 
 // harnessIgnore is dropped from every body on replay whatever the flags

@@ -11,7 +11,7 @@ import (
 
 	"github.com/openmax/openmax/internal/golden"
 	"github.com/openmax/openmax/recorder/cassette"
-	"github.com/openmax/openmax/replay"
+	"github.com/openmax/openmax/recorder/replay"
 )
 
 // TestHarnessNotesRecordReplay: sessions whose transcripts carry harness

@@ -13,7 +13,7 @@ import (
 	"github.com/openmax/openmax/provider/fake"
 	"github.com/openmax/openmax/provider/script"
 	"github.com/openmax/openmax/recorder"
-	"github.com/openmax/openmax/replay"
+	"github.com/openmax/openmax/recorder/replay"
 )
 
 // runFakeProvider serves a scenario as a fake OpenAI/Anthropic API until

@@ -14,7 +14,7 @@ import (
 
 	"github.com/openmax/openmax/core/harness"
 	"github.com/openmax/openmax/recorder"
-	"github.com/openmax/openmax/recorder/tape"
+	"github.com/openmax/openmax/replay/tape"
 )
 
 // recordFlags are the flags of `openmax record`; everything else is a

@@ -10,7 +10,7 @@ import (
 
 	"github.com/openmax/openmax/internal/golden"
 	"github.com/openmax/openmax/recorder/cassette"
-	"github.com/openmax/openmax/replay"
+	"github.com/openmax/openmax/recorder/replay"
 )
 
 // TestRecordKeepsApprovalGates: `openmax record` wraps every tool to keep

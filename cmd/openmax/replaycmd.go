@@ -17,8 +17,8 @@ import (
 	"github.com/openmax/openmax/internal/report"
 	"github.com/openmax/openmax/provider/clock"
 	"github.com/openmax/openmax/recorder/cassette"
-	"github.com/openmax/openmax/recorder/tape"
-	"github.com/openmax/openmax/replay"
+	"github.com/openmax/openmax/recorder/replay"
+	"github.com/openmax/openmax/replay/tape"
 )
 
 var replayCommand = command{

@@ -16,7 +16,7 @@ import (
 
 	"github.com/openmax/openmax/provider/clock"
 	"github.com/openmax/openmax/recorder/cassette"
-	"github.com/openmax/openmax/replay"
+	"github.com/openmax/openmax/recorder/replay"
 	"github.com/openmax/openmax/replay/sweep"
 )
 

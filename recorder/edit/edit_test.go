@@ -21,7 +21,7 @@ import (
 	"github.com/openmax/openmax/internal/fixture"
 	"github.com/openmax/openmax/recorder/cassette"
 	"github.com/openmax/openmax/recorder/importer"
-	"github.com/openmax/openmax/replay"
+	"github.com/openmax/openmax/recorder/replay"
 )
 
 // load reads a test cassette: frozen copies of library cassettes, so

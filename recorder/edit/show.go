@@ -11,7 +11,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/openmax/openmax/core/harness"
+	"github.com/openmax/openmax/core/runconfig"
 	"github.com/openmax/openmax/provider"
 	"github.com/openmax/openmax/recorder"
 	"github.com/openmax/openmax/recorder/cassette"
@@ -297,8 +297,8 @@ func statusLine(it *cassette.Interaction) string {
 // by their names in the cassette, in the cassette's order: "provider
 // openai, project /, idle_timeout 0s". It is derived from the Config's
 // YAML form, so a new setting shows up without code here.
-func configSummary(cfg harness.Config) string {
-	fields := func(c harness.Config) [][2]string {
+func configSummary(cfg runconfig.Config) string {
+	fields := func(c runconfig.Config) [][2]string {
 		var n yaml.Node
 		if err := n.Encode(c); err != nil || n.Kind != yaml.MappingNode {
 			return nil
@@ -310,7 +310,7 @@ func configSummary(cfg harness.Config) string {
 		return out
 	}
 	defaults := map[string]string{}
-	for _, f := range fields(harness.Defaults()) {
+	for _, f := range fields(runconfig.Defaults()) {
 		defaults[f[0]] = f[1]
 	}
 	var parts []string

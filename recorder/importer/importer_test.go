@@ -27,7 +27,7 @@ import (
 	"github.com/openmax/openmax/provider/sse"
 	"github.com/openmax/openmax/recorder/cassette"
 	"github.com/openmax/openmax/recorder/importer"
-	"github.com/openmax/openmax/replay"
+	"github.com/openmax/openmax/recorder/replay"
 )
 
 // The real recordings of cassettes/real (see its SOURCES.md), with

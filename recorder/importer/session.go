@@ -6,7 +6,7 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/openmax/openmax/core/harness"
+	"github.com/openmax/openmax/core/runconfig"
 	"github.com/openmax/openmax/provider/anthropic"
 	"github.com/openmax/openmax/provider/openai"
 	"github.com/openmax/openmax/provider/openai/responses"
@@ -79,10 +79,10 @@ func Session(f *cassette.File) (*cassette.Session, error) {
 		return nil, fmt.Errorf("the first request has no user text")
 	}
 	line, _ := json.Marshal(map[string]string{"cmd": "user", "text": text})
-	cfg := harness.Defaults()
+	cfg := runconfig.Defaults()
 	cfg.Provider, cfg.Model, cfg.Project = wire, body.Model, "/imported"
 	if isResponses {
-		cfg.API = harness.APIResponses
+		cfg.API = runconfig.APIResponses
 	}
 	// The turn may make as many requests as were recorded, no more.
 	cfg.MaxIterations = len(f.Interactions)

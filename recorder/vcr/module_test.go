@@ -27,6 +27,7 @@ import (
 	"testing"
 
 	"github.com/openmax/openmax/recorder/vcr"
+	"github.com/openmax/openmax/replay/goldens"
 )
 
 func TestAgent(t *testing.T) {
@@ -50,7 +51,7 @@ func TestAgent(t *testing.T) {
 var update = flag.Bool("update", false, "rewrite golden files")
 
 func TestRecordedSessions(t *testing.T) {
-	vcr.Goldens(t, "cassettes", "golden", *update)
+	goldens.Run(t, "cassettes", "golden", *update)
 }
 `
 
@@ -102,7 +103,7 @@ func TestUsedFromAnotherModule(t *testing.T) {
 	}
 	goTest("1", "-test.run", "TestAgent")
 
-	// vcr.Goldens over a recorded harness session: -update writes the very
+	// goldens.Run over a recorded harness session: -update writes the very
 	// golden openmax's own library pins, a plain run passes, and a changed
 	// golden fails with a diff.
 	if err := os.MkdirAll(filepath.Join(dir, "cassettes"), 0o755); err != nil {
@@ -119,7 +120,7 @@ func TestUsedFromAnotherModule(t *testing.T) {
 	got, err := os.ReadFile(filepath.Join(dir, "golden", "openai_plain.golden"))
 	want, werr := os.ReadFile(filepath.Join(root, "golden", "cassettes", "openai_plain.golden"))
 	if err != nil || werr != nil || string(got) != string(want) {
-		t.Fatalf("vcr.Goldens -update wrote (%v, %v):\n%s\nwant the library's golden:\n%s", err, werr, got, want)
+		t.Fatalf("goldens.Run -update wrote (%v, %v):\n%s\nwant the library's golden:\n%s", err, werr, got, want)
 	}
 	goTest("1", "-test.run", "TestRecordedSessions")
 	if err := os.WriteFile(filepath.Join(dir, "golden", "openai_plain.golden"), []byte("something else\n"), 0o644); err != nil {

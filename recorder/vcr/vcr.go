@@ -16,8 +16,8 @@
 // Run with OPENMAX_RECORD=1 (and real API keys) to record again. Server
 // serves a cassette over loopback HTTP instead, for clients that cannot
 // take a RoundTripper (another process, an SDK with its own transport).
-// Goldens replays a folder of recorded harness sessions through the real
-// harness as subtests, each against its golden transcript.
+// Golden transcripts of whole harness sessions are package
+// github.com/openmax/openmax/replay/goldens.
 package vcr
 
 import (
@@ -36,7 +36,7 @@ import (
 	"github.com/openmax/openmax/recorder"
 	"github.com/openmax/openmax/recorder/cassette"
 	"github.com/openmax/openmax/recorder/importer"
-	"github.com/openmax/openmax/replay"
+	"github.com/openmax/openmax/recorder/replay"
 )
 
 // Mode says whether a test records or replays.

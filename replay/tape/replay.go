@@ -19,7 +19,7 @@ import (
 	"github.com/openmax/openmax/core/tool"
 	"github.com/openmax/openmax/recorder"
 	"github.com/openmax/openmax/recorder/cassette"
-	"github.com/openmax/openmax/replay"
+	"github.com/openmax/openmax/recorder/replay"
 )
 
 // PlaceholderKey stands in for API keys on replay: nothing is sent anywhere.
@@ -27,7 +27,7 @@ const PlaceholderKey = "replay-no-key"
 
 // NoSessionNextStep says what to do instead with the cassette at path
 // when Replay returned ErrNoSession: serve it to the client that made it,
-// or make a session up from its first request. The CLI and vcr.Goldens
+// or make a session up from its first request. The CLI and goldens.Run
 // both say it.
 func NoSessionNextStep(path string) string {
 	return "  serve it to the client that made it: openmax fake-provider --cassette " + path +

@@ -10,7 +10,7 @@ import (
 	"github.com/openmax/openmax/core/harness"
 	"github.com/openmax/openmax/recorder"
 	"github.com/openmax/openmax/recorder/cassette"
-	"github.com/openmax/openmax/recorder/tape"
+	"github.com/openmax/openmax/replay/tape"
 )
 
 // Record a session of the harness (here with the offline echo provider, in

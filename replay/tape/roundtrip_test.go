@@ -24,8 +24,8 @@ import (
 	"github.com/openmax/openmax/provider/script"
 	"github.com/openmax/openmax/recorder"
 	"github.com/openmax/openmax/recorder/cassette"
-	"github.com/openmax/openmax/recorder/tape"
-	"github.com/openmax/openmax/replay"
+	"github.com/openmax/openmax/recorder/replay"
+	"github.com/openmax/openmax/replay/tape"
 )
 
 // fataler is what live needs of *testing.T and *rapid.T.

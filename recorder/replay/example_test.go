@@ -11,7 +11,7 @@ import (
 
 	"github.com/openmax/openmax/recorder"
 	"github.com/openmax/openmax/recorder/cassette"
-	"github.com/openmax/openmax/replay"
+	"github.com/openmax/openmax/recorder/replay"
 )
 
 // Record one exchange with an upstream into a cassette (the key scrubbed),

@@ -1,4 +1,8 @@
-package vcr
+// Package goldens pins the wire output of recorded harness sessions: it
+// replays a folder of session cassettes through the real harness, each as
+// a subtest, and compares each transcript with its golden file (goldie
+// style, rewritten with -update).
+package goldens
 
 import (
 	"bytes"
@@ -13,11 +17,11 @@ import (
 	"github.com/openmax/openmax/core/wire"
 	"github.com/openmax/openmax/internal/golden"
 	"github.com/openmax/openmax/recorder/importer"
-	"github.com/openmax/openmax/recorder/tape"
-	"github.com/openmax/openmax/replay"
+	"github.com/openmax/openmax/recorder/replay"
+	"github.com/openmax/openmax/replay/tape"
 )
 
-// Goldens replays every cassette in dir (*.yaml) through the real harness,
+// Run replays every cassette in dir (*.yaml) through the real harness,
 // offline and on virtual time, each as a subtest named after its file, and
 // fails the subtest when the replay did not reproduce the recording (a
 // recorded command refused, a request the cassette could not answer, an
@@ -29,17 +33,17 @@ import (
 //	var update = flag.Bool("update", false, "rewrite golden files")
 //
 //	func TestRecordedSessions(t *testing.T) {
-//		vcr.Goldens(t, "testdata/cassettes", "testdata/golden", *update)
+//		goldens.Run(t, "testdata/cassettes", "testdata/golden", *update)
 //	}
 //
 // The golden files are the ones `openmax replay DIR --golden GOLDENDIR`
 // checks and writes. Recordings in another recorder's format (vcrpy,
 // go-vcr, httprr) are converted as `openmax cassette import` would.
-func Goldens(t *testing.T, dir, goldenDir string, update bool) {
+func Run(t *testing.T, dir, goldenDir string, update bool) {
 	t.Helper()
 	paths, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
 	if err != nil || len(paths) == 0 {
-		t.Fatalf("vcr.Goldens: no cassettes (*.yaml) in %s", dir)
+		t.Fatalf("goldens.Run: no cassettes (*.yaml) in %s", dir)
 	}
 	sort.Strings(paths)
 	for _, p := range paths {

@@ -20,7 +20,7 @@ import (
 	"github.com/openmax/openmax/core/harness"
 	"github.com/openmax/openmax/recorder"
 	"github.com/openmax/openmax/recorder/cassette"
-	"github.com/openmax/openmax/recorder/tape"
+	"github.com/openmax/openmax/replay/tape"
 )
 
 // chatServer is an OpenAI chat completions server over loopback: it

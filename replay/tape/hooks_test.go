@@ -16,8 +16,8 @@ import (
 	"github.com/openmax/openmax/core"
 	"github.com/openmax/openmax/internal/rapidchecks"
 	"github.com/openmax/openmax/recorder/cassette"
-	"github.com/openmax/openmax/recorder/tape"
-	"github.com/openmax/openmax/replay"
+	"github.com/openmax/openmax/recorder/replay"
+	"github.com/openmax/openmax/replay/tape"
 )
 
 func firstHooks(hs []core.Hooks) core.Hooks {

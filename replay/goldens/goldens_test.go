@@ -1,4 +1,4 @@
-package vcr_test
+package goldens_test
 
 import (
 	"os"
@@ -7,16 +7,16 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/openmax/openmax/recorder/vcr"
+	"github.com/openmax/openmax/replay/goldens"
 )
 
-// TestGoldensNoSessionNextStep: vcr.Goldens on a cassette with no recorded
+// TestGoldensNoSessionNextStep: goldens.Run on a cassette with no recorded
 // session (a proxy recording) fails its subtest with the next step the
 // CLI gives: serve it with fake-provider, or import it to make a session
 // up. It runs Goldens in a child test process, which must fail.
 func TestGoldensNoSessionNextStep(t *testing.T) {
 	if dir := os.Getenv("OPENMAX_VCR_GOLDENS_DIR"); dir != "" {
-		vcr.Goldens(t, dir, filepath.Join(dir, "golden"), false)
+		goldens.Run(t, dir, filepath.Join(dir, "golden"), false)
 		return
 	}
 	data, err := os.ReadFile(filepath.Join("..", "..", "cassettes", "openai_plain.yaml"))
@@ -36,7 +36,7 @@ func TestGoldensNoSessionNextStep(t *testing.T) {
 	cmd.Env = append(os.Environ(), "OPENMAX_VCR_GOLDENS_DIR="+dir)
 	out, err := cmd.CombinedOutput()
 	if err == nil {
-		t.Fatalf("Goldens passed a cassette with no session:\n%s", out)
+		t.Fatalf("goldens.Run passed a cassette with no session:\n%s", out)
 	}
 	for _, want := range []string{"no recorded harness session", "openmax fake-provider --cassette " + cassette, "openmax cassette import " + cassette + " OUT.yaml"} {
 		if !strings.Contains(string(out), want) {

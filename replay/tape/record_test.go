@@ -17,7 +17,7 @@ import (
 	"github.com/openmax/openmax/core/harness"
 	"github.com/openmax/openmax/recorder"
 	"github.com/openmax/openmax/recorder/cassette"
-	"github.com/openmax/openmax/recorder/tape"
+	"github.com/openmax/openmax/replay/tape"
 )
 
 // lineWatcher is the client's stdout: for every line, it checks what the
