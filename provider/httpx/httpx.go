@@ -46,6 +46,14 @@ type Client struct {
 	// the vendor client decompresses itself is capped again with Cap. 0
 	// means no cap.
 	MaxReplyBytes int64
+	// ReadError, when set, completes the HTTPError of a non-2xx response
+	// with what only the vendor knows how to read: its own error shape
+	// (Google's google.rpc.Status names the error in status, and its
+	// RetryInfo detail asks for a wait). It runs after the generic reading
+	// (Code and Message from provider.ParseErrorBody, the Retry-After
+	// headers), with the response headers and the start of the body (at
+	// most 64 KiB). A vendor client sets it on its own copy of the Client.
+	ReadError func(he *provider.HTTPError, header http.Header, body []byte)
 }
 
 // maxErrorBody caps how much of an error response is read.
@@ -118,6 +126,9 @@ func (c *Client) Post(ctx context.Context, url string, header http.Header, body 
 		he := &provider.HTTPError{Status: resp.StatusCode}
 		he.Code, he.Message = provider.ParseErrorBody(data)
 		he.RetryAfter, he.HasRetryAfter = provider.ParseRetryAfter(resp.Header, clk.Now())
+		if c.ReadError != nil {
+			c.ReadError(he, resp.Header, data)
+		}
 		return nil, he
 	}
 	return resp, nil

@@ -332,3 +332,31 @@ func TestCap(t *testing.T) {
 		t.Error("0 means no cap")
 	}
 }
+
+// TestReadErrorHook: a client's ReadError sees the headers and the body of
+// an error response after the generic reading, and what it sets is the
+// error Post returns.
+func TestReadErrorHook(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Vendor-Error", "Throttled")
+		w.WriteHeader(http.StatusTooManyRequests)
+		io.WriteString(w, `{"error":{"code":429,"message":"wait","status":"RESOURCE_EXHAUSTED"}}`)
+	}))
+	defer srv.Close()
+	var seen string
+	c := &Client{ReadError: func(he *provider.HTTPError, h http.Header, body []byte) {
+		seen = h.Get("X-Vendor-Error") + " " + string(body)
+		if he.Message != "wait" || he.Code != "" {
+			t.Errorf("the hook ran before the generic reading: %+v", he)
+		}
+		he.Code, he.RetryAfter, he.HasRetryAfter = "RESOURCE_EXHAUSTED", 7*time.Second, true
+	}}
+	_, err := c.Post(context.Background(), srv.URL, nil, []byte(`{}`))
+	var he *provider.HTTPError
+	if !errors.As(err, &he) || he.Code != "RESOURCE_EXHAUSTED" || he.RetryAfter != 7*time.Second || !he.HasRetryAfter {
+		t.Fatalf("error %v (%+v)", err, he)
+	}
+	if want := `Throttled {"error":{"code":429,"message":"wait","status":"RESOURCE_EXHAUSTED"}}`; seen != want {
+		t.Errorf("the hook saw %q, want %q", seen, want)
+	}
+}

@@ -45,6 +45,13 @@ type Vendor struct {
 	New func(base string, hc *httpx.Client, key string) (provider.Provider, error)
 	// Path is the request path below the API root.
 	Path string
+	// PathFor, when set, is the request path below the API root for a
+	// model, for a wire that names the model (and streaming) in the path
+	// rather than in the body (Gemini, Bedrock); Path is then the path of
+	// any model, for the record. Query is the query such a request
+	// carries ("alt=sse"), "" for none.
+	PathFor func(model string) string
+	Query   string
 	// Headers are the headers every request carries for key: the key's
 	// own header and any fixed ones (an API version).
 	Headers func(key string) http.Header
