@@ -347,5 +347,12 @@ func checkParts(t *testing.T, r reply, want []provider.Part) {
 	}
 }
 
-// trimLast drops the last n bytes of b.
-func trimLast(b []byte, n int) []byte { return bytes.Clone(b[:len(b)-n]) }
+// unterminate drops the line end of b's last line (LF, CRLF or CR): the
+// blank line that ended its last event, which is then no event at all.
+func unterminate(b []byte) []byte {
+	n := 1
+	if bytes.HasSuffix(b, []byte("\r\n")) {
+		n = 2
+	}
+	return bytes.Clone(b[:len(b)-n])
+}

@@ -172,7 +172,7 @@ func testTruncation(t *testing.T, v Vendor) {
 		// The event that completes the reply lacks its closing blank line,
 		// so it is no event at all.
 		parts := []provider.Part{provider.TextDelta{Text: "a"}, provider.Finish{Reason: v.Stop}}
-		body := trimLast(v.encode(parts, !v.FinishEndsReply), 1)
+		body := unterminate(v.encode(parts, !v.FinishEndsReply))
 		srv := sseServer(t, body)
 		r := collect(t, context.Background(), v.client(t, srv.URL, nil), nil)
 		checkIncomplete(t, r.err, v.Truncated)
