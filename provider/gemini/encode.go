@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"math"
 	"net/http"
 	"slices"
 	"strconv"
@@ -455,29 +454,49 @@ func ErrorEvent(se *provider.StreamError) []byte {
 	return []byte("data: " + string(wirejson.Marshal(ErrorBody{Error: s})) + "\r\n\r\n")
 }
 
-// FormatDelay is a wait as a google.protobuf.Duration in JSON: seconds,
-// with the fraction it needs, and "s".
+// FormatDelay is a wait as a google.protobuf.Duration in JSON: whole
+// seconds, the nanoseconds as a fraction when there are any, and "s".
 func FormatDelay(d time.Duration) string {
-	return strconv.FormatFloat(d.Seconds(), 'f', -1, 64) + "s"
+	if d < 0 {
+		d = 0
+	}
+	sec, nano := int64(d/time.Second), int64(d%time.Second)
+	if nano == 0 {
+		return strconv.FormatInt(sec, 10) + "s"
+	}
+	return strconv.FormatInt(sec, 10) + "." + strings.TrimRight(fmt.Sprintf("%09d", nano), "0") + "s"
 }
 
-// ParseDelay reads a google.protobuf.Duration in JSON ("7s", "1.5s"). A
-// wait too long for a time.Duration is provider.MaxWait; a negative one
-// or one that is not a duration is none.
+// ParseDelay reads a google.protobuf.Duration in JSON ("7s", "1.5s", at
+// most nine fraction digits), exactly. A wait too long for a
+// time.Duration is provider.MaxWait; a negative one, or one that is not a
+// duration, is none.
 func ParseDelay(s string) (time.Duration, bool) {
 	v, ok := strings.CutSuffix(strings.TrimSpace(s), "s")
 	if !ok {
 		return 0, false
 	}
-	n, err := strconv.ParseFloat(v, 64)
-	if (err != nil && !errors.Is(err, strconv.ErrRange)) || !(n >= 0) {
+	whole, frac, _ := strings.Cut(v, ".")
+	if whole == "" || len(frac) > 9 || strings.TrimLeft(whole+frac, "0123456789") != "" {
 		return 0, false
 	}
-	d := n * float64(time.Second)
-	if d >= float64(provider.MaxWait) || math.IsInf(d, 1) {
+	sec, err := strconv.ParseUint(whole, 10, 64)
+	if err != nil && !errors.Is(err, strconv.ErrRange) {
+		return 0, false
+	}
+	nano := int64(0)
+	if frac != "" {
+		n, _ := strconv.ParseInt(frac+strings.Repeat("0", 9-len(frac)), 10, 64)
+		nano = n
+	}
+	if err != nil || sec > uint64(provider.MaxWait/time.Second) {
 		return provider.MaxWait, true
 	}
-	return time.Duration(d), true
+	d := time.Duration(sec) * time.Second
+	if d > provider.MaxWait-time.Duration(nano) {
+		return provider.MaxWait, true
+	}
+	return d + time.Duration(nano), true
 }
 
 // ReadErrorBody reads an error body of the wire: the error object (or the

@@ -175,11 +175,11 @@ func readResult(raw json.RawMessage) (ToolResult, error) {
 		r.Output = compactJSON(resp)
 		return r, nil
 	}
-	switch v, out := obj["output"], obj["error"]; {
-	case v != nil:
-		r.Output = valueText(v)
-	case out != nil:
-		r.Output, r.IsError = valueText(out), true
+	switch output, failure := obj["output"], obj["error"]; {
+	case output != nil:
+		r.Output = valueText(output)
+	case failure != nil:
+		r.Output, r.IsError = valueText(failure), true
 	case len(obj) == 1:
 		for _, only := range obj {
 			r.Output = valueText(only)

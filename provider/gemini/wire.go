@@ -56,9 +56,9 @@ type Content struct {
 type Part struct {
 	Text             *string           `json:"text,omitempty"`
 	Thought          bool              `json:"thought,omitempty"`
-	ThoughtSignature string            `json:"thoughtSignature,omitempty"`
 	FunctionCall     *FunctionCall     `json:"functionCall,omitempty"`
 	FunctionResponse *FunctionResponse `json:"functionResponse,omitempty"`
+	ThoughtSignature string            `json:"thoughtSignature,omitempty"`
 
 	InlineData          json.RawMessage `json:"inlineData,omitempty"`
 	FileData            json.RawMessage `json:"fileData,omitempty"`
