@@ -404,14 +404,32 @@ func StatusMessage(status int) string {
 	return ""
 }
 
-// StreamFailure is the in-stream failure the wire reports for an HTTP
-// status: its status name and message.
-func StreamFailure(status int) *provider.StreamError {
-	msg := StatusMessage(status)
-	if msg == "" {
-		msg = provider.StatusText(status)
+// DefaultFailure is the wire's usual in-stream failure: the model is
+// overloaded.
+const DefaultFailure = "UNAVAILABLE"
+
+// StreamFailure is the failure an in-stream error event carries for a
+// google.rpc status name, with the message the API sends with its HTTP
+// status; code "" is DefaultFailure. ok is false for a status the API has
+// no message of its own for (the failure then has none).
+func StreamFailure(code string) (f *provider.StreamError, ok bool) {
+	if code == "" {
+		code = DefaultFailure
 	}
-	return &provider.StreamError{Type: StatusName(status), Message: msg}
+	msg := StatusMessage(StatusCode(code))
+	if _, known := statusCodes()[code]; !known {
+		msg = ""
+	}
+	return &provider.StreamError{Type: code, Message: msg}, msg != ""
+}
+
+// statusCodes maps every status name of the table to its HTTP status.
+func statusCodes() map[string]int {
+	m := map[string]int{}
+	for code, name := range statusNames {
+		m[name] = code
+	}
+	return m
 }
 
 // errorStatus is the error object of an error status.

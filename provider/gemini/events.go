@@ -28,6 +28,9 @@ type Event struct {
 	Parts []provider.Part
 	// Meta is what else the chunk says.
 	Meta Meta
+	// Unparsed reports that the event's data is not a chunk (its Parts
+	// then hold only the client's error for it).
+	Unparsed bool
 }
 
 // Meta is what a chunk says beside its parts.
@@ -59,6 +62,7 @@ func Events(body string) (events []Event, rest int) {
 		var ch Response
 		if err := json.Unmarshal([]byte(data), &ch); err != nil {
 			ev.Parts = []provider.Part{provider.Error{Err: fmt.Errorf("gemini: bad event: %w", err)}}
+			ev.Unparsed = true
 			events = append(events, ev)
 			continue
 		}

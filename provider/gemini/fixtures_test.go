@@ -429,8 +429,8 @@ func TestRealRecordingsSentBack(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !reflect.DeepEqual(info.Results, []gemini.ToolResult{tt.result}) {
-				t.Errorf("results %+v, want %+v", info.Results, tt.result)
+			if !reflect.DeepEqual(info.Results, []gemini.ToolResult{tt.result}) || !reflect.DeepEqual(info.UserHolds, []string{"functionResponse"}) {
+				t.Errorf("results %+v of a turn holding %q, want %+v of one holding functionResponse", info.Results, info.UserHolds, tt.result)
 			}
 		})
 	}
@@ -446,8 +446,10 @@ func TestReadRecordedRequests(t *testing.T) {
 		want gemini.RequestInfo
 	}{
 		{a12, gemini.RequestInfo{Model: "gemini-3-pro-preview", Stream: true, LastUserText: "What is the capital of the user country? Call the tool",
+			HasUser: true, UserHolds: []string{"text"},
 			Tools: []provider.ToolSpec{{Name: "get_country", Schema: json.RawMessage(`{"additionalProperties":false,"properties":{},"type":"object"}`)}}}},
 		{a13, gemini.RequestInfo{Model: "gemini-2.5-flash", Stream: true, System: "You are a helpful assistant", LastUserText: "What's the weather in Florence, Italy?",
+			HasUser: true, UserHolds: []string{"text"},
 			Tools: []provider.ToolSpec{{Name: "weather", Description: "Get weather information for a location",
 				Schema: json.RawMessage(`{"properties":{"location":{"description":"the city","type":"string"}},"required":["location"],"type":"object"}`)}}}},
 	}

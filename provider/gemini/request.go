@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"unicode"
 
@@ -23,6 +25,12 @@ type RequestInfo struct {
 	// LastUserText is the text of the last user turn that has any (its
 	// text parts joined by a newline; thoughts are not the user's).
 	LastUserText string
+	// HasUser reports whether the request holds a user turn at all, and
+	// UserHolds what kinds of part its last user turn holds, as the wire
+	// names them (text, functionResponse, inlineData, fileData, ...), each
+	// once, in order.
+	HasUser   bool
+	UserHolds []string
 	// Tools are the function declarations offered, their schema from
 	// parametersJsonSchema, or else from parameters (Google's OpenAPI
 	// subset, its upper-case type names put in JSON Schema's lower case).
@@ -76,6 +84,7 @@ func ReadRequest(path string, body []byte) (RequestInfo, error) {
 		}
 		contents = append(contents, c)
 		if c.role != "model" {
+			info.HasUser, info.UserHolds = true, c.holds
 			if t := c.text(); t != "" {
 				info.LastUserText = t
 			}
@@ -113,6 +122,7 @@ type readContentT struct {
 	role    string
 	texts   []string
 	results []ToolResult
+	holds   []string // the kinds of its parts, each once
 }
 
 func (c readContentT) text() string { return strings.Join(c.texts, "\n") }
@@ -135,6 +145,11 @@ func readContent(raw json.RawMessage) (readContentT, error) {
 		if err != nil {
 			return c, err
 		}
+		for _, k := range slices.Sorted(maps.Keys(pm)) {
+			if kind := partKind(k); kind != "" && !slices.Contains(c.holds, kind) {
+				c.holds = append(c.holds, kind)
+			}
+		}
 		var thought bool
 		var text *string
 		if err := unmarshalMember(pm, "thought", &thought); err != nil {
@@ -155,6 +170,17 @@ func readContent(raw json.RawMessage) (readContentT, error) {
 		}
 	}
 	return c, nil
+}
+
+// partKind is the kind of part a member names (in either spelling), ""
+// for a member that is no kind (thought, thoughtSignature, ...).
+func partKind(member string) string {
+	for _, k := range []string{"text", "inlineData", "fileData", "functionCall", "functionResponse", "executableCode", "codeExecutionResult"} {
+		if member == k || member == snake(k) {
+			return k
+		}
+	}
+	return ""
 }
 
 func readResult(raw json.RawMessage) (ToolResult, error) {
