@@ -37,7 +37,7 @@ func TestReadRequestRoundTrip(t *testing.T) {
 	}
 	want := gemini.RequestInfo{Model: "gemini-2.5-pro", Stream: true, System: "sys", LastUserText: "read two files",
 		HasUser: true, UserHolds: []string{"functionResponse"},
-		Tools: []provider.ToolSpec{{Name: "read", Description: "Read a file", Schema: schema}},
+		Tools:   []provider.ToolSpec{{Name: "read", Description: "Read a file", Schema: schema}},
 		Results: []gemini.ToolResult{{CallID: "c1", Name: "read", Output: "contents of a"}, {CallID: "c2", Name: "read", Output: "no such file", IsError: true}}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got  %+v\nwant %+v", got, want)
@@ -57,7 +57,7 @@ func TestReadRequestShapes(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := gemini.RequestInfo{Model: "m", System: "a\nb", LastUserText: "hi", HasUser: true, UserHolds: []string{"functionResponse"},
-		Tools: []provider.ToolSpec{{Name: "f", Schema: json.RawMessage(`{"properties":{"type":{"enum":["A"],"type":"string"}},"type":"object"}`)}},
+		Tools:   []provider.ToolSpec{{Name: "f", Schema: json.RawMessage(`{"properties":{"type":{"enum":["A"],"type":"string"}},"type":"object"}`)}},
 		Results: []gemini.ToolResult{{Name: "f", Output: `{"rows":[1,2],"more":false}`}, {Name: "g", Output: `{"n":1}`}}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got  %+v\nwant %+v", got, want)
