@@ -267,7 +267,7 @@ func TestPeersGenaiStream(t *testing.T) {
 			ours, _ := ourStream(t, cfg)
 			want := peerReply{
 				Thought: "**Weighing it**\n\nTwo cities – two calls.", Text: "Checking both <now>.",
-				Calls: []peerCall{{"call_A", "weather", `{"location":"Florence, Italy","units":["C"]}`}, {"call_B", "weather", `{"location":"Rome"}`}},
+				Calls:      []peerCall{{"call_A", "weather", `{"location":"Florence, Italy","units":["C"]}`}, {"call_B", "weather", `{"location":"Rome"}`}},
 				Signatures: map[string]string{"thought": "VEhPVUdIVC1TSUc=", "weather": "Q0FMTC1TSUc="},
 				Finish:     "STOP", Prompt: 54, Completion: 76, Thoughts: 62, ResponseID: "resp-peer", ModelVersion: "gemini-peer-001",
 			}
