@@ -13,6 +13,7 @@ import (
 
 	"github.com/openmax/openmax/provider"
 	"github.com/openmax/openmax/provider/httpx"
+	"github.com/openmax/openmax/provider/internal/wirejson"
 )
 
 // Config configures a Client.
@@ -172,20 +173,7 @@ func (c *Client) Stream(ctx context.Context, req provider.Request) iter.Seq[prov
 			}
 			resp, err = c.http.Post(ctx, url, header, body)
 		}
-		if err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			fail(err)
-			return
-		}
-		defer resp.Body.Close()
-		read(ctx, resp, c.http.MaxReplyBytes, func(p provider.Part) bool {
-			if e, ok := p.(provider.Error); ok {
-				p = provider.Error{Err: c.scrub(e.Err)}
-			}
-			return yield(p)
-		})
+		c.http.Reply(ctx, resp, err, "gemini", readWhole, readStream, c.scrub, yield)
 	}
 }
 
@@ -338,18 +326,8 @@ func ModelParts(m provider.Message) []Part {
 		parts = append(parts, Part{Text: &text, ThoughtSignature: textSig})
 	}
 	for _, tc := range m.ToolCalls {
-		parts = append(parts, Part{FunctionCall: &FunctionCall{ID: tc.ID, Name: tc.Name, Args: argsObject(tc.Args)},
+		parts = append(parts, Part{FunctionCall: &FunctionCall{ID: tc.ID, Name: tc.Name, Args: wirejson.Object(tc.Args)},
 			ThoughtSignature: callSigs[tc.ID]})
 	}
 	return parts
-}
-
-// argsObject is a call's arguments as the object functionCall.args must
-// be: the model's own JSON when it is an object, else {}.
-func argsObject(args json.RawMessage) json.RawMessage {
-	var obj map[string]json.RawMessage
-	if len(bytes.TrimSpace(args)) == 0 || json.Unmarshal(args, &obj) != nil || obj == nil {
-		return json.RawMessage(`{}`)
-	}
-	return args
 }

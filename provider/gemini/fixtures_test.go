@@ -16,11 +16,10 @@ import (
 	"strings"
 	"testing"
 
-	"gopkg.in/yaml.v3"
-
 	"github.com/openmax/openmax/internal/fixture"
 	"github.com/openmax/openmax/provider"
 	"github.com/openmax/openmax/provider/gemini"
+	"github.com/openmax/openmax/provider/internal/codectest"
 )
 
 // ---- Real recorded traffic (cassettes/real A12, A13; see SOURCES.md) ----
@@ -34,79 +33,20 @@ type recording struct {
 	body        []byte
 }
 
-// loadRecording reads a vcrpy cassette with pydantic-ai's serializer (the
-// request a parsed_body mapping, written back as JSON here) or a go-vcr
-// v4 one (which says version 2).
+// loadRecording reads a recording (see fixture.Exchanges), each request's
+// path and query from its URL.
 func loadRecording(t *testing.T, name string) []recording {
 	t.Helper()
-	var doc struct {
-		Version      int `yaml:"version"`
-		Interactions []struct {
-			Request struct {
-				URI        string `yaml:"uri"`
-				URL        string `yaml:"url"`
-				Body       string `yaml:"body"`
-				ParsedBody any    `yaml:"parsed_body"`
-			} `yaml:"request"`
-			Response struct {
-				Code    int                 `yaml:"code"`
-				Status  yaml.Node           `yaml:"status"`
-				Headers map[string][]string `yaml:"headers"`
-				Body    yaml.Node           `yaml:"body"`
-			} `yaml:"response"`
-		} `yaml:"interactions"`
-	}
-	if err := yaml.Unmarshal(fixture.ReadReal(t, name), &doc); err != nil {
-		t.Fatalf("%s: %v", name, err)
-	}
 	var out []recording
-	for k, in := range doc.Interactions {
-		rec := recording{status: in.Response.Code, header: http.Header{}}
-		raw := in.Request.URI
-		if raw == "" {
-			raw = in.Request.URL
-		}
-		u, err := url.Parse(raw)
+	for k, x := range fixture.Exchanges(t, name) {
+		u, err := url.Parse(x.URL)
 		if err != nil {
 			t.Fatalf("%s #%d: %v", name, k, err)
 		}
-		rec.path = u.RequestURI()
-		rec.requestBody = []byte(in.Request.Body)
-		if in.Request.ParsedBody != nil {
-			if rec.requestBody, err = json.Marshal(in.Request.ParsedBody); err != nil {
-				t.Fatalf("%s #%d: %v", name, k, err)
-			}
+		if x.Status != 200 {
+			t.Fatalf("%s #%d: status %d", name, k, x.Status)
 		}
-		if doc.Version == 1 {
-			var st struct {
-				Code int `yaml:"code"`
-			}
-			if err := in.Response.Status.Decode(&st); err != nil {
-				t.Fatalf("%s #%d: status: %v", name, k, err)
-			}
-			rec.status = st.Code
-		}
-		for key, vs := range in.Response.Headers {
-			for _, v := range vs {
-				rec.header.Add(key, v)
-			}
-		}
-		switch in.Response.Body.Kind {
-		case yaml.ScalarNode:
-			rec.body = []byte(in.Response.Body.Value)
-		case yaml.MappingNode:
-			var b struct {
-				String string `yaml:"string"`
-			}
-			if err := in.Response.Body.Decode(&b); err != nil {
-				t.Fatalf("%s #%d: %v", name, k, err)
-			}
-			rec.body = []byte(b.String)
-		}
-		if rec.status != 200 || len(rec.body) == 0 {
-			t.Fatalf("%s #%d: status %d, %d body bytes", name, k, rec.status, len(rec.body))
-		}
-		out = append(out, rec)
+		out = append(out, recording{path: u.RequestURI(), requestBody: x.RequestBody, status: x.Status, header: x.Header, body: x.Body})
 	}
 	return out
 }
@@ -178,43 +118,6 @@ type expectedPart struct {
 	} `json:"thought_signature"`
 }
 
-// reply is a client's stream folded as the engine folds it.
-type reply struct {
-	text     string
-	thinking []provider.Thinking
-	calls    []provider.ToolCall
-	usage    *provider.Usage
-	finish   string
-	err      error
-}
-
-func foldReply(parts []provider.Part) reply {
-	var r reply
-	for _, p := range parts {
-		switch p := p.(type) {
-		case provider.TextDelta:
-			r.text += p.Text
-		case provider.ThinkingDelta:
-			if n := len(r.thinking); n == 0 || r.thinking[n-1].Signature != "" {
-				r.thinking = append(r.thinking, provider.Thinking{})
-			}
-			b := &r.thinking[len(r.thinking)-1]
-			b.Text += p.Text
-			b.Signature = p.Signature
-		case provider.ToolCallPart:
-			r.calls = append(r.calls, p.Call)
-		case provider.Usage:
-			u := p
-			r.usage = &u
-		case provider.Finish:
-			r.finish = p.Reason
-		case provider.Error:
-			r.err = p.Err
-		}
-	}
-	return r
-}
-
 func canon(t *testing.T, raw []byte) string {
 	t.Helper()
 	var v any
@@ -262,9 +165,9 @@ func TestRealRecordings(t *testing.T) {
 				if !reflect.DeepEqual(parts, parsed) {
 					t.Errorf("#%d: the client and ParseStream disagree:\n%#v\n%#v", i, parts, parsed)
 				}
-				r := foldReply(parts)
-				if r.err != nil {
-					t.Fatalf("#%d: %v", i, r.err)
+				r := codectest.Fold(parts)
+				if r.Err != nil {
+					t.Fatalf("#%d: %v", i, r.Err)
 				}
 				checkReply(t, i, r, e)
 
@@ -291,12 +194,12 @@ func TestRealRecordings(t *testing.T) {
 }
 
 // checkReply holds a folded reply to what was read off the recording.
-func checkReply(t *testing.T, i int, r reply, e expected) {
+func checkReply(t *testing.T, i int, r codectest.Folded, e expected) {
 	t.Helper()
 	var text, thought string
 	var calls []provider.ToolCall
 	var sigs []string // the signatures, as the reply's blocks carry them
-	for _, th := range r.thinking {
+	for _, th := range r.Thinking {
 		if th.Signature != "" {
 			sigs = append(sigs, th.Signature)
 		}
@@ -334,18 +237,18 @@ func checkReply(t *testing.T, i int, r reply, e expected) {
 		t.Errorf("#%d: signatures the recording does not have: %q", i, sigs)
 	}
 	var gotThought string
-	for _, th := range r.thinking {
+	for _, th := range r.Thinking {
 		gotThought += th.Text
 	}
-	if r.text != text || gotThought != thought {
-		t.Errorf("#%d: text %q thought %q\nwant text %q thought %q", i, r.text, gotThought, text, thought)
+	if r.Text != text || gotThought != thought {
+		t.Errorf("#%d: text %q thought %q\nwant text %q thought %q", i, r.Text, gotThought, text, thought)
 	}
-	if len(r.calls) != len(calls) {
-		t.Fatalf("#%d: calls %v, want %v", i, r.calls, calls)
+	if len(r.Calls) != len(calls) {
+		t.Fatalf("#%d: calls %v, want %v", i, r.Calls, calls)
 	}
 	for k := range calls {
-		if r.calls[k].ID != calls[k].ID || r.calls[k].Name != calls[k].Name || canon(t, r.calls[k].Args) != canon(t, calls[k].Args) {
-			t.Errorf("#%d: call %s %s %s, want %s %s %s", i, r.calls[k].ID, r.calls[k].Name, r.calls[k].Args, calls[k].ID, calls[k].Name, calls[k].Args)
+		if r.Calls[k].ID != calls[k].ID || r.Calls[k].Name != calls[k].Name || canon(t, r.Calls[k].Args) != canon(t, calls[k].Args) {
+			t.Errorf("#%d: call %s %s %s, want %s %s %s", i, r.Calls[k].ID, r.Calls[k].Name, r.Calls[k].Args, calls[k].ID, calls[k].Name, calls[k].Args)
 		}
 	}
 	thoughts := 0
@@ -353,11 +256,11 @@ func checkReply(t *testing.T, i int, r reply, e expected) {
 		thoughts = *e.Usage.Thoughts
 	}
 	wantUsage := provider.Usage{PromptTokens: e.Usage.Prompt, CompletionTokens: e.Usage.Candidates + thoughts, ReasoningTokens: e.Usage.Thoughts}
-	if r.usage == nil || !reflect.DeepEqual(*r.usage, wantUsage) || e.Usage.Total != e.Usage.Prompt+e.Usage.Candidates+thoughts {
-		t.Errorf("#%d: usage %+v, want %+v", i, r.usage, wantUsage)
+	if r.Usage == nil || !reflect.DeepEqual(*r.Usage, wantUsage) || e.Usage.Total != e.Usage.Prompt+e.Usage.Candidates+thoughts {
+		t.Errorf("#%d: usage %+v, want %+v", i, r.Usage, wantUsage)
 	}
-	if r.finish != e.FinishReason {
-		t.Errorf("#%d: finish %q, want %q", i, r.finish, e.FinishReason)
+	if r.Finish == nil || r.Finish.Reason != e.FinishReason {
+		t.Errorf("#%d: finish %v, want %q", i, r.Finish, e.FinishReason)
 	}
 }
 
@@ -383,8 +286,8 @@ func TestRealRecordingsSentBack(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			recs := loadRecording(t, tt.name)
-			r := foldReply(slices.Collect(gemini.ParseStream(bytes.NewReader(recs[0].body))))
-			ours := gemini.ModelParts(provider.Message{Role: provider.RoleAssistant, Text: r.text, Thinking: r.thinking, ToolCalls: r.calls})
+			r := codectest.Fold(slices.Collect(gemini.ParseStream(bytes.NewReader(recs[0].body))))
+			ours := gemini.ModelParts(provider.Message{Role: provider.RoleAssistant, Text: r.Text, Thinking: r.Thinking, ToolCalls: r.Calls})
 			var recorded struct {
 				Contents []gemini.Content `json:"contents"`
 			}
@@ -396,7 +299,7 @@ func TestRealRecordingsSentBack(t *testing.T) {
 				t.Fatalf("recorded turn role %q", theirs.Role)
 			}
 			if tt.thoughtUs {
-				if len(ours) == 0 || !ours[0].Thought || ours[0].ThoughtSignature != "" || *ours[0].Text != r.thinking[0].Text {
+				if len(ours) == 0 || !ours[0].Thought || ours[0].ThoughtSignature != "" || *ours[0].Text != r.Thinking[0].Text {
 					t.Fatalf("our turn does not start with the unsigned thought: %+v", ours)
 				}
 				ours = ours[1:]

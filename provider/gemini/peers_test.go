@@ -343,22 +343,8 @@ func TestPeersGenaiFunctionCall(t *testing.T) {
 	// Our client's model turn for the same reply.
 	srv2 := newPeerServer(t, first)
 	_, parts := ourStream(t, gemini.Config{BaseURL: srv2.URL})
-	msg := provider.Message{Role: provider.RoleAssistant}
-	for _, p := range parts {
-		switch p := p.(type) {
-		case provider.TextDelta:
-			msg.Text += p.Text
-		case provider.ThinkingDelta:
-			if n := len(msg.Thinking); n == 0 || msg.Thinking[n-1].Signature != "" {
-				msg.Thinking = append(msg.Thinking, provider.Thinking{})
-			}
-			b := &msg.Thinking[len(msg.Thinking)-1]
-			b.Text += p.Text
-			b.Signature = p.Signature
-		case provider.ToolCallPart:
-			msg.ToolCalls = append(msg.ToolCalls, p.Call)
-		}
-	}
+	f := codectest.Fold(parts)
+	msg := provider.Message{Role: provider.RoleAssistant, Text: f.Text, Thinking: f.Thinking, ToolCalls: f.Calls}
 	ours := gemini.ModelParts(msg)
 	theirs := joinFragments(sent.Contents[1].Parts)
 	if len(ours) != len(theirs) {

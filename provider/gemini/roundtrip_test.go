@@ -139,39 +139,10 @@ func TestRoundTripSignatures(t *testing.T) {
 	if string(whole) != wantWhole {
 		t.Errorf("Whole\n got %s\nwant %s", whole, wantWhole)
 	}
-	gotWhole := fold(slices.Collect(ParseResponse(bytes.NewReader(whole))))
-	if w := fold(parts); !reflect.DeepEqual(gotWhole, w) {
+	gotWhole := codectest.Flatten(slices.Collect(ParseResponse(bytes.NewReader(whole))))
+	if w := codectest.Flatten(parts); !reflect.DeepEqual(gotWhole, w) {
 		t.Errorf("the whole response parsed to %#v, want %#v", gotWhole, w)
 	}
-}
-
-// folded is a reply reduced to what a whole response keeps: the text and
-// the thoughts joined, the signatures, calls, usage and finish in order.
-type folded struct {
-	Text, Thinking string
-	Signatures     []string
-	Rest           []provider.Part
-}
-
-func fold(parts []provider.Part) folded {
-	var f folded
-	var text, thinking strings.Builder
-	for _, p := range parts {
-		switch p := p.(type) {
-		case provider.TextDelta:
-			text.WriteString(p.Text)
-		case provider.ThinkingDelta:
-			thinking.WriteString(p.Text)
-			if p.Signature != "" {
-				f.Signatures = append(f.Signatures, p.Signature)
-			}
-		case provider.Error:
-		default:
-			f.Rest = append(f.Rest, p)
-		}
-	}
-	f.Text, f.Thinking = text.String(), thinking.String()
-	return f
 }
 
 // TestRoundTripWhole: parsing the whole response Whole wrote gives the
@@ -179,19 +150,7 @@ func fold(parts []provider.Part) folded {
 // reply with no finish has none.
 func TestRoundTripWhole(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		r := drawReply(t)
-		body, ok := Whole("resp-1", "m", r.Parts)
-		_, finished := r.Want[len(r.Want)-1].(provider.Finish)
-		if ok != finished {
-			t.Fatalf("Whole ok=%v for a reply that finished=%v", ok, finished)
-		}
-		if !ok {
-			return
-		}
-		got := fold(slices.Collect(ParseResponse(bytes.NewReader(body))))
-		if want := fold(r.Want); !reflect.DeepEqual(got, want) {
-			t.Fatalf("parts %#v\nencoded: %s\nparsed %#v\nwant   %#v", r.Parts, body, got, want)
-		}
+		codectest.CheckWhole(t, drawReply(t), func(parts []provider.Part) ([]byte, bool) { return Whole("resp-1", "m", parts) }, ParseResponse)
 	})
 }
 

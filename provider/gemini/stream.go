@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"iter"
-	"net/http"
 	"strconv"
 	"strings"
 
@@ -287,37 +286,18 @@ func statusError(s *Status) *provider.StreamError {
 	return &provider.StreamError{Type: typ, Message: s.Message}
 }
 
-// read turns a 2xx response into parts. maxBytes caps the body once
-// decoded (0: no cap).
-func read(ctx context.Context, resp *http.Response, maxBytes int64, yield func(provider.Part) bool) {
-	httpx.ReadReply(ctx, resp, maxBytes, "gemini", readWhole, readStream, yield)
-}
-
 // ParseStream reads the event stream of a streamGenerateContent?alt=sse
 // reply and yields its parts as Client.Stream does: text and thoughts
 // (and signatures) as they stream, then, once the stream ended after a
 // finishReason, the calls, Usage and Finish; a reply that failed or ended
 // early ends with one Error part.
-func ParseStream(body io.Reader) iter.Seq[provider.Part] {
-	return func(yield func(provider.Part) bool) {
-		readStream(context.Background(), body, "text/event-stream", yield)
-	}
-}
+func ParseStream(body io.Reader) iter.Seq[provider.Part] { return httpx.ParseStream(body, readStream) }
 
 // ParseResponse reads a whole JSON reply, the body of generateContent (or
 // of streamGenerateContent without alt=sse, a JSON array of chunks), and
 // yields the parts Client.Stream yields for it. An error object is one
 // Error part holding a provider.StreamError.
-func ParseResponse(body io.Reader) iter.Seq[provider.Part] {
-	return func(yield func(provider.Part) bool) {
-		data, err := io.ReadAll(io.LimitReader(body, httpx.MaxWholeReply))
-		if err != nil {
-			yield(provider.Error{Err: httpx.ReadFailure(err, "response body broke")})
-			return
-		}
-		readWhole(context.Background(), data, yield)
-	}
-}
+func ParseResponse(body io.Reader) iter.Seq[provider.Part] { return httpx.ParseWhole(body, readWhole) }
 
 // readStream parses an SSE body.
 func readStream(ctx context.Context, body io.Reader, contentType string, yield func(provider.Part) bool) {
@@ -357,17 +337,25 @@ func readStream(ctx context.Context, body io.Reader, contentType string, yield f
 			yield(provider.Error{Err: fmt.Errorf("gemini: bad event: %w", err)})
 			return
 		}
-		out := st.apply(&ch)
-		for _, p := range out.live {
-			if !yield(p) {
-				return
-			}
-		}
-		if out.err != nil {
-			yield(provider.Error{Err: out.err})
+		if !st.emit(st.apply(&ch), yield) {
 			return
 		}
 	}
+}
+
+// emit yields what a chunk streams, and its failure; false when the reply
+// ends there (a failure, or yield stopped).
+func (st *state) emit(out chunkOut, yield func(provider.Part) bool) bool {
+	for _, p := range out.live {
+		if !yield(p) {
+			return false
+		}
+	}
+	if out.err != nil {
+		yield(provider.Error{Err: out.err})
+		return false
+	}
+	return true
 }
 
 // readWhole parses a whole JSON body: a response, a JSON array of chunks,
@@ -391,14 +379,7 @@ func readWhole(ctx context.Context, data []byte, yield func(provider.Part) bool)
 	}
 	st := &state{}
 	for i := range chunks {
-		out := st.apply(&chunks[i])
-		for _, p := range out.live {
-			if !yield(p) {
-				return
-			}
-		}
-		if out.err != nil {
-			yield(provider.Error{Err: out.err})
+		if !st.emit(st.apply(&chunks[i]), yield) {
 			return
 		}
 	}

@@ -48,3 +48,14 @@ func Split(s string, n int) []string {
 	}
 	return out
 }
+
+// Object is a tool call's arguments as the JSON object a wire's call
+// must carry (Anthropic's tool_use.input, Gemini's functionCall.args):
+// the model's own JSON when it is an object, else {}.
+func Object(args json.RawMessage) json.RawMessage {
+	var obj map[string]json.RawMessage
+	if len(bytes.TrimSpace(args)) == 0 || json.Unmarshal(args, &obj) != nil || obj == nil {
+		return json.RawMessage(`{}`)
+	}
+	return args
+}
