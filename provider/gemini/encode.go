@@ -40,7 +40,7 @@ import (
 //   - A Usage is kept for the finishing chunk; one that comes after it is
 //     a chunk of its own with only the usage.
 //   - An Error is an in-stream error event (see ErrorEvent), after which
-//     a stream ends.
+//     the stream ends: later parts write nothing.
 //
 // An Encoder is not safe for concurrent use.
 type Encoder struct {
@@ -48,6 +48,7 @@ type Encoder struct {
 	usage     *provider.Usage
 	held      map[string]string // call id → its signature, until the call
 	finished  bool
+	failed    bool // an Error part ended the stream
 }
 
 // NewEncoder returns an encoder for one reply with the given response id
@@ -64,8 +65,12 @@ func (e *Encoder) Open() []byte { return nil }
 func (e *Encoder) Close() []byte { return nil }
 
 // Part is the event of one part; nil for what the wire does not carry by
-// itself (a usage before the finish, a retry, a phase).
+// itself (a usage before the finish, a retry, a phase), and for anything
+// after an Error part, which ended the stream.
 func (e *Encoder) Part(p provider.Part) []byte {
+	if e.failed {
+		return nil
+	}
 	switch p := p.(type) {
 	case provider.TextDelta:
 		if p.Text == "" {
@@ -94,6 +99,7 @@ func (e *Encoder) Part(p provider.Part) []byte {
 		}
 		return e.event(e.chunk(jsonFrags(fs...), p.Reason, true))
 	case provider.Error:
+		e.failed = true
 		return ErrorEvent(provider.StreamErrorOf(p.Err))
 	}
 	return nil

@@ -210,3 +210,17 @@ func TestErrorEventRoundTrip(t *testing.T) {
 		}
 	})
 }
+
+// TestEncoderEndsAtError: after an Error part the encoder writes nothing
+// more, whatever follows.
+func TestEncoderEndsAtError(t *testing.T) {
+	e := NewEncoder("r", "m")
+	if len(e.Part(provider.Error{Err: &provider.StreamError{Type: "INTERNAL", Message: "x"}})) == 0 {
+		t.Fatal("no error event")
+	}
+	for _, p := range []provider.Part{provider.TextDelta{Text: "more"}, provider.Usage{PromptTokens: 1}, provider.Finish{Reason: "STOP"}} {
+		if out := e.Part(p); out != nil {
+			t.Errorf("%#v after the error wrote %q", p, out)
+		}
+	}
+}
