@@ -166,7 +166,7 @@ func ParseStream(body io.Reader) iter.Seq[provider.Part] {
 
 // events parses an event stream.
 func events(ctx context.Context, body io.Reader, yield func(provider.Part) bool) {
-	st := &state{blocks: map[int]*block{}}
+	d := NewDecoder()
 	r := sse.NewReader(body)
 	for {
 		if ctx.Err() != nil {
@@ -177,24 +177,10 @@ func events(ctx context.Context, body io.Reader, yield func(provider.Part) bool)
 			if ctx.Err() != nil {
 				return
 			}
-			yield(provider.Error{Err: st.readFailure(err)})
+			yield(provider.Error{Err: d.Failure(err)})
 			return
 		}
-		if !knownEvents[ev.Type] {
-			continue
-		}
-		var e Event
-		if err := json.Unmarshal([]byte(ev.Data), &e); err != nil {
-			yield(provider.Error{Err: fmt.Errorf("anthropic: malformed %s event: %v", ev.Type, err)})
-			return
-		}
-		typ := e.Type
-		if typ == "" {
-			typ = ev.Type
-		}
-		st.nEvents++
-		st.lastType = typ
-		parts, done, err := st.apply(typ, &e)
+		parts, done, err := d.Event(ev.Type, []byte(ev.Data))
 		for _, p := range parts {
 			if !yield(p) {
 				return
@@ -209,6 +195,49 @@ func events(ctx context.Context, body io.Reader, yield func(provider.Part) bool)
 		}
 	}
 }
+
+// Decoder folds the events of a Messages stream into the parts of the
+// reply, as the client's parser does (it is that parser's core), for
+// readers whose events come in another framing: Bedrock's
+// InvokeModelWithResponseStream carries each event as bare JSON inside a
+// binary frame. A Decoder is for one reply and not safe for concurrent
+// use.
+type Decoder struct{ st *state }
+
+// NewDecoder returns a decoder at the start of a reply.
+func NewDecoder() *Decoder { return &Decoder{st: &state{blocks: map[int]*block{}}} }
+
+// Event folds the data of one event. name is its SSE event name: an event
+// of a name the parser does not read (ping, or one the API adds later) is
+// skipped unread; "" means the framing names none, and the data's own
+// type says what it is. It returns the parts the event completes: text,
+// thinking and signatures as they stream, then, at message_stop, the tool
+// calls in block order, Usage and Finish, with done set. A malformed
+// event or an error event is err, which ends the reply.
+func (d *Decoder) Event(name string, data []byte) (parts []provider.Part, done bool, err error) {
+	if name != "" && !knownEvents[name] {
+		return nil, false, nil
+	}
+	var e Event
+	if err := json.Unmarshal(data, &e); err != nil {
+		if name == "" {
+			return nil, false, fmt.Errorf("anthropic: malformed event: %v", err)
+		}
+		return nil, false, fmt.Errorf("anthropic: malformed %s event: %v", name, err)
+	}
+	typ := e.Type
+	if typ == "" {
+		typ = name
+	}
+	d.st.nEvents++
+	d.st.lastType = typ
+	return d.st.apply(typ, &e)
+}
+
+// Failure is the error of a stream that ended (err io.EOF) or broke (any
+// other err) before message_stop: an incomplete reply saying how far it
+// got.
+func (d *Decoder) Failure(err error) error { return d.st.readFailure(err) }
 
 // apply folds one event into the state. It returns the parts to yield,
 // whether the reply is complete, or the failure that ends it.
