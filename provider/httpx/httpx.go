@@ -62,6 +62,20 @@ const maxErrorBody = 64 << 10
 // while the body is read (idle and reply timeouts); closing the body ends
 // its wait before Close returns.
 func (c *Client) Post(ctx context.Context, url string, header http.Header, body []byte) (*http.Response, error) {
+	return c.PostWith(ctx, url, header, body, nil)
+}
+
+// ErrorReader reads a vendor's error response into the error Post
+// returns: he comes with its Status and Retry-After set, and the reader
+// fills in its Code and Message from the response headers and the first
+// 64 KiB of the body (AWS, for one, names the error in a header,
+// x-amzn-ErrorType, and gives only a message in the body).
+type ErrorReader func(he *provider.HTTPError, header http.Header, body []byte)
+
+// PostWith is Post with the vendor's own reading of an error response;
+// a nil read takes the code and message from the body as Post does
+// (provider.ParseErrorBody).
+func (c *Client) PostWith(ctx context.Context, url string, header http.Header, body []byte, read ErrorReader) (*http.Response, error) {
 	clk := c.Clock
 	if clk == nil {
 		clk = clock.Real{}
@@ -116,8 +130,12 @@ func (c *Client) Post(ctx context.Context, url string, header http.Header, body 
 		// drips or never ends still ends.
 		data, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 		he := &provider.HTTPError{Status: resp.StatusCode}
-		he.Code, he.Message = provider.ParseErrorBody(data)
 		he.RetryAfter, he.HasRetryAfter = provider.ParseRetryAfter(resp.Header, clk.Now())
+		if read != nil {
+			read(he, resp.Header, data)
+		} else {
+			he.Code, he.Message = provider.ParseErrorBody(data)
+		}
 		return nil, he
 	}
 	return resp, nil
