@@ -31,7 +31,7 @@ type ConverseRequest struct {
 
 // ConverseMessage is one turn of a Converse conversation.
 type ConverseMessage struct {
-	Role    string          `json:"role"`
+	Role    string         `json:"role"`
 	Content []ContentBlock `json:"content"`
 }
 

@@ -243,8 +243,8 @@ func (e *ConverseEncoder) Close() []byte {
 
 // ConverseResponse is the body of a whole (non-streaming) Converse reply.
 type ConverseResponse struct {
-	Metrics    *Metrics `json:"metrics,omitempty"`
-	Output     struct {
+	Metrics *Metrics `json:"metrics,omitempty"`
+	Output  struct {
 		Message ConverseMessage `json:"message"`
 	} `json:"output"`
 	StopReason string `json:"stopReason"`
