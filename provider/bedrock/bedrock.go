@@ -42,6 +42,7 @@ import (
 	"strings"
 
 	"github.com/openmax/openmax/provider"
+	"github.com/openmax/openmax/provider/bedrock/eventstream"
 	"github.com/openmax/openmax/provider/bedrock/sigv4"
 	"github.com/openmax/openmax/provider/clock"
 	"github.com/openmax/openmax/provider/httpx"
@@ -265,13 +266,57 @@ func (c *Client) Stream(ctx context.Context, req provider.Request) iter.Seq[prov
 			yield(provider.Error{Err: wholeReply(resp.Header, data)})
 		}
 		stream := func(ctx context.Context, body io.Reader, _ string, yield func(provider.Part) bool) {
-			if c.api == APIInvoke {
-				invokeStream(ctx, body, yield)
-				return
-			}
-			converseStream(ctx, body, yield)
+			readStream(ctx, body, newState(c.api), yield)
 		}
 		httpx.ReadReply(ctx, resp, c.http.MaxReplyBytes, "bedrock", whole, stream, out)
+	}
+}
+
+// streamState is a wire's client parser, one message at a time.
+type streamState interface {
+	// message folds one message into the reply: the parts the client
+	// yields for it (an Error part for a failure), and whether the reply
+	// is over.
+	message(m eventstream.Message) (parts []provider.Part, over bool)
+	// end is what the client yields when the stream ends (err io.EOF) or
+	// breaks before the reply is over.
+	end(err error) []provider.Part
+}
+
+// newState is api's parser at the start of a reply.
+func newState(api API) streamState {
+	if api == APIInvoke {
+		return newInvokeState()
+	}
+	return newConverseState()
+}
+
+// readStream parses a streamed reply with st.
+func readStream(ctx context.Context, body io.Reader, st streamState, yield func(provider.Part) bool) {
+	d := eventstream.NewDecoder(body)
+	for {
+		if ctx.Err() != nil {
+			return
+		}
+		m, err := d.Next()
+		var parts []provider.Part
+		over := true
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			parts = st.end(err)
+		} else {
+			parts, over = st.message(m)
+		}
+		for _, p := range parts {
+			if !yield(p) {
+				return
+			}
+		}
+		if over {
+			return
+		}
 	}
 }
 

@@ -2,7 +2,6 @@ package bedrock
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -461,46 +460,24 @@ func readFailure(err error, signal string, n int, last string) error {
 	return fmt.Errorf("%w: reading the response failed %s: %w", provider.ErrIncomplete, at, err)
 }
 
-// converseStream parses the event stream of a ConverseStream reply.
-// messageStop completes the reply, but the usage comes after it, in
-// metadata: the tail waits for metadata, or for the stream to end or break
-// in any way (the reply is then complete without the usage).
-func converseStream(ctx context.Context, body io.Reader, yield func(provider.Part) bool) {
-	st := newConverseState()
-	d := eventstream.NewDecoder(body)
-	for {
-		if ctx.Err() != nil {
-			return
-		}
-		m, err := d.Next()
-		if err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			if st.stopped {
-				// Whatever broke after messageStop cost only the usage.
-				for _, p := range st.finish() {
-					if !yield(p) {
-						return
-					}
-				}
-				return
-			}
-			yield(provider.Error{Err: readFailure(err, "messageStop", st.nEvents, st.lastType)})
-			return
-		}
-		parts, done, err := st.apply(m)
-		for _, p := range parts {
-			if !yield(p) {
-				return
-			}
-		}
-		if err != nil {
-			yield(provider.Error{Err: err})
-			return
-		}
-		if done {
-			return
-		}
+// end is what the client yields when the stream ends or breaks with err
+// (io.EOF at a clean end) before the reply is over: once messageStop
+// came, the reply is complete, and whatever broke after it cost only the
+// usage (which follows in metadata); before, the reply is incomplete (or
+// malformed).
+func (st *converseState) end(err error) []provider.Part {
+	if st.stopped {
+		return st.finish()
 	}
+	return []provider.Part{provider.Error{Err: readFailure(err, "messageStop", st.nEvents, st.lastType)}}
+}
+
+// message folds one message into the reply: the parts the client yields
+// for it (an Error part for a failure), and whether the reply is over.
+func (st *converseState) message(m eventstream.Message) ([]provider.Part, bool) {
+	parts, done, err := st.apply(m)
+	if err != nil {
+		return append(parts, provider.Error{Err: err}), true
+	}
+	return parts, done
 }

@@ -1,10 +1,8 @@
 package bedrock
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 
 	"github.com/openmax/openmax/provider"
 	"github.com/openmax/openmax/provider/anthropic"
@@ -48,51 +46,41 @@ func chunkEvent(m eventstream.Message) ([]byte, error) {
 	return c.Bytes, nil
 }
 
-// invokeStream parses the event stream of an InvokeModelWithResponseStream
+// invokeState folds the frames of an InvokeModelWithResponseStream
 // reply: each chunk's Anthropic event goes through anthropic's Decoder,
 // so the reply completes at message_stop, as on Anthropic's own API.
-func invokeStream(ctx context.Context, body io.Reader, yield func(provider.Part) bool) {
-	dec := anthropic.NewDecoder()
-	es := eventstream.NewDecoder(body)
-	n, last := 0, ""
-	for {
-		if ctx.Err() != nil {
-			return
-		}
-		m, err := es.Next()
-		if err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			yield(provider.Error{Err: readFailure(err, "message_stop", n, last)})
-			return
-		}
-		if se := exceptionError(m); se != nil {
-			yield(provider.Error{Err: se})
-			return
-		}
-		if m.String(":event-type") != "chunk" {
-			continue // an event Bedrock adds later
-		}
-		data, err := chunkEvent(m)
-		if err != nil {
-			yield(provider.Error{Err: err})
-			return
-		}
-		n++
-		last = innerType(data)
-		parts, done, err := dec.Event("", data)
-		for _, p := range parts {
-			if !yield(p) {
-				return
-			}
-		}
-		if err != nil {
-			yield(provider.Error{Err: err})
-			return
-		}
-		if done {
-			return
-		}
+type invokeState struct {
+	dec  *anthropic.Decoder
+	n    int    // Anthropic events
+	last string // the last one's type
+}
+
+func newInvokeState() *invokeState { return &invokeState{dec: anthropic.NewDecoder()} }
+
+// message folds one message into the reply: the parts the client yields
+// for it (an Error part for a failure), and whether the reply is over.
+func (st *invokeState) message(m eventstream.Message) ([]provider.Part, bool) {
+	if se := exceptionError(m); se != nil {
+		return []provider.Part{provider.Error{Err: se}}, true
 	}
+	if m.String(":event-type") != "chunk" {
+		return nil, false // an event Bedrock adds later
+	}
+	data, err := chunkEvent(m)
+	if err != nil {
+		return []provider.Part{provider.Error{Err: err}}, true
+	}
+	st.n++
+	st.last = innerType(data)
+	parts, done, err := st.dec.Event("", data)
+	if err != nil {
+		return append(parts, provider.Error{Err: err}), true
+	}
+	return parts, done
+}
+
+// end is what the client yields when the stream ends or breaks with err
+// before message_stop: an incomplete reply (or a malformed one).
+func (st *invokeState) end(err error) []provider.Part {
+	return []provider.Part{provider.Error{Err: readFailure(err, "message_stop", st.n, st.last)}}
 }
