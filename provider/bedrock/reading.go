@@ -1,0 +1,477 @@
+package bedrock
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/openmax/openmax/provider"
+	"github.com/openmax/openmax/provider/anthropic"
+	"github.com/openmax/openmax/provider/bedrock/eventstream"
+)
+
+// Reading recorded Bedrock traffic: a body is split into its
+// event-stream messages with their byte offsets, and each says what it
+// holds, as notes for a person and as the parts the client's own parser
+// (the streamState of its operation) yields from it. The shapes mirror
+// the registry's (provider/codec) so registering the wire is a copy.
+
+// Reading is a recorded response body as this package reads it.
+type Reading struct {
+	// Stream reports whether the body was read as an event stream.
+	Stream bool
+	// Events are the stream's messages, in order.
+	Events []Event
+	// Tail is the size of an unterminated last message: a stream cut
+	// inside it.
+	Tail int
+	// EndParts are what the client yields when the body ends before the
+	// reply is over: the tail of a reply whose messageStop came (Converse
+	// waits for metadata), or the failure of an incomplete one.
+	EndParts []provider.Part
+
+	// MessageID and Model are what the reply names itself and its model
+	// (an invoke reply's message_start), "" when it does not.
+	MessageID, Model string
+	Text             string
+	Thinking         string
+	// Signatures counts the reasoning signatures, SignatureBytes holds
+	// each one's length; a redacted reasoning block counts as one.
+	Signatures     int
+	SignatureBytes []int
+	// Tools are the tool calls in block order, Args as streamed.
+	Tools []ToolCall
+	// Finish is the stop reason.
+	Finish string
+	Usage  *RecordedUsage
+	// Errors are the exceptions (and error messages) the body reports,
+	// or the error of an error body, each "type: message".
+	Errors []string
+	// Signal is the stream's completion signal as the operation names it
+	// (messageStop, message_stop), "" when none came.
+	Signal string
+}
+
+// Event is one message of a recorded stream.
+type Event struct {
+	// Start and End are the message's byte range [Start, End).
+	Start, End int
+	// Name is the message's :event-type (chunk for every message of an
+	// invoke reply: its notes say which Anthropic event it carries), or
+	// for an exception its :exception-type.
+	Name string
+	// Parts is what the client's parser yields at this message.
+	Parts []provider.Part
+	// Notes say what the message holds, in order.
+	Notes []Note
+	// Unparsed reports that the message's payload could not be read, or
+	// that the framing broke here (the event then runs to the end of the
+	// body).
+	Unparsed bool
+}
+
+// Note is one thing an event says: content (Kind text, thinking, args)
+// in Text, or a label by itself.
+type Note struct {
+	Kind string
+	Text string
+}
+
+// The kinds of Note that carry content.
+const (
+	NoteText     = "text"
+	NoteThinking = "thinking"
+	NoteArgs     = "args"
+)
+
+// ToolCall is a tool call as recorded.
+type ToolCall struct {
+	ID, Name string
+	// Args are the arguments as streamed, "" when none were.
+	Args string
+}
+
+// RecordedUsage is a reply's token accounting as recorded: Input as the
+// vendor counts it (without the cache on Bedrock), Cached the cache
+// reads, nil when not stated.
+type RecordedUsage struct {
+	Input, Output, Total int
+	Cached               *int
+}
+
+// reader accumulates what a reply says.
+type reader struct {
+	r     Reading
+	tools map[int]int // block index → index in r.Tools
+	text  strings.Builder
+	think strings.Builder
+}
+
+func (rd *reader) tool(i int) *ToolCall {
+	if rd.tools == nil {
+		rd.tools = map[int]int{}
+	}
+	j, ok := rd.tools[i]
+	if !ok {
+		j = len(rd.r.Tools)
+		rd.tools[i] = j
+		rd.r.Tools = append(rd.r.Tools, ToolCall{})
+	}
+	return &rd.r.Tools[j]
+}
+
+// Parse reads a recorded response body of api. contentType is the
+// recorded Content-Type, "" when none was recorded: a body that starts
+// with '{' is then a whole JSON body, anything else a stream. Parse never
+// fails: what it cannot read it reports (Event.Unparsed, Tail) and leaves
+// out.
+func Parse(api API, contentType string, body []byte) *Reading {
+	rd := &reader{}
+	if len(body) == 0 {
+		return &rd.r
+	}
+	if !isStream(contentType, body) {
+		rd.whole(api, body)
+		return rd.done()
+	}
+	rd.r.Stream = true
+	frames, tail, ferr := eventstream.Split(body)
+	st := newState(api)
+	over := false
+	for _, f := range frames {
+		ev := Event{Start: f.Start, End: f.End, Name: f.Message.String(":event-type")}
+		if !over {
+			ev.Parts, over = st.message(f.Message)
+		}
+		if api == APIInvoke {
+			rd.invokeNotes(f.Message, &ev)
+		} else {
+			rd.converseNotes(f.Message, &ev)
+		}
+		rd.r.Events = append(rd.r.Events, ev)
+	}
+	end := len(body) - tail
+	var endErr error = io.EOF
+	switch {
+	case ferr != nil:
+		// The framing broke: the rest is one unreadable event.
+		rd.r.Events = append(rd.r.Events, Event{Start: end, End: len(body), Unparsed: true, Notes: []Note{{Kind: "malformed: " + ferr.Error()}}})
+		rd.r.Errors = append(rd.r.Errors, ferr.Error())
+		endErr = ferr
+	case tail > 0:
+		rd.r.Tail = tail
+		endErr = fmt.Errorf("%w: %d bytes of a message at byte %d: %w", eventstream.ErrTruncated, tail, end, io.ErrUnexpectedEOF)
+	}
+	if !over {
+		rd.r.EndParts = st.end(endErr)
+	}
+	return rd.done()
+}
+
+// done is the reading put together.
+func (rd *reader) done() *Reading {
+	rd.r.Text, rd.r.Thinking = rd.text.String(), rd.think.String()
+	return &rd.r
+}
+
+// isStream tells an event stream from a whole JSON body.
+func isStream(contentType string, body []byte) bool {
+	ct := strings.ToLower(contentType)
+	switch {
+	case strings.Contains(ct, "vnd.amazon.eventstream"):
+		return true
+	case ct != "":
+		return false
+	}
+	return !bytes.HasPrefix(bytes.TrimSpace(body), []byte("{"))
+}
+
+// exceptionNote records an exception message.
+func (rd *reader) exceptionNote(m eventstream.Message, ev *Event) bool {
+	se := exceptionError(m)
+	if se == nil {
+		return false
+	}
+	ev.Name = m.String(":exception-type")
+	if ev.Name == "" {
+		ev.Name = m.String(":error-code")
+	}
+	rd.r.Errors = append(rd.r.Errors, se.Error())
+	ev.Notes = []Note{{Kind: "exception " + quote(se.Error())}}
+	return true
+}
+
+// converseNotes reads a Converse message into the reading.
+func (rd *reader) converseNotes(m eventstream.Message, ev *Event) {
+	if rd.exceptionNote(m, ev) {
+		return
+	}
+	var e ConverseEvent
+	if json.Unmarshal(m.Payload, &e) != nil {
+		ev.Unparsed = true
+		ev.Notes = []Note{{Kind: "unparsed " + ev.Name}}
+		return
+	}
+	idx := 0
+	if e.ContentBlockIndex != nil {
+		idx = *e.ContentBlockIndex
+	}
+	note := func(kind, text string) { ev.Notes = append(ev.Notes, Note{Kind: kind, Text: text}) }
+	switch ev.Name {
+	case "contentBlockStart":
+		if e.Start != nil && e.Start.ToolUse != nil {
+			t := rd.tool(idx)
+			t.ID, t.Name = e.Start.ToolUse.ToolUseID, e.Start.ToolUse.Name
+			note("tool "+t.Name, "")
+		} else {
+			note("block start", "")
+		}
+	case "contentBlockDelta":
+		switch d := e.Delta; {
+		case d == nil:
+			note("empty delta", "")
+		case d.Text != nil:
+			rd.text.WriteString(*d.Text)
+			note(NoteText, *d.Text)
+		case d.ToolUse != nil:
+			t := rd.tool(idx)
+			t.Args += d.ToolUse.Input
+			note(NoteArgs, d.ToolUse.Input)
+		case d.ReasoningContent != nil:
+			r := d.ReasoningContent
+			if r.Text != "" {
+				rd.think.WriteString(r.Text)
+				note(NoteThinking, r.Text)
+			}
+			if r.Signature != "" {
+				rd.r.Signatures++
+				rd.r.SignatureBytes = append(rd.r.SignatureBytes, len(r.Signature))
+				note("signature", "")
+			}
+			if r.RedactedContent != "" {
+				rd.r.Signatures++
+				rd.r.SignatureBytes = append(rd.r.SignatureBytes, len(r.RedactedContent))
+				note("redacted reasoning", "")
+			}
+		default:
+			note("delta", "")
+		}
+	case "contentBlockStop":
+		note("block stop", "")
+	case "messageStart":
+		note("messageStart", "")
+	case "messageStop":
+		rd.r.Finish, rd.r.Signal = e.StopReason, "messageStop"
+		note("stop "+e.StopReason, "")
+	case "metadata":
+		if u := e.Usage; u != nil {
+			rd.r.Usage = &RecordedUsage{Input: u.InputTokens, Output: u.OutputTokens, Total: u.TotalTokens, Cached: u.CacheReadInputTokens}
+			note(fmt.Sprintf("usage %d in, %d out", u.InputTokens, u.OutputTokens), "")
+		} else {
+			note("metadata", "")
+		}
+	default:
+		note(ev.Name, "")
+	}
+}
+
+// invokeStart is the message of an invoke reply's message_start, as far
+// as a reading shows it.
+type invokeStart struct {
+	Message *struct {
+		ID    string          `json:"id"`
+		Model string          `json:"model"`
+		Usage anthropic.Usage `json:"usage"`
+	} `json:"message"`
+}
+
+// invokeNotes reads an invoke message into the reading: a chunk by its
+// Anthropic event.
+func (rd *reader) invokeNotes(m eventstream.Message, ev *Event) {
+	if rd.exceptionNote(m, ev) {
+		return
+	}
+	if ev.Name != "chunk" {
+		ev.Notes = []Note{{Kind: ev.Name}}
+		return
+	}
+	data, err := chunkEvent(m)
+	var e anthropic.Event
+	if err != nil || json.Unmarshal(data, &e) != nil {
+		ev.Unparsed = true
+		ev.Notes = []Note{{Kind: "unparsed chunk"}}
+		return
+	}
+	note := func(kind, text string) { ev.Notes = append(ev.Notes, Note{Kind: kind, Text: text}) }
+	idx := 0
+	if e.Index != nil {
+		idx = *e.Index
+	}
+	switch e.Type {
+	case "message_start":
+		var s invokeStart
+		if json.Unmarshal(data, &s) == nil && s.Message != nil {
+			rd.r.MessageID, rd.r.Model = s.Message.ID, s.Message.Model
+			rd.usage(&s.Message.Usage)
+		}
+		note("message_start", "")
+	case "content_block_start":
+		cb := e.ContentBlock
+		switch {
+		case cb == nil:
+			note("block start", "")
+		case cb.Type == "tool_use" || cb.Type == "server_tool_use":
+			t := rd.tool(idx)
+			t.ID, t.Name = cb.ID, cb.Name
+			note("tool "+cb.Name, "")
+		case cb.Type == "redacted_thinking":
+			rd.r.Signatures++
+			rd.r.SignatureBytes = append(rd.r.SignatureBytes, len(cb.Data))
+			note("redacted_thinking block", "")
+		default:
+			note(cb.Type+" block", "")
+		}
+	case "content_block_delta":
+		d := e.Delta
+		if d == nil {
+			note("empty delta", "")
+			break
+		}
+		switch d.Type {
+		case "text_delta":
+			rd.text.WriteString(d.Text)
+			note(NoteText, d.Text)
+		case "thinking_delta":
+			rd.think.WriteString(d.Thinking)
+			note(NoteThinking, d.Thinking)
+		case "signature_delta":
+			rd.r.Signatures++
+			rd.r.SignatureBytes = append(rd.r.SignatureBytes, len(d.Signature))
+			note("signature", "")
+		case "input_json_delta":
+			t := rd.tool(idx)
+			t.Args += d.PartialJSON
+			note(NoteArgs, d.PartialJSON)
+		default:
+			note(d.Type, "")
+		}
+	case "message_delta":
+		if e.Delta != nil && e.Delta.StopReason != nil {
+			rd.r.Finish = *e.Delta.StopReason
+			note("stop "+rd.r.Finish, "")
+		} else {
+			note("message_delta", "")
+		}
+		rd.usage(e.Usage)
+	case "message_stop":
+		rd.r.Signal = "message_stop"
+		note("message_stop", "")
+	case "error":
+		if e.Error != nil {
+			s := e.Error.Type + ": " + e.Error.Message
+			rd.r.Errors = append(rd.r.Errors, s)
+			note("error event "+quote(s), "")
+		}
+	default:
+		note(e.Type, "")
+	}
+}
+
+// usage folds an Anthropic usage into the reading: the latest count of
+// each side wins.
+func (rd *reader) usage(u *anthropic.Usage) {
+	if u == nil || (u.InputTokens == nil && u.OutputTokens == nil) {
+		return
+	}
+	if rd.r.Usage == nil {
+		rd.r.Usage = &RecordedUsage{}
+	}
+	if u.InputTokens != nil {
+		rd.r.Usage.Input = *u.InputTokens
+	}
+	if u.OutputTokens != nil {
+		rd.r.Usage.Output = *u.OutputTokens
+	}
+	if u.CacheReadInputTokens != nil {
+		c := *u.CacheReadInputTokens
+		rd.r.Usage.Cached = &c
+	}
+	rd.r.Usage.Total = rd.r.Usage.Input + rd.r.Usage.Output
+}
+
+// whole reads a body that is not a stream: an error body, a whole
+// Converse reply, or (invoke) an Anthropic message.
+func (rd *reader) whole(api API, body []byte) {
+	var v struct {
+		Message *string `json:"message"`
+		Output  *struct {
+			Message ConverseMessage `json:"message"`
+		} `json:"output"`
+		StopReason  string                   `json:"stopReason"`
+		Usage       *Usage                   `json:"usage"`
+		ID          string                   `json:"id"`
+		Model       string                   `json:"model"`
+		Content     []anthropic.ContentBlock `json:"content"`
+		StopReasonA *string                  `json:"stop_reason"`
+		Error       *anthropic.ErrorDetail   `json:"error"`
+	}
+	if json.Unmarshal(body, &v) != nil {
+		return
+	}
+	switch {
+	case v.Message != nil:
+		rd.r.Errors = append(rd.r.Errors, *v.Message)
+	case v.Error != nil:
+		rd.r.Errors = append(rd.r.Errors, v.Error.Type+": "+v.Error.Message)
+	case v.Output != nil:
+		for i, b := range v.Output.Message.Content {
+			switch {
+			case b.Text != nil:
+				rd.text.WriteString(*b.Text)
+			case b.ReasoningContent != nil && b.ReasoningContent.ReasoningText != nil:
+				rd.think.WriteString(b.ReasoningContent.ReasoningText.Text)
+				if s := b.ReasoningContent.ReasoningText.Signature; s != "" {
+					rd.r.Signatures++
+					rd.r.SignatureBytes = append(rd.r.SignatureBytes, len(s))
+				}
+			case b.ToolUse != nil:
+				t := rd.tool(i)
+				t.ID, t.Name, t.Args = b.ToolUse.ToolUseID, b.ToolUse.Name, string(b.ToolUse.Input)
+			}
+		}
+		rd.r.Finish = v.StopReason
+		if u := v.Usage; u != nil {
+			rd.r.Usage = &RecordedUsage{Input: u.InputTokens, Output: u.OutputTokens, Total: u.TotalTokens, Cached: u.CacheReadInputTokens}
+		}
+	case api == APIInvoke && v.Content != nil:
+		rd.r.MessageID, rd.r.Model = v.ID, v.Model
+		for i, b := range v.Content {
+			switch b.Type {
+			case "text":
+				var s string
+				_ = json.Unmarshal(b.Text, &s)
+				rd.text.WriteString(s)
+			case "thinking":
+				var s string
+				_ = json.Unmarshal(b.Thinking, &s)
+				rd.think.WriteString(s)
+			case "tool_use":
+				t := rd.tool(i)
+				t.ID, t.Name, t.Args = b.ID, b.Name, string(b.Input)
+			}
+		}
+		if v.StopReasonA != nil {
+			rd.r.Finish = *v.StopReasonA
+		}
+	}
+}
+
+// quote quotes s for a note, cut to a readable length.
+func quote(s string) string {
+	if len(s) > 80 {
+		s = s[:80] + "…"
+	}
+	return fmt.Sprintf("%q", s)
+}
