@@ -193,14 +193,15 @@ func classify(err error, sawText bool) decision {
 	return decision{}
 }
 
-// transientStreamError reports a provider-reported rate limit, overload or
-// server fault (and not an exhausted quota).
+// transientStreamError reports a provider-reported rate limit (Bedrock's
+// throttlingException among them), overload or server fault (and not an
+// exhausted quota).
 func transientStreamError(se *provider.StreamError) bool {
 	t := strings.ToLower(se.Type)
 	if provider.IsQuota(t) {
 		return false
 	}
-	for _, s := range []string{"rate_limit", "overloaded", "api_error", "server_error", "internal", "unavailable", "timeout"} {
+	for _, s := range []string{"rate_limit", "overloaded", "api_error", "server_error", "internal", "unavailable", "timeout", "throttl"} {
 		if strings.Contains(t, s) {
 			return true
 		}

@@ -120,6 +120,8 @@ func TestRetryClasses(t *testing.T) {
 		{"quota", [][]provider.Part{fail(quota)}, "error", 1, "insufficient_quota"},
 		{"400", [][]provider.Part{fail(badRequest)}, "error", 1, "HTTP 400"},
 		{"other stream error", [][]provider.Part{fail(&provider.StreamError{Type: "invalid_request_error"})}, "error", 1, "invalid_request_error"},
+		{"throttling before text", [][]provider.Part{fail(&provider.StreamError{Type: "throttlingException"}), ok}, "retry2/4 text finish", 2, ""},
+		{"throttling after text", [][]provider.Part{textFail(&provider.StreamError{Type: "throttlingException"})}, "text error", 1, "throttlingException"},
 		{"retry-after over a minute", [][]provider.Part{fail(retryAfter2)}, "error", 1, "(server asked to wait 2m0s); not retried: that wait is over the 1m0s limit"},
 		{"client limit before text", [][]provider.Part{fail(limit), ok}, "error", 1, "--max-reply-bytes"},
 		{"client limit after text", [][]provider.Part{textFail(limit)}, "text error", 1, "--max-reply-bytes"},
