@@ -129,9 +129,6 @@ func (rd *reader) tool(i int) *ToolCall {
 // out.
 func Parse(api API, contentType string, body []byte) *Reading {
 	rd := &reader{}
-	if len(body) == 0 {
-		return &rd.r
-	}
 	if !isStream(contentType, body) {
 		rd.whole(api, body)
 		return rd.done()
@@ -153,21 +150,34 @@ func Parse(api API, contentType string, body []byte) *Reading {
 		rd.r.Events = append(rd.r.Events, ev)
 	}
 	end := len(body) - tail
-	var endErr error = io.EOF
 	switch {
 	case ferr != nil:
 		// The framing broke: the rest is one unreadable event.
 		rd.r.Events = append(rd.r.Events, Event{Start: end, End: len(body), Unparsed: true, Notes: []Note{{Kind: "malformed: " + ferr.Error()}}})
 		rd.r.Errors = append(rd.r.Errors, ferr.Error())
-		endErr = ferr
 	case tail > 0:
 		rd.r.Tail = tail
-		endErr = fmt.Errorf("%w: %d bytes of a message at byte %d: %w", eventstream.ErrTruncated, tail, end, io.ErrUnexpectedEOF)
 	}
 	if !over {
-		rd.r.EndParts = st.end(endErr)
+		rd.r.EndParts = st.end(endError(body, len(frames)))
 	}
 	return rd.done()
+}
+
+// endError is how the client's read of body ends after its first n
+// messages: io.EOF at a clean end, else the decoder's own error (a
+// truncation, a broken message), word for word.
+func endError(body []byte, n int) error {
+	d := eventstream.NewDecoder(bytes.NewReader(body))
+	for {
+		_, err := d.Next()
+		if err != nil {
+			return err
+		}
+		if n--; n < 0 {
+			return io.EOF // not reached: Split and the decoder agree
+		}
+	}
 }
 
 // done is the reading put together.
@@ -409,13 +419,16 @@ func (rd *reader) whole(api API, body []byte) {
 		Output  *struct {
 			Message ConverseMessage `json:"message"`
 		} `json:"output"`
-		StopReason  string                   `json:"stopReason"`
-		Usage       *Usage                   `json:"usage"`
-		ID          string                   `json:"id"`
-		Model       string                   `json:"model"`
-		Content     []anthropic.ContentBlock `json:"content"`
-		StopReasonA *string                  `json:"stop_reason"`
-		Error       *anthropic.ErrorDetail   `json:"error"`
+		StopReason string `json:"stopReason"`
+		Usage      *Usage `json:"usage"`
+		ID         string `json:"id"`
+		Model      string `json:"model"`
+		Content    []struct {
+			anthropic.ContentBlock
+			Signature string `json:"signature"`
+		} `json:"content"`
+		StopReasonA *string                `json:"stop_reason"`
+		Error       *anthropic.ErrorDetail `json:"error"`
 	}
 	if json.Unmarshal(body, &v) != nil {
 		return
@@ -457,6 +470,10 @@ func (rd *reader) whole(api API, body []byte) {
 				var s string
 				_ = json.Unmarshal(b.Thinking, &s)
 				rd.think.WriteString(s)
+				if b.Signature != "" {
+					rd.r.Signatures++
+					rd.r.SignatureBytes = append(rd.r.SignatureBytes, len(b.Signature))
+				}
 			case "tool_use":
 				t := rd.tool(i)
 				t.ID, t.Name, t.Args = b.ID, b.Name, string(b.Input)
