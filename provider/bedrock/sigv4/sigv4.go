@@ -181,14 +181,25 @@ func canonicalQuery(raw string) string {
 		// Keep what parsed; a query the server cannot read fails there.
 		q, _ = url.ParseQuery(strings.ReplaceAll(raw, ";", "%3B"))
 	}
-	var pairs []string
+	var pairs [][2]string
 	for k, vs := range q {
 		for _, v := range vs {
-			pairs = append(pairs, escape(k, true)+"="+escape(v, true))
+			pairs = append(pairs, [2]string{escape(k, true), escape(v, true)})
 		}
 	}
-	sort.Strings(pairs)
-	return strings.Join(pairs, "&")
+	// By encoded name, then value: a joined "name=value" would sort a
+	// name before its own extension ("%20%20=" before "%20=").
+	sort.Slice(pairs, func(i, j int) bool {
+		if pairs[i][0] != pairs[j][0] {
+			return pairs[i][0] < pairs[j][0]
+		}
+		return pairs[i][1] < pairs[j][1]
+	})
+	out := make([]string, len(pairs))
+	for i, p := range pairs {
+		out[i] = p[0] + "=" + p[1]
+	}
+	return strings.Join(out, "&")
 }
 
 // escape URI-encodes s the SigV4 way: every byte but the unreserved

@@ -36,6 +36,7 @@ func TestSuite(t *testing.T) {
 	}{
 		{name: "get-vanilla", method: "GET", path: "/", want: "5fa00fa31553b73ebf1942676e86291e8372ff2a2260956d9b8aae1d763fbf31"},
 		{name: "get-vanilla-query-order-key-case", method: "GET", path: "/", query: "Param2=value2&Param1=value1", want: "b97d918cfa904a5beff61c982a1b6f458b799221646efd99d3219ec94cdf2500"},
+		{name: "get-vanilla-query-order-key", method: "GET", path: "/", query: "Param1=value2&Param1=Value1", want: "eedbc4e291e521cf13422ffca22be7d2eb8146eecf653089df300a15b2382bd1"},
 		{name: "get-vanilla-empty-query-key", method: "GET", path: "/", query: "Param1=value1", want: "a67d582fa61cc504c4bae71f336f98b97f1ea3c7a6bfe1b6e45aec72011b9aeb"},
 		{name: "get-vanilla-query-unreserved", method: "GET", path: "/", query: unreserved + "=" + unreserved, want: "9c3e54bfcdf0b19771a7f523ee5669cdf59bc7cc0884027167c21bb143a40197"},
 		{name: "get-vanilla-utf8-query", method: "GET", path: "/", query: "%E1%88%B4=bar", want: "2cdec8eed098649ff3a119c94853b13c643bcf08f8b0a1d91e12c9027818dd04"},
@@ -139,6 +140,22 @@ func TestBedrockPath(t *testing.T) {
 		"content-type;host;x-amz-date;x-amz-security-token\n44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a"
 	if canonical != want {
 		t.Errorf("canonical request\n%s\nwant\n%s", canonical, want)
+	}
+}
+
+// TestCanonicalQuery: names sort before their own extensions, values
+// break ties, everything is encoded the SigV4 way.
+func TestCanonicalQuery(t *testing.T) {
+	for in, want := range map[string]string{
+		"+=&++=":                    "%20=&%20%20=",
+		"b=2&a=z&a=y&uploadId=x/y=": "a=y&a=z&b=2&uploadId=x%2Fy%3D",
+		"lifecycle":                 "lifecycle=",
+		"k=%E1%88%B4~*":             "k=%E1%88%B4~%2A",
+		"":                          "",
+	} {
+		if got := canonicalQuery(in); got != want {
+			t.Errorf("canonicalQuery(%q) = %q, want %q", in, got, want)
+		}
 	}
 }
 
