@@ -17,6 +17,7 @@ import (
 
 	"github.com/openmax/openmax/provider"
 	"github.com/openmax/openmax/provider/httpx"
+	"github.com/openmax/openmax/provider/internal/wirejson"
 )
 
 // Defaults of Config.
@@ -289,19 +290,9 @@ func assistantBlocks(m provider.Message) []any {
 		blocks = append(blocks, textBlock{Type: "text", Text: m.Text})
 	}
 	for _, tc := range m.ToolCalls {
-		blocks = append(blocks, toolUseBlock{Type: "tool_use", ID: tc.ID, Name: tc.Name, Input: inputObject(tc.Args)})
+		blocks = append(blocks, toolUseBlock{Type: "tool_use", ID: tc.ID, Name: tc.Name, Input: wirejson.Object(tc.Args)})
 	}
 	return blocks
-}
-
-// inputObject is a tool call's arguments as the object tool_use.input must
-// be: the model's own JSON when it is an object, else {}.
-func inputObject(args json.RawMessage) json.RawMessage {
-	var obj map[string]json.RawMessage
-	if len(bytes.TrimSpace(args)) == 0 || json.Unmarshal(args, &obj) != nil || obj == nil {
-		return json.RawMessage(`{}`)
-	}
-	return args
 }
 
 // scrub removes the API key from an error's text, keeping its type so the

@@ -199,19 +199,9 @@ func assistantBlocks(m provider.Message) []ContentBlock {
 		blocks = append(blocks, ContentBlock{Text: &text})
 	}
 	for _, tc := range m.ToolCalls {
-		blocks = append(blocks, ContentBlock{ToolUse: &ToolUse{ToolUseID: tc.ID, Name: tc.Name, Input: inputObject(tc.Args)}})
+		blocks = append(blocks, ContentBlock{ToolUse: &ToolUse{ToolUseID: tc.ID, Name: tc.Name, Input: wirejson.Object(tc.Args)}})
 	}
 	return blocks
-}
-
-// inputObject is a tool call's arguments as the object toolUse.input must
-// be: the model's own JSON when it is an object, else {}.
-func inputObject(args json.RawMessage) json.RawMessage {
-	var obj map[string]json.RawMessage
-	if len(bytes.TrimSpace(args)) == 0 || json.Unmarshal(args, &obj) != nil || obj == nil {
-		return json.RawMessage(`{}`)
-	}
-	return args
 }
 
 // ConverseEvent is the payload of any ConverseStream event, as a reader

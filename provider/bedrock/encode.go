@@ -289,7 +289,7 @@ func ConverseWhole(parts []provider.Part) (body []byte, ok bool) {
 				open = ""
 			}
 		case provider.ToolCallPart:
-			msg.Content = append(msg.Content, ContentBlock{ToolUse: &ToolUse{ToolUseID: p.Call.ID, Name: p.Call.Name, Input: inputObject(p.Call.Args)}})
+			msg.Content = append(msg.Content, ContentBlock{ToolUse: &ToolUse{ToolUseID: p.Call.ID, Name: p.Call.Name, Input: wirejson.Object(p.Call.Args)}})
 			open = ""
 		case provider.Usage:
 			r.Usage = usageOut(p)
