@@ -371,3 +371,33 @@ func TestParsePath(t *testing.T) {
 		}
 	}
 }
+
+// TestStreamFailure: the fake provider's in-stream failures: the default
+// is a transient one the retry policy resends, with Bedrock's message.
+func TestStreamFailure(t *testing.T) {
+	for _, tt := range []struct {
+		code, typ, msg string
+		ok             bool
+	}{
+		{"", "serviceUnavailableException", "Bedrock is unable to process your request.", true},
+		{"throttlingException", "throttlingException", "Too many requests, please wait before trying again.", true},
+		{"validationException", "validationException", "", false},
+	} {
+		se, ok := StreamFailure(tt.code)
+		if se.Type != tt.typ || se.Message != tt.msg || ok != tt.ok {
+			t.Errorf("StreamFailure(%q) = %+v, %v", tt.code, se, ok)
+		}
+	}
+	for status, typ := range map[int]string{429: "throttlingException", 503: "serviceUnavailableException", 500: "internalServerException",
+		408: "modelTimeoutException", 424: "modelStreamErrorException", 400: "validationException"} {
+		if got := ExceptionType(status); got != typ {
+			t.Errorf("ExceptionType(%d) = %q, want %q", status, got, typ)
+		}
+	}
+	for status, typ := range map[int]string{429: "ThrottlingException", 503: "ServiceUnavailableException", 500: "InternalServerException",
+		502: "InternalServerException", 400: "ValidationException", 403: "AccessDeniedException", 404: "ResourceNotFoundException", 418: "ValidationException"} {
+		if got := ErrorType(status); got != typ {
+			t.Errorf("ErrorType(%d) = %q, want %q", status, got, typ)
+		}
+	}
+}

@@ -183,3 +183,26 @@ func StatusMessage(status int) string {
 	}
 	return ""
 }
+
+// DefaultStreamFailure is the exception a server of the fake provider
+// fails a stream with when a scenario names none: Bedrock's transient
+// overload, which the retry policy resends before any text.
+const DefaultStreamFailure = "serviceUnavailableException"
+
+// StreamFailure is the exception Bedrock sends for code (an exception
+// type; "" is DefaultStreamFailure) with the message Bedrock sends with it;
+// ok is false, and the message empty, for a type it has no message of its
+// own for.
+func StreamFailure(code string) (se *provider.StreamError, ok bool) {
+	if code == "" {
+		code = DefaultStreamFailure
+	}
+	msg := ""
+	switch code {
+	case "throttlingException":
+		msg = StatusMessage(429)
+	case "serviceUnavailableException":
+		msg = StatusMessage(503)
+	}
+	return &provider.StreamError{Type: code, Message: msg}, msg != ""
+}
