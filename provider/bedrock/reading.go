@@ -186,6 +186,50 @@ func (rd *reader) done() *Reading {
 	return &rd.r
 }
 
+// ClaimsBody reports whether a recorded response body is unmistakably a
+// reply of api: an event stream whose first message parses and is an
+// event of the operation (a chunk for invoke; a Converse event for
+// converse) or an exception; or, for converse, a whole Converse reply
+// (output and stopReason). A whole invoke reply is an Anthropic message
+// and an error body Bedrock's bare {"message"}: neither is claimed, as
+// another wire could have sent them.
+func ClaimsBody(api API, contentType string, body []byte) bool {
+	if len(body) == 0 {
+		return false
+	}
+	if !isStream(contentType, body) {
+		if api == APIInvoke {
+			return false
+		}
+		var v struct {
+			Output     *json.RawMessage `json:"output"`
+			StopReason *string          `json:"stopReason"`
+		}
+		return json.Unmarshal(body, &v) == nil && v.Output != nil && v.StopReason != nil
+	}
+	frames, _, _ := eventstream.Split(body)
+	if len(frames) == 0 {
+		return false
+	}
+	m := frames[0].Message
+	switch m.String(":message-type") {
+	case "exception", "error":
+		return true
+	case "event":
+	default:
+		return false
+	}
+	typ := m.String(":event-type")
+	if api == APIInvoke {
+		return typ == "chunk"
+	}
+	switch typ {
+	case "messageStart", "contentBlockStart", "contentBlockDelta", "contentBlockStop", "messageStop", "metadata":
+		return true
+	}
+	return false
+}
+
 // isStream tells an event stream from a whole JSON body.
 func isStream(contentType string, body []byte) bool {
 	ct := strings.ToLower(contentType)

@@ -135,3 +135,39 @@ func TestStopReason(t *testing.T) {
 		}
 	}
 }
+
+// TestClaimsBody: each operation claims its own streams (and exceptions)
+// and a whole Converse reply, and nothing another wire could have sent.
+func TestClaimsBody(t *testing.T) {
+	conv := codectest.Encode(NewConverseEncoder(nil), []provider.Part{provider.TextDelta{Text: "a"}, provider.Finish{Reason: "end_turn"}})
+	inv := codectest.Encode(NewInvokeEncoder("m", "c", nil), []provider.Part{provider.TextDelta{Text: "a"}, provider.Finish{Reason: "end_turn"}})
+	whole, _ := ConverseWhole([]provider.Part{provider.TextDelta{Text: "a"}, provider.Finish{Reason: "end_turn"}})
+	msg, _ := InvokeWhole("m", "c", []provider.Part{provider.TextDelta{Text: "a"}, provider.Finish{Reason: "end_turn"}})
+	exception := ExceptionFrame(&provider.StreamError{Type: "throttlingException", Message: "slow"})
+	tests := []struct {
+		name           string
+		ct             string
+		body           []byte
+		converse, invk bool
+	}{
+		{"a Converse stream", ContentType, conv, true, false},
+		{"a Converse stream, no content type", "", conv, true, false},
+		{"an invoke stream", ContentType, inv, false, true},
+		{"an exception", ContentType, exception, true, true},
+		{"a whole Converse reply", "application/json", whole, true, false},
+		{"an Anthropic message", "application/json", msg, false, false},
+		{"Bedrock's error body", "application/json", HTTPErrorBody(400, "", "bad"), false, false},
+		{"SSE", "text/event-stream", []byte("data: {}\n\n"), false, false},
+		{"SSE, no content type", "", []byte("data: {}\n\n"), false, false},
+		{"empty", ContentType, nil, false, false},
+		{"a cut first message", ContentType, conv[:20], false, false},
+	}
+	for _, tt := range tests {
+		if got := ClaimsBody(APIConverse, tt.ct, tt.body); got != tt.converse {
+			t.Errorf("%s: converse claims it: %v", tt.name, got)
+		}
+		if got := ClaimsBody(APIInvoke, tt.ct, tt.body); got != tt.invk {
+			t.Errorf("%s: invoke claims it: %v", tt.name, got)
+		}
+	}
+}
