@@ -72,6 +72,9 @@ type Scenario struct {
 	Model string
 	// Clients is how many clients the driver starts (one transcript each).
 	Clients int
+	// Home is what a live run adds to its CODEX_HOME (MCP servers,
+	// plugins); the zero Home adds nothing.
+	Home Home
 	// Run drives the session.
 	Run func(ctx context.Context, h Harness) (Outcome, error)
 }
