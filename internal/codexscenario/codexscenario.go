@@ -10,7 +10,9 @@
 // `openmax fake-provider --scenario`, Responses wire) and a driver. The
 // driver asks its Harness for clients (a second client is a second
 // app-server process on the same CODEX_HOME: resume), writes the files
-// its tools read into Harness.Dir, and waits on events, never on time.
+// its tools read into Harness.Dir, and waits on events, never on time. A
+// scenario's Home is what its live run adds to CODEX_HOME (an MCP server,
+// a plugin installed from a local marketplace), set up by Home.SetUp.
 //
 //   - cmd/openmax's TestCodexAppServer runs every driver against the real
 //     codex (npm @openai/codex, offline: the fake provider on loopback, a
