@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/openmax/openmax/internal/jsonnum"
 )
 
 // The normalisation table (see the package doc). Matching applies it to
@@ -286,6 +288,10 @@ func norm(v any, p *pathMap) any {
 			s, _ := p.apply(x)
 			return s
 		}
+	case json.Number:
+		// Numbers compare by value: a client that sends 1.0 where 1 was
+		// recorded sent the same thing.
+		return json.Number(jsonnum.Canon(string(x)))
 	}
 	return v
 }
