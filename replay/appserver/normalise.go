@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/openmax/openmax/provider/codex/transcript"
 )
 
 // The normalisation table (see the package doc). Matching applies it to
@@ -267,7 +269,7 @@ func norm(v any, p *pathMap) any {
 		for k, e := range x {
 			switch {
 			case k == emailKey && !isContainer(e):
-				n[k] = redacted
+				n[k] = transcript.Redacted
 			case slices.Contains(TimestampKeys, k) && isNumber(e):
 				n[k] = placeholderTime
 			default:
