@@ -72,7 +72,10 @@ func (id ID) IsValid() bool { return id.raw != "" }
 // int64 (1, not 1.0 nor "1"); false for any other id.
 func (id ID) Int64() (int64, bool) {
 	n, err := strconv.ParseInt(id.raw, 10, 64)
-	return n, err == nil
+	if err != nil {
+		return 0, false
+	}
+	return n, true
 }
 
 // Text is the value of a string id; false for any other id.
