@@ -207,11 +207,8 @@ func (c *conn) record(dir string, line []byte) {
 // channel receives the outcome of its write. It fails when the
 // connection has ended, an earlier write failed, or the server has left
 // maxUnsent bytes unread (which drops the connection).
-func (c *conn) send(m jsonrpc.Message, err error) (<-chan error, error) {
-	var b []byte
-	if err == nil {
-		b, err = jsonrpc.Bare.Encode(m)
-	}
+func (c *conn) send(m jsonrpc.Message) (<-chan error, error) {
+	b, err := jsonrpc.Bare.Encode(m)
 	if err != nil {
 		return nil, fmt.Errorf("codex: encode: %w", err)
 	}
@@ -321,7 +318,11 @@ func (c *conn) call(ctx context.Context, method string, params, result any) erro
 		delete(c.pending, id)
 		c.mu.Unlock()
 	}()
-	written, err := c.send(jsonrpc.NewRequest(jsonrpc.Int64ID(id), method, params))
+	req, err := jsonrpc.NewRequest(jsonrpc.Int64ID(id), method, params)
+	if err != nil {
+		return fmt.Errorf("codex: encode: %w", err)
+	}
+	written, err := c.send(req)
 	if err != nil {
 		return err
 	}
@@ -363,7 +364,11 @@ func decodeResult(method string, m *jsonrpc.Response, result any) error {
 
 // notify queues a notification.
 func (c *conn) notify(method string, params any) error {
-	_, err := c.send(jsonrpc.NewNotification(method, params))
+	n, err := jsonrpc.NewNotification(method, params)
+	if err != nil {
+		return fmt.Errorf("codex: encode: %w", err)
+	}
+	_, err = c.send(n)
 	return err
 }
 
@@ -427,12 +432,13 @@ func (c *conn) route(line []byte) {
 		c.bad(line, decodeError(err))
 		return
 	}
+	at, err := emittedAt(line)
+	if err != nil {
+		c.bad(line, err)
+		return
+	}
 	switch m := msg.(type) {
 	case *jsonrpc.Request:
-		if err := checkEmittedAt(line, nil); err != nil {
-			c.bad(line, err)
-			return
-		}
 		if c.inBand[m.Method] {
 			id := m.ID
 			c.enqueue(Event{Method: m.Method, Params: m.Params, respond: func(result any, rpcErr *RPCError) error {
@@ -443,11 +449,7 @@ func (c *conn) route(line []byte) {
 		c.handlers.Add(1)
 		go c.answer(m)
 	case *jsonrpc.Notification:
-		ev := Event{Method: m.Method, Params: m.Params}
-		if err := checkEmittedAt(line, &ev.EmittedAtMs); err != nil {
-			c.bad(line, err)
-			return
-		}
+		ev := Event{Method: m.Method, Params: m.Params, EmittedAtMs: at}
 		if _, known := notificationParams[m.Method]; !known {
 			c.bad(line, fmt.Errorf("codex: unknown notification %q", m.Method))
 		}
@@ -456,10 +458,6 @@ func (c *conn) route(line []byte) {
 		}
 		c.enqueue(ev)
 	case *jsonrpc.Response:
-		if err := checkEmittedAt(line, nil); err != nil {
-			c.bad(line, err)
-			return
-		}
 		id, isInt := m.ID.Int64()
 		c.mu.Lock()
 		ch, ok := c.pending[id]
@@ -490,22 +488,22 @@ func decodeError(err error) error {
 // JSON-RPC's: when it sent them.
 var emittedAtKey = []byte(`"emittedAtMs"`)
 
-// checkEmittedAt reads the server's emittedAtMs of a line into at (when
-// not nil): a line whose emittedAtMs is not an integer does not parse.
-func checkEmittedAt(line []byte, at *int64) error {
+// emittedAt is the server's emittedAtMs of a line, 0 when absent; a line
+// whose emittedAtMs is not an integer does not parse.
+func emittedAt(line []byte) (int64, error) {
 	if !bytes.Contains(line, emittedAtKey) {
-		return nil
+		return 0, nil
 	}
 	var m struct {
 		EmittedAtMs *int64 `json:"emittedAtMs"`
 	}
 	if err := json.Unmarshal(line, &m); err != nil {
-		return fmt.Errorf("codex: line does not parse: %w", err)
+		return 0, fmt.Errorf("codex: line does not parse: %w", err)
 	}
-	if at != nil && m.EmittedAtMs != nil {
-		*at = *m.EmittedAtMs
+	if m.EmittedAtMs == nil {
+		return 0, nil
 	}
-	return nil
+	return *m.EmittedAtMs, nil
 }
 
 // enqueue queues ev for the pump, on the reader goroutine. At the queue's
@@ -603,6 +601,10 @@ func (c *conn) reply(id jsonrpc.ID, result any, rpcErr *RPCError) error {
 	if rpcErr == nil && result == nil {
 		result = struct{}{}
 	}
-	_, err := c.send(jsonrpc.NewResponse(id, result, (*jsonrpc.Error)(rpcErr)))
+	resp, err := jsonrpc.NewResponse(id, result, (*jsonrpc.Error)(rpcErr))
+	if err != nil {
+		return fmt.Errorf("codex: encode: %w", err)
+	}
+	_, err = c.send(resp)
 	return err
 }

@@ -23,7 +23,7 @@ const (
 	DefaultMaxTranscriptLine = 2 * DefaultMaxLine
 )
 
-// kind is what a message is, by its top-level members.
+// kind is what a line's message is (classify).
 type kind uint8
 
 const (
