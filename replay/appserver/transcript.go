@@ -137,55 +137,24 @@ func classify(msg []byte) (kind, jsonrpc.ID, string, error) {
 	return kindOther, jsonrpc.ID{}, "", err
 }
 
-// matchID is an id as lines are matched by: its value as Go encodes it,
-// so that two spellings of one id (escapes, white space) compare equal.
+// matchID is an id as lines are matched by, so that two spellings of one
+// id compare equal: a string by its value (encoded without escapes it
+// does not need), a number or null as sent, any other value as
+// encoding/json writes it back (keys sorted).
 func matchID(id jsonrpc.ID) string {
-	raw := id.Raw()
-	if simpleID(raw) {
-		return string(raw)
-	}
-	v, err := decode(raw)
-	if err != nil {
-		return string(raw)
-	}
-	return canonical(v)
-}
-
-// simpleID reports whether raw is already canonical: digits, or a string
-// of plain printable ASCII.
-func simpleID(raw []byte) bool {
-	if len(raw) == 0 {
-		return false
-	}
-	if raw[0] == '"' {
-		if len(raw) < 2 || raw[len(raw)-1] != '"' {
-			return false
+	switch id.Kind() {
+	case jsonrpc.IDString:
+		if s, ok := id.Text(); ok {
+			return string(quote(s))
 		}
-		for _, c := range raw[1 : len(raw)-1] {
-			if c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-				return false
+	case jsonrpc.IDOther:
+		if v, err := decode(id.Raw()); err == nil {
+			if b, err := json.Marshal(v); err == nil {
+				return string(b)
 			}
 		}
-		return true
 	}
-	for i, c := range raw {
-		if (c < '0' || c > '9') && !(i == 0 && c == '-' && len(raw) > 1) {
-			return false
-		}
-	}
-	return true
-}
-
-// canonical encodes a decoded id.
-func canonical(v any) string {
-	if s, ok := v.(string); ok {
-		return string(quote(s))
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Sprint(v)
-	}
-	return string(b)
+	return id.String()
 }
 
 // raw is the text of a line recorded as not JSON.
