@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"sync"
 
 	"github.com/openmax/openmax/internal/jsonrpc"
@@ -488,11 +489,24 @@ func decodeError(err error) error {
 // JSON-RPC's: when it sent them.
 var emittedAtKey = []byte(`"emittedAtMs"`)
 
-// emittedAt is the server's emittedAtMs of a line, 0 when absent; a line
-// whose emittedAtMs is not an integer does not parse.
+// emittedAt is the server's emittedAtMs of a line (one JSON object, which
+// jsonrpc decoded), 0 when absent; a line whose emittedAtMs is not an
+// integer does not parse. The server writes it last, `,"emittedAtMs":N}`,
+// and there it is read without decoding the line a second time: in valid
+// JSON, a member that starts after a ',' or the '{' and ends at the
+// object's last '}' is a member of the top-level object, and its last.
+// Any other spelling is decoded as encoding/json reads it.
 func emittedAt(line []byte) (int64, error) {
 	if !bytes.Contains(line, emittedAtKey) {
 		return 0, nil
+	}
+	if body, ok := bytes.CutSuffix(bytes.TrimRight(line, " \t\r\n"), []byte("}")); ok {
+		key := append(emittedAtKey[:len(emittedAtKey):len(emittedAtKey)], ':')
+		if i := bytes.LastIndex(body, key); i > 0 && (body[i-1] == ',' || body[i-1] == '{') {
+			if n, err := strconv.ParseInt(string(body[i+len(key):]), 10, 64); err == nil {
+				return n, nil
+			}
+		}
 	}
 	var m struct {
 		EmittedAtMs *int64 `json:"emittedAtMs"`
