@@ -7,7 +7,9 @@
 // app-server, and the fake app-server replaying it). It does no I/O of its
 // own beyond Reader, keeps no state between messages and correlates
 // nothing: pairing a response with its request is the caller's job, by
-// the ID this package hands back exactly as it was sent.
+// the ID this package hands back exactly as it was sent. It is a leaf: it
+// imports the standard library and internal/lines (the bounded line
+// reader every line protocol of openmax shares), nothing else.
 //
 // Concurrency: Encode, Decode and the constructors are safe for
 // concurrent use, and a message or an ID, once built, is a value that may
@@ -25,8 +27,10 @@ import (
 
 // ID is a request's id as it was sent: the text of a JSON number or
 // string (or, from a lax peer, any other JSON value), never converted, so
-// 1, 1.0 and "1" are three ids and a response carries back exactly the
-// text its request came with. The zero ID is no id (a notification's).
+// 1, 1.0 and "1" are three ids and a response carries back the text its
+// request came with (Encode escapes <, > and & inside a string id as
+// encoding/json escapes every string, which spells the same string). The
+// zero ID is no id (a notification's).
 type ID struct{ raw string }
 
 // Int64ID is the number id n.
