@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/openmax/openmax/internal/jsonnum"
+	"github.com/openmax/openmax/provider/codex/transcript"
 )
 
 // The normalisation table (see the package doc). Matching applies it to
@@ -269,7 +270,7 @@ func norm(v any, p *pathMap) any {
 		for k, e := range x {
 			switch {
 			case k == emailKey && !isContainer(e):
-				n[k] = redacted
+				n[k] = transcript.Redacted
 			case slices.Contains(TimestampKeys, k) && isNumber(e):
 				n[k] = placeholderTime
 			default:
