@@ -42,7 +42,7 @@ import (
 	"time"
 
 	"github.com/openmax/openmax/bench/internal/childtime"
-	"github.com/openmax/openmax/internal/codexscenario"
+	"github.com/openmax/openmax/replay/codexscenario"
 )
 
 func main() {

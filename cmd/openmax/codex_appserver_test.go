@@ -1,7 +1,7 @@
 package main
 
 // The codex app-server client (provider/codex) end to end: every scenario
-// of internal/codexscenario driven against the real codex app-server
+// of replay/codexscenario driven against the real codex app-server
 // (npm @openai/codex, offline: `openmax fake-provider --scenario` as its
 // model on loopback, a dead proxy beyond it, a CODEX_HOME of its own), and
 // every committed recording of them replayed through the real
@@ -27,10 +27,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/openmax/openmax/internal/codexscenario"
 	"github.com/openmax/openmax/internal/golden"
 	"github.com/openmax/openmax/provider/codex"
 	"github.com/openmax/openmax/recorder/cassette"
+	"github.com/openmax/openmax/replay/codexscenario"
 )
 
 // codexTestdata is provider/codex/testdata, where the recordings live.

@@ -44,8 +44,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/openmax/openmax/internal/codexscenario"
 	"github.com/openmax/openmax/recorder/cassette"
+	"github.com/openmax/openmax/replay/codexscenario"
 )
 
 // codexPackages names, per platform, the npm package carrying codex's
@@ -75,7 +75,7 @@ func codexBinary(t *testing.T) string {
 }
 
 // codexConfig is CODEX_HOME/config.toml for a real codex run offline
-// against the fake at base (internal/codexscenario).
+// against the fake at base (replay/codexscenario).
 func codexConfig(base string, retries int) string {
 	return codexscenario.CodexHomeConfig(base, retries)
 }

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/openmax/openmax/internal/codexscenario"
+	"github.com/openmax/openmax/replay/codexscenario"
 )
 
 // TestHomeSetUp: what a scenario's Home writes into CODEX_HOME and which
