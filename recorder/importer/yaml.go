@@ -42,12 +42,16 @@ type yamlDoc struct {
 	strayBodies [][]string
 }
 
-func decodeYAML(data []byte) (*yamlDoc, error) {
-	var root yaml.Node
-	if err := yaml.Unmarshal(data, &root); err != nil {
-		return nil, err
+// decodeYAML decodes the cassette data holds; root is the document
+// yaml.v3 read from data when it has been read already (nil: read data).
+func decodeYAML(data []byte, root *yaml.Node) (*yamlDoc, error) {
+	if root == nil {
+		root = new(yaml.Node)
+		if err := yaml.Unmarshal(data, root); err != nil {
+			return nil, err
+		}
 	}
-	if err := checkExpansion(&root, len(data)); err != nil {
+	if err := checkExpansion(root, len(data)); err != nil {
 		return nil, err
 	}
 	if root.Kind != yaml.DocumentNode || len(root.Content) == 0 || root.Content[0].Kind != yaml.MappingNode {
@@ -148,11 +152,7 @@ func strayBodies(seq *yaml.Node) [][]string {
 }
 
 // parseYAML reads a vcrpy or go-vcr cassette, checking it is of format.
-func parseYAML(format string, data []byte) ([]exchange, error) {
-	doc, err := decodeYAML(data)
-	if err != nil {
-		return nil, fmt.Errorf("not a YAML cassette: %w", err)
-	}
+func parseYAML(format string, doc *yamlDoc) ([]exchange, error) {
 	want := 1
 	if format == GoVCR4 {
 		want = 2
