@@ -2,13 +2,16 @@
 // part of CI), printing stock go-vcr v2 beside openmax in the same run:
 //
 //   - a T-turn session (T = 10, 100, 300) loaded and replayed through the
-//     real harness (cassette.Load, tape.Replay at instant pace) vs the same
+//     real harness (importer.Load, which every command loads through, and
+//     tape.Replay at instant pace) vs the same
 //     harness served by go-vcr's recorder in replay mode
 //     (SkipRequestLatency), which loads the same file; the median of
 //     several interleaved runs, per turn and in all;
 //   - loading three cassettes (each mostly one streamed body): wall time and
-//     peak RSS of a child process that only loads the file (cassette.Load
-//     vs go-vcr's cassette.Load), with the file size beside them.
+//     peak RSS of a child process that only loads the file (importer.Load
+//     vs go-vcr's cassette.Load), with the file size beside them
+//     (bench/loadscale measures larger recordings of many interactions,
+//     and the binary).
 //
 // The sessions are made here, offline: the harness runs against a canned
 // OpenAI-shaped transport while a scripted client sends one user command
@@ -40,10 +43,12 @@ import (
 	vcrcassette "github.com/dnaeon/go-vcr/v2/cassette"
 	vcrrecorder "github.com/dnaeon/go-vcr/v2/recorder"
 
+	"github.com/openmax/openmax/bench/internal/procmem"
 	"github.com/openmax/openmax/core/harness"
 	"github.com/openmax/openmax/provider/clock"
 	"github.com/openmax/openmax/recorder"
 	"github.com/openmax/openmax/recorder/cassette"
+	"github.com/openmax/openmax/recorder/importer"
 	"github.com/openmax/openmax/recorder/tape"
 	"github.com/openmax/openmax/replay"
 )
@@ -183,27 +188,11 @@ func measureLoad(path, with string) (time.Duration, int64, error) {
 		return 0, 0, fmt.Errorf("%s loading %s: %w", with, path, err)
 	}
 	var d time.Duration
-	var kb int64
-	if _, err := fmt.Sscan(string(out), &d, &kb); err != nil {
+	var rss int64
+	if _, err := fmt.Sscan(string(out), &d, &rss); err != nil {
 		return 0, 0, fmt.Errorf("the child printed %q: %w", out, err)
 	}
-	return d, kb << 10, nil
-}
-
-// peakRSS is this process's peak resident set (VmHWM) in KiB. The child
-// reads its own: the rusage of a child started with vfork counts the
-// parent's pages it shared before exec.
-func peakRSS() (int64, error) {
-	data, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0, err
-	}
-	for _, l := range strings.Split(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(l, "VmHWM:"); ok {
-			return strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
-		}
-	}
-	return 0, errors.New("no VmHWM in /proc/self/status")
+	return d, rss, nil
 }
 
 // child loads a cassette and prints how long it took and its peak RSS.
@@ -212,7 +201,7 @@ func child(path, with string) error {
 	n := 0
 	switch with {
 	case "openmax":
-		f, err := cassette.Load(path)
+		f, _, err := importer.Load(path)
 		if err != nil {
 			return err
 		}
@@ -232,11 +221,11 @@ func child(path, with string) error {
 	if n == 0 {
 		return errors.New("no interactions loaded")
 	}
-	kb, err := peakRSS()
+	rss, err := procmem.PeakRSS(0)
 	if err != nil {
 		return err
 	}
-	fmt.Println(int64(d), kb)
+	fmt.Println(int64(d), rss)
 	runtime.KeepAlive(n)
 	return nil
 }
@@ -245,7 +234,7 @@ func child(path, with string) error {
 // as `openmax replay` does.
 func replayOurs(path string) (time.Duration, error) {
 	start := time.Now()
-	f, err := cassette.Load(path)
+	f, _, err := importer.Load(path)
 	if err != nil {
 		return 0, err
 	}
@@ -459,7 +448,7 @@ func makeBig(path string, size int) error {
 	if err := makeSession(path, 20); err != nil {
 		return err
 	}
-	f, err := cassette.Load(path)
+	f, _, err := importer.Load(path)
 	if err != nil {
 		return err
 	}

@@ -260,12 +260,18 @@ var ErrAlias = errors.New("a YAML alias")
 
 // Load reads a cassette file. It decodes the file as it reads it, with a
 // reader for the YAML the recorder writes (see fastRead), and reads
-// anything else whole with yaml.v3.
+// anything else whole with yaml.v3. Commands, which take other tools'
+// recordings too, read through ReadAny instead.
 func Load(path string) (*File, error) {
-	f, _, err := loadFast(path)
-	if errors.Is(err, errUnsupported) {
+	src, err := openSource(path)
+	if err != nil {
+		return nil, err
+	}
+	defer src.fh.Close()
+	f, _, err := fastReadNative(src.r)
+	if err = src.fastError(err); errors.Is(err, errUnsupported) {
 		var data []byte
-		if data, err = ReadFile(path); errors.Is(err, ErrTooLarge) {
+		if data, err = src.whole(); errors.Is(err, ErrTooLarge) {
 			err = fmt.Errorf("%w (it is not in the layout openmax writes, which may be up to %d MiB)", err, MaxFileSize>>20)
 		} else if err == nil {
 			f, err = parseYAML(data)
@@ -286,9 +292,11 @@ type Foreign struct {
 	// Data is the whole file.
 	Data []byte
 	// Doc is the YAML document yaml.v3 read from Data when ReadAny had to
-	// read it to tell, so the importer need not read it again; nil when
-	// it did not (the fast reader told), or Data is not YAML.
-	Doc *yaml.Node
+	// read it to tell, so the importer need not read it again, and DocErr
+	// why yaml.v3 could not; both are nil when ReadAny did not read it
+	// (the fast reader told, or foreign did).
+	Doc    *yaml.Node
+	DocErr error
 }
 
 // ReadAny reads the recording at path for a command that takes any
@@ -302,75 +310,47 @@ type Foreign struct {
 // that is not a regular file (a pipe) is read once, whole, up to
 // MaxYAMLSize. The errors name path.
 func ReadAny(path string, foreign func(head []byte) bool) (f *File, other *Foreign, err error) {
-	fh, err := os.Open(path)
+	src, err := openSource(path)
 	if err != nil {
-		return nil, nil, fmt.Errorf("cassette: %w", err)
+		return nil, nil, err
 	}
-	defer fh.Close()
-	fi, err := fh.Stat()
-	if err != nil {
-		return nil, nil, fmt.Errorf("cassette: %w", err)
-	}
-	var data []byte // the whole file, once read
-	var r *bufio.Reader
-	var lr *limitReader
-	if fi.Mode().IsRegular() {
-		if fi.Size() > MaxFileSize {
-			return nil, nil, fmt.Errorf("%w: %s is %d bytes, the limit is %d (%d MiB)", ErrTooLarge, path, fi.Size(), int64(MaxFileSize), MaxFileSize>>20)
-		}
-		lr = &limitReader{r: fh, n: MaxFileSize}
-		r = bufio.NewReaderSize(lr, readBuffer)
-	} else {
-		if data, err = readAll(fh, path); err != nil {
-			return nil, nil, err
-		}
-		r = bufio.NewReaderSize(bytes.NewReader(data), readBuffer)
-	}
-	if head, _ := r.Peek(sniffSize); foreign != nil && foreign(head) {
-		if data == nil {
-			data, err = ReadFile(path)
-		}
+	defer src.fh.Close()
+	if head, _ := src.r.Peek(sniffSize); foreign != nil && foreign(head) {
+		data, err := src.whole()
 		if err != nil {
 			return nil, nil, err
 		}
 		return nil, &Foreign{Data: data}, nil
 	}
 
-	f, native, err := fastReadNative(r)
-	if lt := (lineTooLong{}); errors.As(err, &lt) {
-		return nil, nil, fmt.Errorf("%w: %s: %w", ErrTooLarge, path, lt)
-	}
-	switch {
-	case lr != nil && lr.over:
-		return nil, nil, fmt.Errorf("%w: %s is over the limit of %d bytes (%d MiB)", ErrTooLarge, path, int64(MaxFileSize), MaxFileSize>>20)
+	f, native, err := fastReadNative(src.r)
+	switch err = src.fastError(err); {
 	case err == nil && native:
 		if err := f.check(); err != nil {
 			return nil, nil, named(path, err)
 		}
 		return f, nil, nil
 	case err != nil && !errors.Is(err, errUnsupported):
-		return nil, nil, fmt.Errorf("cassette: %w", err)
+		return nil, nil, err
 	}
 	outside := err != nil // the fast reader gave up: yaml.v3 must tell
-	if data == nil {
-		data, err = ReadFile(path)
+	data, err := src.whole()
+	if errors.Is(err, ErrTooLarge) {
+		why := "a stock go-vcr cassette is converted whole"
+		if outside {
+			why = fmt.Sprintf("it is not in the layout openmax writes, which may be up to %d MiB", MaxFileSize>>20)
+		}
+		return nil, nil, fmt.Errorf("%w (%s)", err, why)
 	}
 	if err != nil {
-		if errors.Is(err, ErrTooLarge) {
-			if outside {
-				err = fmt.Errorf("%w (it is not in the layout openmax writes, which may be up to %d MiB)", err, MaxFileSize>>20)
-			} else {
-				err = fmt.Errorf("%w (a stock go-vcr cassette is converted whole)", err)
-			}
-		}
 		return nil, nil, err
 	}
 	if !outside {
 		return nil, &Foreign{Data: data}, nil
 	}
 	var root yaml.Node
-	if yaml.Unmarshal(data, &root) != nil {
-		return nil, &Foreign{Data: data}, nil
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return nil, &Foreign{Data: data, DocErr: err}, nil
 	}
 	if !nativeDoc(&root) {
 		return nil, &Foreign{Data: data, Doc: &root}, nil
@@ -382,6 +362,67 @@ func ReadAny(path string, foreign func(head []byte) bool) (f *File, other *Forei
 		return nil, nil, named(path, err)
 	}
 	return f, nil, nil
+}
+
+// source is a recording file open for ReadAny: a regular file is read as
+// it is decoded (up to MaxFileSize), anything else (a pipe, which can be
+// read only once) whole first (up to MaxYAMLSize).
+type source struct {
+	path string
+	fh   *os.File
+	r    *bufio.Reader
+	lr   *limitReader // a regular file's limit
+	data []byte       // what is not a regular file, read whole
+}
+
+func openSource(path string) (*source, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("cassette: %w", err)
+	}
+	s := &source{path: path, fh: fh}
+	fi, err := fh.Stat()
+	switch {
+	case err != nil:
+		err = fmt.Errorf("cassette: %w", err)
+	case !fi.Mode().IsRegular():
+		if s.data, err = readAll(fh, path); err == nil {
+			s.r = bufio.NewReaderSize(bytes.NewReader(s.data), readBuffer)
+		}
+	case fi.Size() > MaxFileSize:
+		err = fmt.Errorf("%w: %s is %d bytes, the limit is %d (%d MiB)", ErrTooLarge, path, fi.Size(), int64(MaxFileSize), MaxFileSize>>20)
+	default:
+		s.lr = &limitReader{r: fh, n: MaxFileSize}
+		s.r = bufio.NewReaderSize(s.lr, readBuffer)
+	}
+	if err != nil {
+		fh.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// whole is the whole file (up to MaxYAMLSize).
+func (s *source) whole() ([]byte, error) {
+	if s.data != nil {
+		return s.data, nil
+	}
+	return ReadFile(s.path)
+}
+
+// fastError is the error ReadAny gives for the fast reader's err:
+// errUnsupported as it is, the others naming the file.
+func (s *source) fastError(err error) error {
+	lt := lineTooLong{}
+	switch {
+	case s.lr != nil && s.lr.over:
+		return fmt.Errorf("%w: %s is over the limit of %d bytes (%d MiB)", ErrTooLarge, s.path, int64(MaxFileSize), MaxFileSize>>20)
+	case errors.As(err, &lt):
+		return fmt.Errorf("%w: %s: %w", ErrTooLarge, s.path, lt)
+	case err != nil && !errors.Is(err, errUnsupported):
+		return fmt.Errorf("cassette: %w", err)
+	}
+	return err
 }
 
 // readBuffer is the fast reader's buffer: lines up to this long are read
@@ -448,32 +489,6 @@ type parseError struct{ err error }
 func (e parseError) Error() string   { return e.err.Error() }
 func (e parseError) Unwrap() error   { return e.err }
 func (e parseError) Is(t error) bool { return t == errParse }
-
-// loadFast decodes the file at path with fastRead, refusing one over
-// MaxFileSize as ReadFile does, and reports whether it is an openmax
-// cassette (see fastReadNative).
-func loadFast(path string) (*File, bool, error) {
-	fh, err := os.Open(path)
-	if err != nil {
-		return nil, false, fmt.Errorf("cassette: %w", err)
-	}
-	defer fh.Close()
-	if fi, err := fh.Stat(); err == nil && fi.Mode().IsRegular() && fi.Size() > MaxFileSize {
-		return nil, false, fmt.Errorf("%w: %s is %d bytes, the limit is %d (%d MiB)", ErrTooLarge, path, fi.Size(), int64(MaxFileSize), MaxFileSize>>20)
-	}
-	lr := &limitReader{r: fh, n: MaxFileSize}
-	f, native, err := fastReadNative(lr)
-	if lr.over {
-		return nil, false, fmt.Errorf("%w: %s is over the limit of %d bytes (%d MiB)", ErrTooLarge, path, int64(MaxFileSize), MaxFileSize>>20)
-	}
-	if lt := (lineTooLong{}); errors.As(err, &lt) {
-		return nil, false, fmt.Errorf("%w: %s: %w", ErrTooLarge, path, lt)
-	}
-	if err != nil && !errors.Is(err, errUnsupported) {
-		return nil, false, fmt.Errorf("cassette: %w", err)
-	}
-	return f, native, err
-}
 
 // limitReader reads at most n bytes, and notes a read past them.
 type limitReader struct {

@@ -91,7 +91,6 @@ import (
 	"time"
 
 	vcr "github.com/dnaeon/go-vcr/v2/cassette"
-	"gopkg.in/yaml.v3"
 
 	"github.com/openmax/openmax/recorder"
 	"github.com/openmax/openmax/recorder/cassette"
@@ -189,13 +188,13 @@ func Detect(data []byte) (string, error) {
 }
 
 // detect is Detect, also returning the YAML document it decoded (nil for
-// httprr). root is the document yaml.v3 read from data, when it has been
-// read already (nil: read data).
-func detect(data []byte, root *yaml.Node) (string, *yamlDoc, error) {
+// httprr). pre is what yaml.v3 made of data when it has read it already
+// (see decodeYAML).
+func detect(data []byte, pre *cassette.Foreign) (string, *yamlDoc, error) {
 	if bytes.HasPrefix(data, []byte(httprrMagic)) {
 		return HTTPRR, nil, nil
 	}
-	doc, err := decodeYAML(data, root)
+	doc, err := decodeYAML(data, pre)
 	if err != nil {
 		return "", nil, fmt.Errorf("%w: not an httprr trace, and not a YAML cassette: %w", ErrUnknownFormat, err)
 	}

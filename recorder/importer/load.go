@@ -35,7 +35,7 @@ func LoadNotes(path string) (f *cassette.File, converted string, notes []string,
 	if err != nil || f != nil {
 		return f, "", nil, err
 	}
-	format, doc, err := detect(other.Data, other.Doc)
+	format, doc, err := detect(other.Data, other)
 	if err != nil {
 		return nil, "", nil, fmt.Errorf("%s: neither an openmax cassette nor a recording openmax can import: %w", path, err)
 	}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/openmax/openmax/recorder/cassette"
 )
 
 const mappingKind = yaml.MappingNode
@@ -42,9 +44,17 @@ type yamlDoc struct {
 	strayBodies [][]string
 }
 
-// decodeYAML decodes the cassette data holds; root is the document
-// yaml.v3 read from data when it has been read already (nil: read data).
-func decodeYAML(data []byte, root *yaml.Node) (*yamlDoc, error) {
+// decodeYAML decodes the cassette data holds. pre is what yaml.v3 made
+// of data when it has read it already (a nil Doc and DocErr, or a nil
+// pre: read data).
+func decodeYAML(data []byte, pre *cassette.Foreign) (*yamlDoc, error) {
+	var root *yaml.Node
+	if pre != nil {
+		if pre.DocErr != nil {
+			return nil, pre.DocErr
+		}
+		root = pre.Doc
+	}
 	if root == nil {
 		root = new(yaml.Node)
 		if err := yaml.Unmarshal(data, root); err != nil {
