@@ -16,7 +16,6 @@ import (
 
 	vcr "github.com/dnaeon/go-vcr/v2/cassette"
 
-	"github.com/openmax/openmax/internal/rapidchecks"
 	"github.com/openmax/openmax/recorder/cassette"
 )
 
@@ -78,15 +77,16 @@ func largeRecording(t *testing.T, size int) (string, *cassette.Interaction) {
 	return path, it
 }
 
-// TestHeavyLargeRecordingLoadsInBoundedMemory: a recording in the
+// TestLargeRecordingLoadsInBoundedMemory: a recording in the
 // recorder's layout larger than anything yaml.v3 decodes whole (140 MB,
 // over cassette.MaxYAMLSize) is loaded by the path every command takes
 // (here `fake-provider --cassette`) in one pass: it serves it, as an
 // openmax cassette (no conversion note), with a peak RSS under one and a
 // half times the file's size (reading it twice, through a YAML node tree,
 // took over four times).
-func TestHeavyLargeRecordingLoadsInBoundedMemory(t *testing.T) {
-	rapidchecks.HeavyUnderRace(t)
+//
+// It runs under the race detector too (the binary is built without it).
+func TestLargeRecordingLoadsInBoundedMemory(t *testing.T) {
 	bin := buildBinary(t)
 	path, it := largeRecording(t, 140e6)
 	fi, err := os.Stat(path)
