@@ -27,7 +27,6 @@ package main
 
 import (
 	"bufio"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -35,15 +34,13 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
-	vcrcassette "github.com/dnaeon/go-vcr/v2/cassette"
-
+	"github.com/openmax/openmax/bench/internal/benchcli"
+	"github.com/openmax/openmax/bench/internal/loadchild"
 	"github.com/openmax/openmax/bench/internal/procmem"
-	"github.com/openmax/openmax/recorder/importer"
 )
 
 func main() {
@@ -51,28 +48,18 @@ func main() {
 	runs := flag.Int("runs", 3, "interleaved runs per size (the median is printed)")
 	dir := flag.String("dir", os.TempDir(), "where to write the recordings (removed afterwards)")
 	bin := flag.String("openmax", "", "the openmax binary (default: built from ./cmd/openmax)")
-	child := flag.String("child", "", "(child) load the file given with this loader: importer, go-vcr or none")
+	child := flag.String("child", "", "(child) load the file given with this loader: openmax, go-vcr or none")
 	flag.Parse()
 	var err error
 	if *child != "" {
-		err = load(*child, flag.Arg(0))
+		err = loadchild.Load(*child, flag.Arg(0))
 	} else {
-		err = run(ints(*mbs), *runs, *dir, *bin)
+		err = run(benchcli.Ints(*mbs), *runs, *dir, *bin)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "loadscale:", err)
 		os.Exit(1)
 	}
-}
-
-func ints(s string) []int {
-	var out []int
-	for _, f := range strings.Split(s, ",") {
-		if n, err := strconv.Atoi(strings.TrimSpace(f)); err == nil && n > 0 {
-			out = append(out, n)
-		}
-	}
-	return out
 }
 
 // sample is one measured load.
@@ -99,11 +86,8 @@ func run(mbs []int, runs int, dir, bin string) error {
 	}
 	defer os.RemoveAll(work)
 	if bin == "" {
-		bin = filepath.Join(work, "openmax")
-		build := exec.Command("go", "build", "-o", bin, "./cmd/openmax")
-		build.Stdout, build.Stderr = os.Stderr, os.Stderr
-		if err := build.Run(); err != nil {
-			return fmt.Errorf("building ./cmd/openmax (run from the repository root, or give -openmax): %w", err)
+		if bin, err = benchcli.BuildOpenmax(work); err != nil {
+			return err
 		}
 	}
 	base, err := child("none", "-")
@@ -133,11 +117,11 @@ func run(mbs []int, runs int, dir, bin string) error {
 		var bins, libs, stocks []sample
 		for r := range runs {
 			// Rotate who goes first, so none always meets a colder cache.
-			all, k := []string{"openmax", "importer", "go-vcr"}, r%3
+			all, k := []string{"binary", "openmax", "go-vcr"}, r%3
 			order := append(all[k:], all[:k]...)
 			for _, who := range order {
 				var s sample
-				if who == "openmax" {
+				if who == "binary" {
 					s, err = binary(bin, path)
 				} else {
 					s, err = child(who, path)
@@ -150,9 +134,9 @@ func run(mbs []int, runs int, dir, bin string) error {
 					return fmt.Errorf("%s on %s: %w", who, path, err)
 				}
 				switch who {
-				case "openmax":
+				case "binary":
 					bins = append(bins, s)
-				case "importer":
+				case "openmax":
 					libs = append(libs, s)
 				default:
 					stocks = append(stocks, s)
@@ -205,53 +189,6 @@ func binary(bin, path string) (sample, error) {
 
 // child runs this program as a child that loads path with who.
 func child(who, path string) (sample, error) {
-	cmd := exec.Command(os.Args[0], "-child", who, path)
-	cmd.Stderr = os.Stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return sample{}, err
-	}
-	var s sample
-	if _, err := fmt.Sscan(string(out), &s.d, &s.rss, &s.n); err != nil {
-		return sample{}, fmt.Errorf("the child printed %q: %w", out, err)
-	}
-	return s, nil
-}
-
-// load is the child: it loads path with who and prints the time the load
-// took (ns), its own peak RSS (bytes) and the interactions loaded.
-func load(who, path string) error {
-	start := time.Now()
-	n := 0
-	switch who {
-	case "importer":
-		f, converted, _, err := importer.LoadNotes(path)
-		if err != nil {
-			return err
-		}
-		if converted != "" {
-			return fmt.Errorf("%s was converted from %s: not a recording of ours", path, converted)
-		}
-		n = len(f.Interactions)
-	case "go-vcr":
-		c, err := vcrcassette.Load(strings.TrimSuffix(path, ".yaml"))
-		if err != nil {
-			return err
-		}
-		n = len(c.Interactions)
-	case "none":
-		n = 1
-	default:
-		return fmt.Errorf("unknown loader %q", who)
-	}
-	d := time.Since(start)
-	if n == 0 {
-		return errors.New("no interactions loaded")
-	}
-	rss, err := procmem.PeakRSS(0)
-	if err != nil {
-		return err
-	}
-	fmt.Println(int64(d), rss, n)
-	return nil
+	r, err := loadchild.Run(os.Args[0], "-child", who, path)
+	return sample{d: r.D, rss: r.RSS, n: r.N}, err
 }

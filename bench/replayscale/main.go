@@ -24,18 +24,15 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -43,7 +40,8 @@ import (
 	vcrcassette "github.com/dnaeon/go-vcr/v2/cassette"
 	vcrrecorder "github.com/dnaeon/go-vcr/v2/recorder"
 
-	"github.com/openmax/openmax/bench/internal/procmem"
+	"github.com/openmax/openmax/bench/internal/benchcli"
+	"github.com/openmax/openmax/bench/internal/loadchild"
 	"github.com/openmax/openmax/core/harness"
 	"github.com/openmax/openmax/provider/clock"
 	"github.com/openmax/openmax/recorder"
@@ -65,25 +63,14 @@ func main() {
 	flag.Parse()
 	var err error
 	if *load != "" || *with == "none" {
-		err = child(*load, *with)
+		err = loadchild.Load(*with, *load)
 	} else {
-		err = run(*runs, ints(*turns), ints(*mbs), *cpuprofile)
+		err = run(*runs, benchcli.Ints(*turns), benchcli.Ints(*mbs), *cpuprofile)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "replayscale:", err)
 		os.Exit(1)
 	}
-}
-
-func ints(s string) []int {
-	var out []int
-	for _, f := range strings.Split(s, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err == nil && n > 0 {
-			out = append(out, n)
-		}
-	}
-	return out
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
@@ -180,54 +167,11 @@ func run(runs int, turns, mbs []int, cpuprofile string) error {
 // measureLoad runs a child that loads path, returning its load time and
 // peak RSS in bytes.
 func measureLoad(path, with string) (time.Duration, int64, error) {
-	cmd := exec.Command(os.Args[0], "-load", path, "-with", with)
-	cmd.Stderr = os.Stderr
-	cmd.Env = append(os.Environ(), "GOGC=") // each loader with Go's default GC
-	out, err := cmd.Output()
+	r, err := loadchild.Run(os.Args[0], "-load", path, "-with", with)
 	if err != nil {
 		return 0, 0, fmt.Errorf("%s loading %s: %w", with, path, err)
 	}
-	var d time.Duration
-	var rss int64
-	if _, err := fmt.Sscan(string(out), &d, &rss); err != nil {
-		return 0, 0, fmt.Errorf("the child printed %q: %w", out, err)
-	}
-	return d, rss, nil
-}
-
-// child loads a cassette and prints how long it took and its peak RSS.
-func child(path, with string) error {
-	start := time.Now()
-	n := 0
-	switch with {
-	case "openmax":
-		f, _, err := importer.Load(path)
-		if err != nil {
-			return err
-		}
-		n = len(f.Interactions)
-	case "none":
-		n = 1
-	case "go-vcr":
-		c, err := vcrcassette.Load(strings.TrimSuffix(path, ".yaml"))
-		if err != nil {
-			return err
-		}
-		n = len(c.Interactions)
-	default:
-		return fmt.Errorf("unknown loader %q", with)
-	}
-	d := time.Since(start)
-	if n == 0 {
-		return errors.New("no interactions loaded")
-	}
-	rss, err := procmem.PeakRSS(0)
-	if err != nil {
-		return err
-	}
-	fmt.Println(int64(d), rss)
-	runtime.KeepAlive(n)
-	return nil
+	return r.D, r.RSS, nil
 }
 
 // replayOurs loads the file and replays the session through the harness,
