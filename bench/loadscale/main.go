@@ -183,6 +183,8 @@ func binary(bin, path string) (sample, error) {
 		return sample{}, merr
 	case werr != nil:
 		return sample{}, fmt.Errorf("%w: %s", werr, stderr.String())
+	case strings.Contains(stderr.String(), "converted"):
+		return sample{}, fmt.Errorf("loaded as another tool's recording: %s", stderr.String())
 	}
 	return sample{d: d, rss: rss}, nil
 }
