@@ -272,9 +272,9 @@ func (p *fastReader) advance() error {
 	p.lines++
 	line, err := p.br.ReadSlice('\n')
 	p.lineIsLong = errors.Is(err, bufio.ErrBufferFull)
+	checked := 0 // bytes of the line found readable as it was read
 	if p.lineIsLong {
 		p.long = append(p.long[:0], line...)
-		checked := 0
 		for errors.Is(err, bufio.ErrBufferFull) {
 			n, ok := readablePrefix(p.long[checked:])
 			if !ok {
@@ -303,7 +303,7 @@ func (p *fastReader) advance() error {
 	if len(line) > 0 && line[len(line)-1] == '\r' {
 		return unsupported("a carriage return")
 	}
-	if !readable(line) {
+	if !readable(line[min(checked, len(line)):]) {
 		return unsupported("a character yaml.v3 refuses, or a byte order mark")
 	}
 	p.line = line
@@ -599,8 +599,11 @@ func (p *fastReader) intern(b []byte, fresh, dedupe bool) string {
 			return s
 		}
 	}
-	if fresh {
+	if fresh && cap(b)-len(b) <= len(b)/4 {
 		return unsafe.String(unsafe.SliceData(b), len(b))
+	}
+	if fresh {
+		return string(b) // escapes shrank it: not the whole buffer kept
 	}
 	return p.own(b)
 }

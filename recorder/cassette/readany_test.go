@@ -184,9 +184,10 @@ func TestFastReadBoundsOneEndlessLine(t *testing.T) {
 }
 
 // TestReadAnyLongLines: a body written on one line longer than the
-// reader's buffer loads, whole; one over MaxLine is refused with
-// ErrTooLarge naming the file and the line; one of bytes YAML refuses in
-// a sparse file of 1 GB is refused at once as too large to decode whole.
+// reader's buffer loads, whole (in single quotes, or in double quotes
+// with escapes); one over MaxLine is refused with ErrTooLarge naming the
+// file and the line; one of bytes YAML refuses in a sparse file of 1 GB
+// is refused at once as too large to decode whole.
 func TestReadAnyLongLines(t *testing.T) {
 	defer func(n int) { maxLine = n }(maxLine)
 	maxLine = 1 << 20
@@ -210,6 +211,18 @@ func TestReadAnyLongLines(t *testing.T) {
 		f, _, err := ReadAny(write(t, body), nil)
 		if err != nil || f.Interactions[0].Request.Body != body {
 			t.Fatalf("a %d-byte line: %v", n, err)
+		}
+	}
+	// Double-quoted with escapes (a control character every other byte),
+	// or with one at the end only.
+	for _, body := range []string{strings.Repeat("a\x01", 100<<10), strings.Repeat("b", 300<<10) + "\x01"} {
+		p := write(t, body)
+		if data, _ := os.ReadFile(p); !bytes.Contains(data, []byte(`body: "`)) {
+			t.Fatalf("not double-quoted:\n%.300s", data)
+		}
+		f, _, err := ReadAny(p, nil)
+		if err != nil || f.Interactions[0].Request.Body != body {
+			t.Fatalf("a %d-byte body with escapes: %v", len(body), err)
 		}
 	}
 	p := write(t, strings.Repeat("y", maxLine))
