@@ -85,11 +85,10 @@ type Wire interface {
 	// StatusMessage is the message the vendor sends with an HTTP error
 	// status, "" when it has none of its own.
 	StatusMessage(status int) string
-	// HTTPError is the vendor's error response for status: its body
+	// HTTPError is the vendor's error response for f: its body
 	// (application/json) and any headers beyond Content-Type that carry
-	// the error (Bedrock's x-amzn-ErrorType), nil when none. An empty code
-	// or message takes the vendor's usual one for the status.
-	HTTPError(status int, code, message string) (body []byte, header http.Header)
+	// the error (Bedrock's x-amzn-ErrorType), nil when none.
+	HTTPError(f Failure) (body []byte, header http.Header)
 	// StreamFailure is the failure an in-stream error event carries for a
 	// vendor error code, with the message the vendor sends with it; code
 	// "" is the wire's default in-stream failure (server_error on OpenAI's
@@ -125,18 +124,22 @@ type Info struct {
 	// OpenAI Responses API), anthropic (Messages). Unique.
 	Name string
 	// Provider is the --provider value that selects the wire, and API the
-	// --api value that picks it among that provider's wires, "" for the
-	// provider's default wire. Several wires may share a provider (openai
-	// serves Chat Completions and, with --api responses, the Responses
-	// API); the pair is unique.
+	// --api value that picks it among that provider's wires (chat,
+	// responses; "" when the provider has no other). Several wires may
+	// share a provider (openai serves Chat Completions and, with --api
+	// responses, the Responses API); the pair is unique.
 	Provider, API string
+	// Default marks the wire --provider selects without --api: exactly
+	// one wire of each provider.
+	Default bool
 	// Endpoints are the request paths a client of the wire posts to, as a
 	// person reads them (for error messages and documentation); a path
 	// that names the model shows it in braces,
 	// /v1beta/models/{model}:streamGenerateContent.
 	Endpoints []string
-	// StreamType is the Content-Type of a streamed reply:
-	// text/event-stream, or application/vnd.amazon.eventstream.
+	// StreamType is the Content-Type header of a streamed reply as the
+	// vendor sends it: "text/event-stream; charset=utf-8", or
+	// "application/vnd.amazon.eventstream".
 	StreamType string
 	// DefaultModel is the model the harness asks for when --model is not
 	// given.
@@ -243,6 +246,10 @@ type Call struct {
 	// wire's (a Responses input that is neither a string nor a list of
 	// items); nil when all of it was.
 	Partial error
+	// Summary describes the request for a person, in the vendor's terms:
+	// "model gpt-4o", "stream", "3 messages", `last user "Hi"`; nil when
+	// the body does not read as the wire's request.
+	Summary []string
 }
 
 // Result is a tool's result sent back in a request.
@@ -253,6 +260,26 @@ type Result struct {
 	// OK is false for a result the request marks as an error.
 	OK     bool
 	Output string
+}
+
+// Failure is an HTTP error response a wire writes (Wire.HTTPError).
+type Failure struct {
+	// Status is the HTTP status.
+	Status int
+	// Type is the vendor's error type or code (rate_limit_error,
+	// insufficient_quota, ThrottlingException), as a fake-provider
+	// scenario names it; "" for the type the vendor gives Status. A wire
+	// whose error has a code beside its type writes Type in both unless
+	// Code is given.
+	Type string
+	// Code is a machine-readable code for a wire whose error has a field
+	// for one beside the type (OpenAI's "code": replay_miss), the type
+	// staying the vendor's for Status when Type is ""; a wire without such
+	// a field leaves it out.
+	Code string
+	// Message is the error's message; "" for the vendor's usual one (its
+	// StatusMessage, else the status text).
+	Message string
 }
 
 // Reply is what the encoders of a wire are given to write one reply.
@@ -297,6 +324,12 @@ type Reading struct {
 	// Tail is the size of the body's tail after the last whole event: an
 	// event the body never finishes; 0 when it ends at a boundary.
 	Tail int
+	// EndParts are the parts the vendor's client yields once the body
+	// ends: for a whole response, all of them; for a stream, those no
+	// event carries (the Error of a stream cut short, or the tool calls
+	// and Finish of one cut after its finish reason). The events' Parts
+	// followed by EndParts are what the client yields for the body.
+	EndParts []provider.Part
 
 	// MessageID and Model are what the reply names itself and its model,
 	// "" when it does not.
@@ -441,6 +474,23 @@ type ClientConfig struct {
 	Getenv func(string) string
 }
 
+// BaseURLOr is the base URL to use: BaseURL, else the value of the
+// variable env, trimmed; "" for the vendor's default.
+func (c ClientConfig) BaseURLOr(env string) string {
+	if b := strings.TrimSpace(c.BaseURL); b != "" {
+		return b
+	}
+	return strings.TrimSpace(c.Getenv(env))
+}
+
+// ModelOr is the model to ask for: Model, trimmed, else def.
+func (c ClientConfig) ModelOr(def string) string {
+	if m := strings.TrimSpace(c.Model); m != "" {
+		return m
+	}
+	return def
+}
+
 // MissingCredential is the error of a client built without its
 // credentials: "--provider openai needs an API key: set OPENAI_API_KEY".
 func MissingCredential(providerName, what, env string) error {
@@ -493,8 +543,15 @@ func Register(w Wire) {
 		panic("codec: Register called twice for wire " + in.Name)
 	}
 	for _, o := range wires {
-		if oi := o.Info(); oi.Provider == in.Provider && oi.API == in.API {
+		oi := o.Info()
+		if oi.Provider != in.Provider {
+			continue
+		}
+		if oi.API == in.API {
 			panic(fmt.Sprintf("codec: wires %s and %s both register --provider %s --api %q", oi.Name, in.Name, in.Provider, in.API))
+		}
+		if oi.Default && in.Default {
+			panic(fmt.Sprintf("codec: wires %s and %s are both the default wire of --provider %s", oi.Name, in.Name, in.Provider))
 		}
 	}
 	wires[in.Name] = w
@@ -543,25 +600,44 @@ func Providers() []string {
 }
 
 // ForProvider is the wire --provider name --api api selects; api "" is
-// the provider's default wire. The error lists what is registered.
+// the provider's default wire (Info.Default). The error says what the
+// registry holds instead.
 func ForProvider(name, api string) (Wire, error) {
 	var apis []string
+	found := false
 	for _, w := range Wires() {
 		in := w.Info()
 		if in.Provider != name {
 			continue
 		}
-		if in.API == api {
+		found = true
+		if in.API == api && api != "" || api == "" && in.Default {
 			return w, nil
 		}
 		if in.API != "" {
 			apis = append(apis, in.API)
 		}
 	}
-	if apis == nil {
+	switch {
+	case !found:
 		return nil, fmt.Errorf("codec: no wire for --provider %q (known: %s)", name, strings.Join(Providers(), ", "))
+	case apis == nil:
+		return nil, fmt.Errorf("codec: --provider %s has no --api (it has one wire)", name)
+	case api == "":
+		return nil, fmt.Errorf("codec: --provider %s has no default wire: give --api (%s)", name, strings.Join(apis, ", "))
 	}
-	return nil, fmt.Errorf("codec: --provider %s has no --api %q (known: %s)", name, api, strings.Join(apis, ", "))
+	return nil, fmt.Errorf("codec: unknown --api %q for --provider %s (known: %s)", api, name, strings.Join(apis, ", "))
+}
+
+// APIs returns the --api values of provider name's wires, by wire name.
+func APIs(name string) []string {
+	var out []string
+	for _, w := range Wires() {
+		if in := w.Info(); in.Provider == name && in.API != "" {
+			out = append(out, in.API)
+		}
+	}
+	return out
 }
 
 // ForRequest is the wire a request belongs to: the one wire that claims
