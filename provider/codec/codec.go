@@ -21,11 +21,11 @@
 //
 // Concurrency: Register is called only during package initialisation (it
 // panics on a duplicate or incomplete registration), so the set of wires is
-// fixed before main runs. Every lookup (Lookup, Wires, ForProvider,
-// ForRequest, ForRecording, Providers, CredentialEnv, SecretHeaders,
-// SecretQuery) is safe for concurrent use, and so must be every method of
-// a registered Wire: a wire is a stateless description, and the state of
-// one reply lives in the Encoder it makes.
+// fixed before main runs. Every lookup (Lookup, Wires, Names, ForProvider,
+// APIs, ForRequest, ForRecording, Providers, CredentialEnv, SecretHeaders,
+// SecretQuery, IsSecretHeader, IsSecretQuery) is safe for concurrent use,
+// and so must be every method of a registered Wire: a wire is a stateless
+// description, and the state of one reply lives in the Encoder it makes.
 //
 // The package imports only package provider and the standard library, so
 // any vendor package can register without an import cycle.
@@ -150,8 +150,10 @@ type Info struct {
 	CredentialEnv []string
 	// SecretHeaders and SecretQuery are the request header and query
 	// parameter names that carry credentials (x-api-key, x-goog-api-key,
-	// key, X-Amz-Security-Token), case-insensitive: the recorder scrubs
-	// them and `cassette scan` looks for them.
+	// key, X-Amz-Security-Token), case-insensitive: the recorder's
+	// scrubber (recorder.SecretHeader, recorder.SecretParam) replaces
+	// their values in every cassette, and `cassette show` never prints
+	// them.
 	SecretHeaders, SecretQuery []string
 }
 
@@ -705,6 +707,31 @@ func SecretHeaders() []string {
 // SecretQuery returns the credential query parameter names of every
 // registered wire, lower-cased and sorted, each once.
 func SecretQuery() []string { return collect(func(in Info) []string { return lower(in.SecretQuery) }) }
+
+// IsSecretHeader reports whether a registered wire names the header name
+// (in any case) among its SecretHeaders.
+func IsSecretHeader(name string) bool {
+	return named(name, func(in Info) []string { return in.SecretHeaders })
+}
+
+// IsSecretQuery reports whether a registered wire names the query
+// parameter name (in any case) among its SecretQuery.
+func IsSecretQuery(name string) bool {
+	return named(name, func(in Info) []string { return in.SecretQuery })
+}
+
+func named(name string, f func(Info) []string) bool {
+	mu.RLock()
+	defer mu.RUnlock()
+	for _, w := range wires {
+		for _, v := range f(w.Info()) {
+			if strings.EqualFold(v, name) {
+				return true
+			}
+		}
+	}
+	return false
+}
 
 func lower(s []string) []string {
 	out := make([]string, len(s))

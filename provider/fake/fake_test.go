@@ -679,3 +679,23 @@ replies:
 		t.Errorf("no finish: got a response %d", resp.StatusCode)
 	}
 }
+
+// TestUnknownWire: a request no registered wire claims (a path no wire
+// serves, no vendor header) is a plain 404 that says so, in no vendor's
+// error shape, and consumes no reply.
+func TestUnknownWire(t *testing.T) {
+	h := start(t, `
+replies:
+  - {text: hi}
+`)
+	resp, body := h.read("/v2/foo", `{"model":"m","messages":[{"role":"user","content":"hi"}]}`)
+	if resp.StatusCode != 404 || resp.Header.Get("Content-Type") != "text/plain; charset=utf-8" ||
+		!strings.HasPrefix(body, "fake provider: no route for POST /v2/foo (POST /v2/foo: "+codec.ErrUnknownWire.Error()+" (known: ") ||
+		strings.Contains(body, `"error"`) || strings.Contains(body, `"type"`) {
+		t.Errorf("unknown wire: %d %q", resp.StatusCode, body)
+	}
+	resp, body = h.read("/v1/chat/completions", `{"model":"m"}`)
+	if resp.StatusCode != 200 || !strings.Contains(body, `"content":"hi"`) {
+		t.Errorf("the reply after it: %d %s", resp.StatusCode, body)
+	}
+}
