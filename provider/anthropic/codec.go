@@ -41,6 +41,7 @@ func (Wire) Info() codec.Info {
 		StreamType:    "text/event-stream; charset=utf-8",
 		DefaultModel:  DefaultModel,
 		CredentialEnv: []string{KeyEnv},
+		ShownHeaders:  []string{"anthropic-ratelimit-"},
 		SecretHeaders: []string{"X-Api-Key", "Authorization"},
 	}
 }

@@ -23,7 +23,8 @@
 // panics on a duplicate or incomplete registration), so the set of wires is
 // fixed before main runs. Every lookup (Lookup, Wires, Names, ForProvider,
 // APIs, ForRequest, ForRecording, Providers, CredentialEnv, SecretHeaders,
-// SecretQuery, IsSecretHeader, IsSecretQuery) is safe for concurrent use,
+// SecretQuery, IsSecretHeader, IsSecretQuery, IsShownHeader) is safe for
+// concurrent use,
 // and so must be every method of a registered Wire: a wire is a stateless
 // description, and the state of one reply lives in the Encoder it makes.
 //
@@ -148,6 +149,12 @@ type Info struct {
 	// wire's credentials (OPENAI_API_KEY, AWS_SECRET_ACCESS_KEY): never
 	// written anywhere, and removed from what a reply carries.
 	CredentialEnv []string
+	// ShownHeaders are the response headers, by name or by a prefix
+	// ending in "-" (x-ratelimit-), that steer the vendor's clients
+	// (rate-limit state, error types) beyond the ones every vendor shares
+	// (Content-Type, Date, Retry-After, request ids): `cassette show`
+	// prints them. Case-insensitive.
+	ShownHeaders []string
 	// SecretHeaders and SecretQuery are the request header and query
 	// parameter names that carry credentials (x-api-key, x-goog-api-key,
 	// key, X-Amz-Security-Token), case-insensitive: the recorder's
@@ -726,6 +733,24 @@ func named(name string, f func(Info) []string) bool {
 	for _, w := range wires {
 		for _, v := range f(w.Info()) {
 			if strings.EqualFold(v, name) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// IsShownHeader reports whether a registered wire names the response
+// header name among its ShownHeaders (by name, or by a prefix ending in
+// "-"), in any case.
+func IsShownHeader(name string) bool {
+	mu.RLock()
+	defer mu.RUnlock()
+	l := strings.ToLower(name)
+	for _, w := range wires {
+		for _, v := range w.Info().ShownHeaders {
+			v = strings.ToLower(v)
+			if l == v || strings.HasSuffix(v, "-") && strings.HasPrefix(l, v) {
 				return true
 			}
 		}

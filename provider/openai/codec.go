@@ -40,6 +40,7 @@ func (Wire) Info() codec.Info {
 		StreamType:    "text/event-stream; charset=utf-8",
 		DefaultModel:  DefaultModel,
 		CredentialEnv: []string{KeyEnv},
+		ShownHeaders:  []string{"x-ratelimit-"},
 		SecretHeaders: []string{"Authorization"},
 	}
 }

@@ -36,28 +36,29 @@ const previewRunes = codec.PreviewRunes
 //	  end: clean
 //
 // The headers shown are the ones that steer a client: Content-Type, Date,
-// Retry-After, Retry-After-Ms, X-Should-Retry, x-ratelimit-*,
-// anthropic-ratelimit-*, request ids, and InjectedHeader; a secret one
+// Retry-After, Retry-After-Ms, X-Should-Retry, request ids, InjectedHeader
+// and those a registered wire names (codec.Info.ShownHeaders:
+// x-ratelimit-*, anthropic-ratelimit-*, ...); a secret one
 // (recorder.SecretHeader) shows as [scrubbed], and URLs among the session's
 // flags without user information or secret query parameters, whoever
-// recorded the cassette. The body is put
-// together from its SSE events (OpenAI delta.content and Anthropic
-// text_delta as text; reasoning and thinking_delta as thinking; tool calls
-// with their name and arguments; the finish or stop reason; the completion
-// signal; in-stream error events), or read as a complete JSON response or
-// error body. An OpenAI Responses API stream (a request to a /responses
-// path, or a body of response.* events) is read in the responses
-// package's shapes: the output_text deltas as text, each reasoning item's
-// summary parts and the encrypted content it would send back (that of its
-// output_item.done), function calls with their call ids, the terminal
-// event as the finish (completed, incomplete with its reason, failed with
-// its error) and the signal, and the usage with cached and reasoning
-// tokens; its request is summed up by model, instructions, input items and
-// tools. On every wire the reply's message id and model (a "message:"
-// line), its usage, each Anthropic signature's length, a Responses
-// message's phase and a tool call's input ({} when none streamed) are
-// shown. The end is "clean" or the recorded transport error; an
-// interaction that got no response shows its error as its status.
+// recorded the cassette.
+//
+// The request and the body are read by the interaction's wire, as the
+// registry (provider/codec) answers it from the request's path, query and
+// headers, or else from the body (codec.ForRecording): its request summary
+// (Wire.ReadRequest: model, stream, the last message or input item,
+// tools), and its body's events (Wire.Parse), each chunk previewed by the
+// notes of the events that end in it. What the reply says follows: its
+// message id and model (a "message:" line), text, the phases of its
+// messages, a refusal, reasoning items (their summary parts, text and the
+// encrypted content a client sends back), thinking with each signature's
+// length, tool calls with their ids ({} for a call whose input never
+// streamed), the finish, the usage (cached and reasoning tokens where
+// said), the vendor's errors, and for a stream its unparsed events,
+// unterminated tail and completion signal. An interaction no wire claims
+// says so ("wire: unknown: ...") and shows its chunks as bytes, reading
+// nothing into them. The end is "clean" or the recorded transport error;
+// an interaction that got no response shows its error as its status.
 //
 // The output depends only on f. It returns the first write error.
 func Show(w io.Writer, f *cassette.File) error {
@@ -366,9 +367,8 @@ func shownHeaders(h http.Header) []string {
 		l := strings.ToLower(k)
 		switch {
 		case l == "content-type", l == "date", l == "retry-after", l == "retry-after-ms", l == "x-should-retry",
-			strings.HasPrefix(l, "x-ratelimit-"), strings.HasPrefix(l, "anthropic-ratelimit-"),
 			strings.Contains(l, "request-id"), strings.Contains(l, "requestid"),
-			l == strings.ToLower(InjectedHeader):
+			l == strings.ToLower(InjectedHeader), codec.IsShownHeader(l):
 			names = append(names, k)
 		}
 	}

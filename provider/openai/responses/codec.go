@@ -30,6 +30,7 @@ func (Wire) Info() codec.Info {
 		StreamType:    "text/event-stream; charset=utf-8",
 		DefaultModel:  openai.DefaultModel,
 		CredentialEnv: []string{openai.KeyEnv},
+		ShownHeaders:  []string{"x-ratelimit-"},
 		SecretHeaders: []string{"Authorization"},
 	}
 }
