@@ -115,7 +115,7 @@ func (Wire) ErrorEvent(_, _ []byte, f *provider.StreamError) []byte { return Err
 
 // Parse reads a recorded Messages body.
 func (Wire) Parse(contentType string, body []byte) *codec.Reading {
-	return parseRecorded(contentType, body)
+	return reader.Parse(contentType, body)
 }
 
 // NewClient builds a Messages client from ANTHROPIC_API_KEY and

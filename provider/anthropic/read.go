@@ -3,13 +3,11 @@ package anthropic
 import (
 	"bytes"
 	"encoding/json"
-	"io"
 	"strings"
 
 	"github.com/openmax/openmax/provider"
 	"github.com/openmax/openmax/provider/codec"
 	"github.com/openmax/openmax/provider/internal/wireread"
-	"github.com/openmax/openmax/provider/sse"
 )
 
 // Reading recorded Messages traffic (Wire.Parse): a stream's events, or a
@@ -18,36 +16,15 @@ import (
 // tool input, the stop reason, message_stop, error events) and as the
 // parts the client's own parser (state.event) yields from it.
 
-// parseRecorded reads a recorded Messages body.
-func parseRecorded(contentType string, body []byte) *codec.Reading {
-	b := &wireread.Builder{}
-	text := string(body)
-	if text == "" {
-		return b.Reading()
-	}
-	meta := wireread.MetaOptions{Usage: true, Signatures: true}
-	if !wireread.IsEventStream(contentType, text) {
-		b.Meta(text, meta)
-		readWholeBody(b, text)
-		r := b.Reading()
-		r.EndParts = append(r.EndParts, provider.Error{Err: jsonReply(bytes.NewReader(body))})
-		return r
-	}
-	st := newState()
-	live := true
-	events, tail := wireread.Split(text, func(sp sse.Event, ev *codec.Event) {
-		b.Meta(sp.Data, meta)
-		ev.Notes, ev.Unparsed = readEvent(b, ev.Name, sp.Data)
-		if live {
-			live = st.event(sp, wireread.Collect(&ev.Parts))
-		}
-	})
-	r := b.Reading()
-	r.Stream, r.Events, r.Tail = true, events, tail
-	if live {
-		st.end(io.EOF, wireread.Collect(&r.EndParts))
-	}
-	return r
+// reader reads a recorded Messages body.
+var reader = wireread.Reader{
+	Meta:  wireread.MetaOptions{Usage: true, Signatures: true},
+	Event: readEvent,
+	Whole: readWholeBody,
+	WholeParts: func(body []byte, yield func(provider.Part) bool) {
+		yield(provider.Error{Err: jsonReply(bytes.NewReader(body))})
+	},
+	Client: func(string) wireread.Client { return newState() },
 }
 
 // recordedEvent is the data of a stream event as a recording is read:

@@ -175,11 +175,11 @@ func events(ctx context.Context, body io.Reader, yield func(provider.Part) bool)
 		ev, err := r.Next()
 		if err != nil {
 			if ctx.Err() == nil {
-				st.end(err, yield)
+				st.End(err, yield)
 			}
 			return
 		}
-		if !st.event(ev, yield) {
+		if !st.Event(ev, yield) {
 			return
 		}
 	}
@@ -187,10 +187,10 @@ func events(ctx context.Context, body io.Reader, yield func(provider.Part) bool)
 
 func newState() *state { return &state{blocks: map[int]*block{}} }
 
-// event folds one SSE event into the state, yielding the parts it
+// Event folds one SSE event into the state, yielding the parts it
 // carries. It reports false once the reply is over (message_stop, a
 // failure, or yield returned false).
-func (st *state) event(ev sse.Event, yield func(provider.Part) bool) bool {
+func (st *state) Event(ev sse.Event, yield func(provider.Part) bool) bool {
 	if !knownEvents[ev.Type] {
 		return true
 	}
@@ -218,9 +218,9 @@ func (st *state) event(ev sse.Event, yield func(provider.Part) bool) bool {
 	return !done
 }
 
-// end ends a stream whose events stopped with err (io.EOF at the end of
+// End ends a stream whose events stopped with err (io.EOF at the end of
 // the body) before message_stop.
-func (st *state) end(err error, yield func(provider.Part) bool) {
+func (st *state) End(err error, yield func(provider.Part) bool) {
 	yield(provider.Error{Err: st.readFailure(err)})
 }
 

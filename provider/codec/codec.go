@@ -114,7 +114,11 @@ type Wire interface {
 
 	// NewClient builds the vendor's client (a provider.Provider making
 	// one HTTP attempt per Stream call; retries and redaction are the
-	// caller's) from the credentials in the environment.
+	// caller's) from the credentials in the environment. The client
+	// classifies every failure in package provider's types and maps the
+	// vendor's retry hints into them (a Retry-After header, a retry delay
+	// in the body, an exception type: HTTPError.RetryAfter and Code), so
+	// provider/retry decides without knowing the vendor.
 	NewClient(c ClientConfig) (provider.Provider, error)
 }
 

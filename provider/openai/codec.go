@@ -106,7 +106,7 @@ func (Wire) ErrorEvent(_, _ []byte, f *provider.StreamError) []byte { return Err
 
 // Parse reads a recorded Chat Completions body.
 func (Wire) Parse(contentType string, body []byte) *codec.Reading {
-	return parseRecorded(contentType, body)
+	return reader.Parse(contentType, body)
 }
 
 // NewClient builds a Chat Completions client from OPENAI_API_KEY and

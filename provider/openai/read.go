@@ -3,9 +3,9 @@ package openai
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"strings"
 
+	"github.com/openmax/openmax/provider"
 	"github.com/openmax/openmax/provider/codec"
 	"github.com/openmax/openmax/provider/internal/wireread"
 	"github.com/openmax/openmax/provider/sse"
@@ -18,35 +18,15 @@ import (
 // error frames) and as the parts the client's own parser (chatStream)
 // yields from it.
 
-// parseRecorded reads a recorded Chat Completions body.
-func parseRecorded(contentType string, body []byte) *codec.Reading {
-	b := &wireread.Builder{}
-	text := string(body)
-	if text == "" {
-		return b.Reading()
-	}
-	if !wireread.IsEventStream(contentType, text) {
-		b.Meta(text, wireread.MetaOptions{Usage: true})
-		readWholeBody(b, text)
-		r := b.Reading()
-		readWhole(context.Background(), body, wireread.Collect(&r.EndParts))
-		return r
-	}
-	client := &chatStream{contentType: contentType}
-	live := true
-	events, tail := wireread.Split(text, func(sp sse.Event, ev *codec.Event) {
-		b.Meta(sp.Data, wireread.MetaOptions{Usage: true})
-		ev.Notes, ev.Unparsed = readEvent(b, ev.Name, sp.Data)
-		if live {
-			live = client.event(sp, wireread.Collect(&ev.Parts))
-		}
-	})
-	r := b.Reading()
-	r.Stream, r.Events, r.Tail = true, events, tail
-	if live {
-		client.end(io.EOF, wireread.Collect(&r.EndParts))
-	}
-	return r
+// reader reads a recorded Chat Completions body.
+var reader = wireread.Reader{
+	Meta:  wireread.MetaOptions{Usage: true},
+	Event: readEvent,
+	Whole: readWholeBody,
+	WholeParts: func(body []byte, yield func(provider.Part) bool) {
+		readWhole(context.Background(), body, yield)
+	},
+	Client: func(contentType string) wireread.Client { return &chatStream{contentType: contentType} },
 }
 
 // recordedEvent is the data of a stream event as a recording is read:

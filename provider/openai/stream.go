@@ -157,11 +157,11 @@ func readStream(ctx context.Context, body io.Reader, contentType string, yield f
 		ev, err := events.Next()
 		if err != nil {
 			if ctx.Err() == nil {
-				s.end(err, yield)
+				s.End(err, yield)
 			}
 			return
 		}
-		if !s.event(ev, yield) {
+		if !s.Event(ev, yield) {
 			return
 		}
 	}
@@ -175,10 +175,10 @@ type chatStream struct {
 	contentType string
 }
 
-// event folds one SSE event into s, yielding the parts it carries. It
+// Event folds one SSE event into s, yielding the parts it carries. It
 // reports false once the reply is over (complete, failed, or yield
 // returned false).
-func (s *chatStream) event(ev sse.Event, yield func(provider.Part) bool) bool {
+func (s *chatStream) Event(ev sse.Event, yield func(provider.Part) bool) bool {
 	if ev.Type != "message" {
 		return true
 	}
@@ -215,10 +215,10 @@ func (s *chatStream) event(ev sse.Event, yield func(provider.Part) bool) bool {
 	return true
 }
 
-// end ends a stream whose events stopped with err (io.EOF at the end of
+// End ends a stream whose events stopped with err (io.EOF at the end of
 // the body): a reply that finished completes (only its tail, usage and
 // [DONE], is lost), any other is incomplete.
-func (s *chatStream) end(err error, yield func(provider.Part) bool) {
+func (s *chatStream) End(err error, yield func(provider.Part) bool) {
 	switch {
 	case s.r.finish != "":
 		s.r.complete(yield)

@@ -3,6 +3,7 @@ package wireread
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/openmax/openmax/provider"
@@ -121,7 +122,11 @@ func Fill(c *codec.Call, msgs []Message) {
 
 // ContentText is a message content's text: a string, or its text blocks
 // joined by newlines.
-func ContentText(raw json.RawMessage) string {
+func ContentText(raw json.RawMessage) string { return PartsText(raw, "text") }
+
+// PartsText is a content's text: a string, or the text of its parts of
+// the given types joined by newlines.
+func PartsText(raw json.RawMessage, types ...string) string {
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
 		return s
@@ -132,7 +137,7 @@ func ContentText(raw json.RawMessage) string {
 	}
 	var parts []string
 	for _, b := range blocks {
-		if b.Type == "text" {
+		if slices.Contains(types, b.Type) {
 			parts = append(parts, b.Text)
 		}
 	}
@@ -196,17 +201,24 @@ func MessagesSummary(body []byte) []string {
 	if json.Unmarshal(body, &v) != nil {
 		return nil
 	}
-	parts := []string{}
-	if v.Model != "" {
-		parts = append(parts, "model "+v.Model)
-	}
-	if v.Stream {
-		parts = append(parts, "stream")
-	}
+	parts := HeadSummary(v.Model, v.Stream)
 	if n := len(v.Messages); n > 0 {
 		parts = append(parts, codec.Plural(n, "message"))
 		last := v.Messages[n-1]
 		parts = append(parts, fmt.Sprintf("last %s %s", last.Role, codec.Quote(codec.Clip(ShownText(last.Content), codec.PreviewRunes))))
+	}
+	return parts
+}
+
+// HeadSummary is how a summary starts: "model M" and "stream", each when
+// the request says so.
+func HeadSummary(model string, stream bool) []string {
+	parts := []string{}
+	if model != "" {
+		parts = append(parts, "model "+model)
+	}
+	if stream {
+		parts = append(parts, "stream")
 	}
 	return parts
 }

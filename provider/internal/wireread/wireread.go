@@ -9,6 +9,7 @@ package wireread
 
 import (
 	"encoding/json"
+	"io"
 	"strings"
 
 	"github.com/openmax/openmax/provider"
@@ -53,6 +54,72 @@ func Collect(parts *[]provider.Part) func(provider.Part) bool {
 		*parts = append(*parts, p)
 		return true
 	}
+}
+
+// Client is a vendor client's reading of one stream, event by event: the
+// state its own parser keeps.
+type Client interface {
+	// Event folds one event in, yielding its parts; false once the reply
+	// is over.
+	Event(ev sse.Event, yield func(provider.Part) bool) bool
+	// End ends a stream whose events stopped with err (io.EOF at the end
+	// of the body) while the reply was not over.
+	End(err error, yield func(provider.Part) bool)
+}
+
+// Reader is how a wire reads a recorded body (codec.Wire.Parse).
+type Reader struct {
+	// Meta says what each event's (or the whole body's) id, model and
+	// usage reading takes (Builder.Meta).
+	Meta MetaOptions
+	// Event reads one event of a stream into b (its name, "" when
+	// unnamed, and data) and says what it holds.
+	Event func(b *Builder, name, data string) (notes []codec.Note, unparsed bool)
+	// Whole reads a body that is not a stream into b.
+	Whole func(b *Builder, body string)
+	// WholeParts yields the parts the client reads from a whole body.
+	WholeParts func(body []byte, yield func(provider.Part) bool)
+	// Client is the client's reading of a stream with this Content-Type.
+	Client func(contentType string) Client
+	// Reading makes the codec.Reading of b (nil: b.Reading).
+	Reading func(b *Builder) *codec.Reading
+}
+
+// Parse reads a recorded body: a stream's events with their offsets, the
+// notes rd.Event gives each and the parts rd.Client yields from it, or a
+// whole body through rd.Whole and rd.WholeParts.
+func (rd Reader) Parse(contentType string, body []byte) *codec.Reading {
+	b := &Builder{}
+	reading := rd.Reading
+	if reading == nil {
+		reading = (*Builder).Reading
+	}
+	text := string(body)
+	if text == "" {
+		return reading(b)
+	}
+	if !IsEventStream(contentType, text) {
+		b.Meta(text, rd.Meta)
+		rd.Whole(b, text)
+		r := reading(b)
+		rd.WholeParts(body, Collect(&r.EndParts))
+		return r
+	}
+	client := rd.Client(contentType)
+	live := true
+	events, tail := Split(text, func(sp sse.Event, ev *codec.Event) {
+		b.Meta(sp.Data, rd.Meta)
+		ev.Notes, ev.Unparsed = rd.Event(b, ev.Name, sp.Data)
+		if live {
+			live = client.Event(sp, Collect(&ev.Parts))
+		}
+	})
+	r := reading(b)
+	r.Stream, r.Events, r.Tail = true, events, tail
+	if live {
+		client.End(io.EOF, Collect(&r.EndParts))
+	}
+	return r
 }
 
 // ErrorObject is an error object of Chat Completions or Messages: the

@@ -2,7 +2,6 @@ package responses
 
 import (
 	"fmt"
-	"net/http"
 
 	"github.com/openmax/openmax/provider"
 	"github.com/openmax/openmax/provider/codec"
@@ -18,21 +17,19 @@ func init() { codec.Register(Wire{}) }
 // WireName is the wire's name in the registry.
 const WireName = "responses"
 
-// Wire is the Responses API wire as the registry knows it.
-type Wire struct{}
+// Wire is the Responses API wire as the registry knows it. It is
+// OpenAI's: it takes Chat Completions' error bodies, status messages,
+// in-stream failures and finish reasons (openai.Wire) and has its own
+// endpoint, events, encoders and requests.
+type Wire struct{ openai.Wire }
 
 // Info describes the wire: the openai provider's responses API, with
-// OpenAI's key, base URL variable and default model.
-func (Wire) Info() codec.Info {
-	return codec.Info{
-		Name: WireName, Provider: "openai", API: "responses",
-		Endpoints:     []string{"/v1" + Path, Path},
-		StreamType:    "text/event-stream; charset=utf-8",
-		DefaultModel:  openai.DefaultModel,
-		CredentialEnv: []string{openai.KeyEnv},
-		ShownHeaders:  []string{"x-ratelimit-"},
-		SecretHeaders: []string{"Authorization"},
-	}
+// OpenAI's key, base URL variable, default model and headers.
+func (w Wire) Info() codec.Info {
+	in := w.Wire.Info()
+	in.Name, in.API, in.Default = WireName, "responses", false
+	in.Endpoints = []string{"/v1" + Path, Path}
+	return in
 }
 
 // Claim claims a path ending in /responses.
@@ -66,24 +63,6 @@ func (Wire) Whole(r codec.Reply) ([]byte, bool) {
 }
 
 func replyID(r codec.Reply) string { return fmt.Sprintf("resp_fake_%d", r.Seq) }
-
-// ImpliedFinish keeps a finish reason: the wire has none of its own (a
-// finish is completed, or incomplete for length, max_output_tokens and
-// content_filter).
-func (Wire) ImpliedFinish(reason string) string { return reason }
-
-// StatusMessage is OpenAI's (openai.StatusMessage).
-func (Wire) StatusMessage(status int) string { return openai.StatusMessage(status) }
-
-// HTTPError is the error body of f; no header carries the error.
-func (Wire) HTTPError(f codec.Failure) ([]byte, http.Header) {
-	return openai.FailureBody(f), nil
-}
-
-// StreamFailure is OpenAI's (openai.StreamFailure).
-func (Wire) StreamFailure(code string) (*provider.StreamError, bool) {
-	return openai.StreamFailure(code)
-}
 
 // ErrorEvent is the response.failed event of f: it names the recorded
 // stream's response and follows the kept events in their numbering.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"sort"
 	"strings"
 
@@ -36,9 +35,10 @@ type reasoningItem struct {
 	hasEncrypted    bool
 }
 
-// reader puts a recorded reply together.
+// reader puts a recorded reply together: what every wire's reading has
+// (b), and the Responses API's own.
 type reader struct {
-	b           wireread.Builder
+	b           *wireread.Builder
 	reasoning   []*reasoningItem
 	reasoningBy map[int]*reasoningItem // by output index
 	itemIndexes map[string]int         // item id → output index
@@ -48,41 +48,47 @@ type reader struct {
 // parseRecorded reads a recorded Responses body.
 func parseRecorded(contentType string, body []byte) *codec.Reading {
 	rd := &reader{}
-	text := string(body)
-	if text == "" {
-		return rd.reading()
-	}
-	meta := wireread.MetaOptions{Phases: true}
-	if !wireread.IsEventStream(contentType, text) {
-		rd.b.Meta(text, meta)
-		if !rd.whole(text) {
-			rd.errorBody(text)
-		}
-		r := rd.reading()
-		readWhole(context.Background(), body, wireread.Collect(&r.EndParts))
-		return r
-	}
-	st := newState()
-	live := true
-	events, tail := wireread.Split(text, func(sp sse.Event, ev *codec.Event) {
-		rd.b.Meta(sp.Data, meta)
-		ev.Notes, ev.Unparsed = rd.event(ev.Name, sp.Data)
-		if live {
-			live = st.event(sp, wireread.Collect(&ev.Parts))
-		}
-	})
-	// The calls in output order, as the client hands them over.
-	sort.SliceStable(rd.b.Tools, func(a, b int) bool { return rd.b.Tools[a].Key < rd.b.Tools[b].Key })
-	r := rd.reading()
-	r.Stream, r.Events, r.Tail = true, events, tail
-	if live {
-		st.end(io.EOF, contentType, wireread.Collect(&r.EndParts))
-	}
-	return r
+	return wireread.Reader{
+		Meta: wireread.MetaOptions{Phases: true},
+		Event: func(b *wireread.Builder, name, data string) ([]codec.Note, bool) {
+			rd.b = b
+			return rd.event(name, data)
+		},
+		Whole: func(b *wireread.Builder, body string) {
+			rd.b = b
+			if !rd.whole(body) {
+				rd.errorBody(body)
+			}
+		},
+		WholeParts: func(body []byte, yield func(provider.Part) bool) {
+			readWhole(context.Background(), body, yield)
+		},
+		Client: func(contentType string) wireread.Client { return &client{newState(), contentType} },
+		Reading: func(b *wireread.Builder) *codec.Reading {
+			rd.b = b
+			return rd.reading()
+		},
+	}.Parse(contentType, body)
 }
 
-// reading is what rd put together.
+// client is the client's reading of a stream (state), for wireread.
+type client struct {
+	st          *state
+	contentType string
+}
+
+func (c *client) Event(ev sse.Event, yield func(provider.Part) bool) bool {
+	return c.st.event(ev, yield)
+}
+
+func (c *client) End(err error, yield func(provider.Part) bool) {
+	c.st.end(err, c.contentType, yield)
+}
+
+// reading is what rd put together: the calls in output order, as the
+// client hands them over.
 func (rd *reader) reading() *codec.Reading {
+	sort.SliceStable(rd.b.Tools, func(a, b int) bool { return rd.b.Tools[a].Key < rd.b.Tools[b].Key })
 	r := rd.b.Reading()
 	if u := rd.usage; u != nil {
 		cu := &codec.Usage{Input: u.InputTokens, Output: u.OutputTokens, Total: u.TotalTokens}
@@ -191,7 +197,7 @@ func (rd *reader) event(typ, data string) (notes []codec.Note, unparsed bool) {
 		}
 		return *s
 	}
-	b := &rd.b
+	b := rd.b
 	switch t {
 	case EventItemAdded, EventItemDone:
 		done := ""
@@ -440,13 +446,7 @@ func summary(body []byte) []string {
 	if json.Unmarshal(body, &v) != nil {
 		return nil
 	}
-	parts := []string{}
-	if v.Model != "" {
-		parts = append(parts, "model "+v.Model)
-	}
-	if v.Stream {
-		parts = append(parts, "stream")
-	}
+	parts := wireread.HeadSummary(v.Model, v.Stream)
 	if v.Instructions != "" {
 		parts = append(parts, "instructions "+codec.Quote(codec.Clip(v.Instructions, codec.PreviewRunes)))
 	}
@@ -562,23 +562,9 @@ func trailingOutputs(raw json.RawMessage) []codec.Result {
 }
 
 // outputText is a function_call_output's output: a string, or the text of
-// its input_text parts.
+// its input_text (output_text, text) parts.
 func outputText(raw json.RawMessage) string {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s
-	}
-	var parts []wireread.Block
-	if json.Unmarshal(raw, &parts) != nil {
-		return ""
-	}
-	var texts []string
-	for _, p := range parts {
-		if p.Type == "input_text" || p.Type == "output_text" || p.Type == "text" {
-			texts = append(texts, p.Text)
-		}
-	}
-	return strings.Join(texts, "\n")
+	return wireread.PartsText(raw, "input_text", "output_text", "text")
 }
 
 // failedEvent is the response.failed event a stream fails with: it names
