@@ -396,8 +396,9 @@ func streamError(f *cassette.File, op Op) error {
 	if err != nil {
 		return fmt.Errorf("interaction %d: %w", op.Interaction, err)
 	}
-	if !r.Stream {
-		ct, _ := header(it.Response.Headers, "Content-Type")
+	ct, _ := header(it.Response.Headers, "Content-Type")
+	// A stream, or an empty body its Content-Type says is one.
+	if !r.Stream && (it.Body() != "" || !isStreamType(w, ct)) {
 		if ct == "" {
 			ct = "none"
 		}
@@ -440,6 +441,13 @@ func streamError(f *cassette.File, op Op) error {
 	kept = append(kept, cassette.Chunk{At: chunks[op.Chunk].At, Data: lead + errorEvent(prefix.String()+lead)})
 	setBody(it, kept, nil, op)
 	return nil
+}
+
+// isStreamType reports whether a Content-Type is the media type of w's
+// streams.
+func isStreamType(w codec.Wire, ct string) bool {
+	mt, _, _ := strings.Cut(w.Info().StreamType, ";")
+	return ct != "" && strings.Contains(strings.ToLower(ct), strings.ToLower(strings.TrimSpace(mt)))
 }
 
 // validCode reports whether s may be an error code: a non-empty run of

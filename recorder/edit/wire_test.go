@@ -78,3 +78,29 @@ func TestUnknownWireInject(t *testing.T) {
 		})
 	}
 }
+
+// TestStreamErrorOnAnEmptyStream: an interaction whose Content-Type is
+// its wire's stream type takes an in-stream error though its body is
+// empty (a reset before the first byte): the error event becomes its
+// body.
+func TestStreamErrorOnAnEmptyStream(t *testing.T) {
+	it := &cassette.Interaction{}
+	it.Request.Method, it.Request.URL = "POST", "https://api.anthropic.com/v1/messages"
+	it.Response.Code, it.Response.Status = 200, "200 OK"
+	it.Response.Headers = http.Header{"Content-Type": {"text/event-stream; charset=utf-8"}}
+	it.Stream = &cassette.Stream{Error: &cassette.Error{Kind: cassette.KindReset}}
+	f := cassette.New()
+	f.Interactions = []*cassette.Interaction{it}
+	out, err := Inject(f, Op{Kind: KindStreamError, ByEvent: true, Event: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n"
+	if got := out.Interactions[0].Body(); got != want {
+		t.Errorf("body %q, want %q", got, want)
+	}
+	it.Response.Headers = http.Header{"Content-Type": {"application/json"}}
+	if _, err := Inject(f, Op{Kind: KindStreamError, ByEvent: true, Event: 0}); err == nil || !strings.Contains(err.Error(), "not an event stream (Content-Type application/json)") {
+		t.Errorf("a JSON body: %v", err)
+	}
+}
