@@ -5,26 +5,29 @@ import (
 	"testing"
 
 	"github.com/openmax/openmax/provider"
+	"github.com/openmax/openmax/provider/anthropic"
 	fakeprovider "github.com/openmax/openmax/provider/fake"
+	"github.com/openmax/openmax/provider/openai"
+	"github.com/openmax/openmax/provider/openai/responses"
 	"github.com/openmax/openmax/provider/script"
 )
 
 // vendorWire is one wire of the fake vendor and the flags that point
 // openmax at it.
 type vendorWire struct {
-	name  string // fakeprovider.WireOpenAI, WireResponses or WireAnthropic
+	name  string // openai.WireName, responses.WireName or anthropic.WireName
 	flags func(base string) []string
 }
 
 // vendorWires are the three model wires openmax speaks over HTTP.
 var vendorWires = []vendorWire{
-	{fakeprovider.WireOpenAI, func(base string) []string {
+	{openai.WireName, func(base string) []string {
 		return []string{"--provider", "openai", "--base-url", base + "/v1"}
 	}},
-	{fakeprovider.WireResponses, func(base string) []string {
+	{responses.WireName, func(base string) []string {
 		return []string{"--provider", "openai", "--api", "responses", "--base-url", base + "/v1"}
 	}},
-	{fakeprovider.WireAnthropic, func(base string) []string {
+	{anthropic.WireName, func(base string) []string {
 		return []string{"--provider", "anthropic", "--base-url", base}
 	}},
 }
@@ -95,7 +98,7 @@ func decodeSent(t *testing.T, wire string, body []byte) sentRequest {
 	}
 	var r sentRequest
 	switch wire {
-	case fakeprovider.WireOpenAI:
+	case openai.WireName:
 		for _, m := range b.Messages {
 			var s string
 			if len(m.ToolCalls) > 0 || json.Unmarshal(m.Content, &s) != nil {
@@ -107,7 +110,7 @@ func decodeSent(t *testing.T, wire string, body []byte) sentRequest {
 			}
 			r.Messages = append(r.Messages, provider.Message{Role: provider.Role(m.Role), Text: s})
 		}
-	case fakeprovider.WireAnthropic:
+	case anthropic.WireName:
 		if b.System != nil {
 			r.System = *b.System
 		}
@@ -123,7 +126,7 @@ func decodeSent(t *testing.T, wire string, body []byte) sentRequest {
 				r.Messages = append(r.Messages, provider.Message{Role: provider.Role(m.Role), Text: c.Text})
 			}
 		}
-	case fakeprovider.WireResponses:
+	case responses.WireName:
 		if b.Instructions != nil {
 			r.System = *b.Instructions
 		}
