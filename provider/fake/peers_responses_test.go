@@ -22,6 +22,7 @@ import (
 
 	"github.com/openmax/openmax/provider"
 	"github.com/openmax/openmax/provider/fake"
+	"github.com/openmax/openmax/provider/openai/responses"
 )
 
 func responsesSDK(t *testing.T, base string, retries int) openaisdk.Client {
