@@ -113,7 +113,7 @@ func TestServeOverResponses(t *testing.T) {
 	run := func(mutate func(*harness.Config), text string) string {
 		t.Helper()
 		h := w.harness(t, func(c *harness.Config) {
-			c.Provider, c.API, c.BaseURL, c.Model = "openai", harness.APIResponses, srv.URL+"/v1", "gpt-test"
+			c.Provider, c.API, c.BaseURL, c.Model = "openai", "responses", srv.URL+"/v1", "gpt-test"
 			if mutate != nil {
 				mutate(c)
 			}

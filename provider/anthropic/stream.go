@@ -15,6 +15,7 @@ import (
 
 	"github.com/openmax/openmax/provider"
 	"github.com/openmax/openmax/provider/httpx"
+	"github.com/openmax/openmax/provider/internal/wireread"
 	"github.com/openmax/openmax/provider/sse"
 )
 
@@ -166,7 +167,7 @@ func ParseStream(body io.Reader) iter.Seq[provider.Part] {
 
 // events parses an event stream.
 func events(ctx context.Context, body io.Reader, yield func(provider.Part) bool) {
-	d := NewDecoder()
+	st := newState()
 	r := sse.NewReader(body)
 	for {
 		if ctx.Err() != nil {
@@ -174,70 +175,60 @@ func events(ctx context.Context, body io.Reader, yield func(provider.Part) bool)
 		}
 		ev, err := r.Next()
 		if err != nil {
-			if ctx.Err() != nil {
-				return
+			if ctx.Err() == nil {
+				st.End(err, yield)
 			}
-			yield(provider.Error{Err: d.Failure(err)})
 			return
 		}
-		parts, done, err := d.Event(ev.Type, []byte(ev.Data))
-		for _, p := range parts {
-			if !yield(p) {
-				return
-			}
-		}
-		if err != nil {
-			yield(provider.Error{Err: err})
-			return
-		}
-		if done {
+		if !st.Event(ev, yield) {
 			return
 		}
 	}
 }
 
-// Decoder folds the events of a Messages stream into the parts of the
-// reply, as the client's parser does (it is that parser's core), for
-// readers whose events come in another framing: Bedrock's
-// InvokeModelWithResponseStream carries each event as bare JSON inside a
-// binary frame. A Decoder is for one reply and not safe for concurrent
-// use.
-type Decoder struct{ st *state }
+func newState() *state { return &state{blocks: map[int]*block{}} }
 
-// NewDecoder returns a decoder at the start of a reply.
-func NewDecoder() *Decoder { return &Decoder{st: &state{blocks: map[int]*block{}}} }
+// NewEventReader returns the client's parser of one reply, for a framing
+// other than SSE: Bedrock's InvokeModelWithResponseStream carries each
+// event's JSON in a binary frame, fed here as an unnamed ("message") event.
+func NewEventReader() wireread.Client { return newState() }
 
-// Event folds the data of one event. name is its SSE event name: an event
-// of a name the parser does not read (ping, or one the API adds later) is
-// skipped unread; "" means the framing names none, and the data's own
-// type says what it is. It returns the parts the event completes: text,
-// thinking and signatures as they stream, then, at message_stop, the tool
-// calls in block order, Usage and Finish, with done set. A malformed
-// event or an error event is err, which ends the reply.
-func (d *Decoder) Event(name string, data []byte) (parts []provider.Part, done bool, err error) {
-	if name != "" && !knownEvents[name] {
-		return nil, false, nil
+// Event folds one SSE event into the state, yielding the parts it
+// carries. It reports false once the reply is over (message_stop, a
+// failure, or yield returned false).
+func (st *state) Event(ev sse.Event, yield func(provider.Part) bool) bool {
+	if !knownEvents[ev.Type] {
+		return true
 	}
 	var e Event
-	if err := json.Unmarshal(data, &e); err != nil {
-		if name == "" {
-			return nil, false, fmt.Errorf("anthropic: malformed event: %v", err)
-		}
-		return nil, false, fmt.Errorf("anthropic: malformed %s event: %v", name, err)
+	if err := json.Unmarshal([]byte(ev.Data), &e); err != nil {
+		yield(provider.Error{Err: fmt.Errorf("anthropic: malformed %s event: %v", ev.Type, err)})
+		return false
 	}
 	typ := e.Type
 	if typ == "" {
-		typ = name
+		typ = ev.Type
 	}
-	d.st.nEvents++
-	d.st.lastType = typ
-	return d.st.apply(typ, &e)
+	st.nEvents++
+	st.lastType = typ
+	parts, done, err := st.apply(typ, &e)
+	for _, p := range parts {
+		if !yield(p) {
+			return false
+		}
+	}
+	if err != nil {
+		yield(provider.Error{Err: err})
+		return false
+	}
+	return !done
 }
 
-// Failure is the error of a stream that ended (err io.EOF) or broke (any
-// other err) before message_stop: an incomplete reply saying how far it
-// got.
-func (d *Decoder) Failure(err error) error { return d.st.readFailure(err) }
+// End ends a stream whose events stopped with err (io.EOF at the end of
+// the body) before message_stop.
+func (st *state) End(err error, yield func(provider.Part) bool) {
+	yield(provider.Error{Err: st.readFailure(err)})
+}
 
 // apply folds one event into the state. It returns the parts to yield,
 // whether the reply is complete, or the failure that ends it.

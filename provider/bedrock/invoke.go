@@ -7,6 +7,8 @@ import (
 	"github.com/openmax/openmax/provider"
 	"github.com/openmax/openmax/provider/anthropic"
 	"github.com/openmax/openmax/provider/bedrock/eventstream"
+	"github.com/openmax/openmax/provider/internal/wireread"
+	"github.com/openmax/openmax/provider/sse"
 )
 
 // The InvokeModelWithResponseStream wire: the request body is an
@@ -50,12 +52,12 @@ func chunkEvent(m eventstream.Message) ([]byte, error) {
 // reply: each chunk's Anthropic event goes through anthropic's Decoder,
 // so the reply completes at message_stop, as on Anthropic's own API.
 type invokeState struct {
-	dec  *anthropic.Decoder
+	dec  wireread.Client
 	n    int    // Anthropic events
 	last string // the last one's type
 }
 
-func newInvokeState() *invokeState { return &invokeState{dec: anthropic.NewDecoder()} }
+func newInvokeState() *invokeState { return &invokeState{dec: anthropic.NewEventReader()} }
 
 // message folds one message into the reply: the parts the client yields
 // for it (an Error part for a failure), and whether the reply is over.
@@ -72,11 +74,12 @@ func (st *invokeState) message(m eventstream.Message) ([]provider.Part, bool) {
 	}
 	st.n++
 	st.last = innerType(data)
-	parts, done, err := st.dec.Event("", data)
-	if err != nil {
-		return append(parts, provider.Error{Err: err}), true
-	}
-	return parts, done
+	var parts []provider.Part
+	more := st.dec.Event(sse.Event{Type: "message", Data: string(data)}, func(p provider.Part) bool {
+		parts = append(parts, p)
+		return true
+	})
+	return parts, !more
 }
 
 // end is what the client yields when the stream ends or breaks with err

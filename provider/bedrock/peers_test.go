@@ -43,6 +43,7 @@ import (
 	"github.com/openmax/openmax/provider/clock"
 	"github.com/openmax/openmax/provider/httpx"
 	"github.com/openmax/openmax/provider/internal/codectest"
+	"github.com/openmax/openmax/provider/sse"
 )
 
 const peerTimeout = 10 * time.Second
@@ -301,18 +302,15 @@ func TestPeersInvokeStream(t *testing.T) {
 			}
 			stream := out.GetStream()
 			defer stream.Close()
-			dec := anthropic.NewDecoder()
+			dec := anthropic.NewEventReader()
 			var got []provider.Part
+			collect := func(p provider.Part) bool { got = append(got, p); return true }
 			for ev := range stream.Events() {
 				c, ok := ev.(*types.ResponseStreamMemberChunk)
 				if !ok {
 					continue
 				}
-				parts, _, err := dec.Event("", c.Value.Bytes)
-				got = append(got, parts...)
-				if err != nil {
-					got = append(got, provider.Error{Err: err})
-				}
+				dec.Event(sse.Event{Type: "message", Data: string(c.Value.Bytes)}, collect)
 			}
 			if err := stream.Err(); err != nil {
 				got = append(got, provider.Error{Err: sdkFailure(err)})

@@ -224,7 +224,7 @@ func TestInvokeStream(t *testing.T) {
 		{"cut inside a chunk", start + stop[:40], nil, "ended without message_stop, after 1 events (last message_start), inside a message", true},
 		{"a chunk that is not JSON", start + ev("chunk", `{"bytes":`) + stop, nil, "bedrock: malformed chunk event", false},
 		{"bytes that are not base64", start + ev("chunk", `{"bytes":"%%%"}`) + stop, nil, "bedrock: malformed chunk event", false},
-		{"an Anthropic event that is not JSON", start + chunk(`{"type":"content_block_delta",`) + stop, nil, "anthropic: malformed event", false},
+		{"an Anthropic event that is not JSON", start + chunk(`{"type":"content_block_delta",`) + stop, nil, "anthropic: malformed message event", false},
 		{"an Anthropic error event", start + chunk(`{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`) + stop, nil,
 			"overloaded_error: Overloaded", false},
 	}

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/openmax/openmax/internal/codexscenario"
 	"github.com/openmax/openmax/replay/appserver"
+	"github.com/openmax/openmax/replay/codexscenario"
 )
 
 // The committed recordings of the real codex (provider/codex/testdata).

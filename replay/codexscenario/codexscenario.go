@@ -10,7 +10,9 @@
 // `openmax fake-provider --scenario`, Responses wire) and a driver. The
 // driver asks its Harness for clients (a second client is a second
 // app-server process on the same CODEX_HOME: resume), writes the files
-// its tools read into Harness.Dir, and waits on events, never on time.
+// its tools read into Harness.Dir, and waits on events, never on time. A
+// scenario's Home is what its live run adds to CODEX_HOME (an MCP server,
+// a plugin installed from a local marketplace), set up by Home.SetUp.
 //
 //   - cmd/openmax's TestCodexAppServer runs every driver against the real
 //     codex (npm @openai/codex, offline: the fake provider on loopback, a
@@ -72,6 +74,9 @@ type Scenario struct {
 	Model string
 	// Clients is how many clients the driver starts (one transcript each).
 	Clients int
+	// Home is what a live run adds to its CODEX_HOME (MCP servers,
+	// plugins); the zero Home adds nothing.
+	Home Home
 	// Run drives the session.
 	Run func(ctx context.Context, h Harness) (Outcome, error)
 }

@@ -21,6 +21,14 @@ const ClientName = "openmax-e2e"
 // tool surface stays the same.
 const SwitchedModel = "gpt-5.1-codex-other"
 
+// MCPServer and PluginServer are the names the mcp_tool and plugin_tool
+// scenarios give the stub MCP server: in config.toml, and in the plugin's
+// .mcp.json.
+const (
+	MCPServer    = "probe"
+	PluginServer = "plugin_probe"
+)
+
 // NotesFile and NotesText are the file the dynamic tool scenario reads.
 const (
 	NotesFile = "notes.txt"
@@ -90,6 +98,26 @@ func All() []Scenario {
   - text: "First answer."
   - tool_calls: [{id: call_read_resumed, name: read_file, namespace: openmax, args: {path: notes.txt}}]
   - chunks: [{text: "Read it after the resume."}, {finish: stop}]
+`},
+		{Name: "fork_tool", Doc: "a thread started with the openmax tools is forked at its first turn, by the same app-server process and then by a second one; neither fork sends tools, and in each the model's openmax.read_file call reaches the client's handler", Clients: 2, Run: runForkTool,
+			Model: `replies:
+  - text: "First answer."
+  - tool_calls: [{id: call_read_fork1, name: read_file, namespace: openmax, args: {path: notes.txt}}]
+  - chunks: [{text: "Read it in the fork."}, {finish: stop}]
+  - tool_calls: [{id: call_read_fork2, name: read_file, namespace: openmax, args: {path: notes.txt}}]
+  - chunks: [{text: "Read it in the second fork."}, {finish: stop}]
+`},
+		{Name: "mcp_tool", Doc: "an MCP server configured in the client's CODEX_HOME/config.toml: the model calls its tool, codex runs it on the server, and the client sees the mcpToolCall item with the server's answer", Clients: 1, Run: runMCPTool,
+			Home: Home{MCPServer: MCPServer},
+			Model: `replies:
+  - tool_calls: [{id: call_ping1, name: ping, namespace: mcp__probe, args: {text: from config.toml}}]
+  - chunks: [{text: "The MCP server answered."}, {finish: stop}]
+`},
+		{Name: "plugin_tool", Doc: "a plugin installed into the client's CODEX_HOME from a local marketplace, bundling an MCP server: the model calls the plugin's tool, codex runs it, and the client sees the mcpToolCall item with the server's answer", Clients: 1, Run: runMCPTool,
+			Home: Home{PluginServer: PluginServer},
+			Model: `replies:
+  - tool_calls: [{id: call_ping1, name: ping, namespace: mcp__plugin_probe, args: {text: from the plugin}}]
+  - chunks: [{text: "The plugin's MCP server answered."}, {finish: stop}]
 `},
 		{Name: "reasoning", Doc: "the model reasons before answering: a reasoning item whose summary streams as item/reasoning/summaryTextDelta, then the agent message", Clients: 1, Run: runText,
 			Model: `replies:
@@ -506,4 +534,65 @@ func runResumeTool(ctx context.Context, h Harness) (Outcome, error) {
 		return s.log.outcome(), err
 	}
 	return s.log.outcome(), s.closeClient(ctx, cl2)
+}
+
+// runForkTool forks a thread started with the tools at its first turn,
+// in the same process and in a second one; in each fork the model calls
+// openmax.read_file.
+func runForkTool(ctx context.Context, h Harness) (Outcome, error) {
+	s := newSession(h)
+	if err := os.WriteFile(filepath.Join(h.Dir(), NotesFile), []byte(NotesText), 0o644); err != nil {
+		return s.log.outcome(), err
+	}
+	cl, w, th, err := s.open(ctx, codex.Options{})
+	if err != nil {
+		return s.log.outcome(), err
+	}
+	first, err := s.turn(ctx, th, w, "Hello.")
+	if err != nil {
+		return s.log.outcome(), err
+	}
+	fork, err := cl.ForkThread(ctx, th.ID, first.ID, s.threadOptions())
+	if err != nil {
+		return s.log.outcome(), err
+	}
+	s.log.add("thread/fork lastTurnId=<the first turn> (no dynamicTools sent) -> a new thread: %v; forkedFromId is the source: %v",
+		fork.ID != th.ID, fork.Thread.ForkedFromID == th.ID)
+	if _, err := s.turn(ctx, fork, w, "Read notes.txt in the fork."); err != nil {
+		return s.log.outcome(), err
+	}
+	if err := s.closeClient(ctx, cl); err != nil {
+		return s.log.outcome(), err
+	}
+
+	// A second app-server process, which has the source thread only from
+	// CODEX_HOME.
+	cl2, w2, err := s.client(ctx)
+	if err != nil {
+		return s.log.outcome(), err
+	}
+	fork2, err := cl2.ForkThread(ctx, th.ID, first.ID, s.threadOptions())
+	if err != nil {
+		return s.log.outcome(), err
+	}
+	s.log.add("thread/fork lastTurnId=<the first turn> (no dynamicTools sent) -> a new thread: %v; not the first fork: %v; forkedFromId is the source: %v",
+		fork2.ID != th.ID, fork2.ID != fork.ID, fork2.Thread.ForkedFromID == th.ID)
+	if _, err := s.turn(ctx, fork2, w2, "Read notes.txt in the second fork."); err != nil {
+		return s.log.outcome(), err
+	}
+	return s.log.outcome(), s.closeClient(ctx, cl2)
+}
+
+// runMCPTool is one turn in which the model calls a tool of an MCP server
+// the scenario's Home configures.
+func runMCPTool(ctx context.Context, h Harness) (Outcome, error) {
+	s := newSession(h)
+	cl, w, th, err := s.open(ctx, codex.Options{})
+	if err != nil {
+		return s.log.outcome(), err
+	}
+	if _, err := s.turn(ctx, th, w, "Ping the MCP server."); err != nil {
+		return s.log.outcome(), err
+	}
+	return s.log.outcome(), s.closeClient(ctx, cl)
 }

@@ -1,4 +1,9 @@
-package replay
+// Package jsonnum compares JSON numbers by value rather than by spelling:
+// it rewrites each number of a decoded value (decoded with UseNumber) to
+// one canonical spelling, exactly, with no rounding through float64. Both
+// request matching (recorder/replay) and the fake app-server's line
+// matching (replay/appserver) use it.
+package jsonnum
 
 import (
 	"encoding/json"
@@ -6,33 +11,33 @@ import (
 	"strings"
 )
 
-// canonNumbers replaces every JSON number in v (parsed with UseNumber) by
+// All replaces every JSON number in v (parsed with UseNumber) by
 // the canonical spelling of its value, so that matching compares numbers
 // by value: 1, 1.0, 1e0 and 10E-1 are one number. The comparison is exact
 // (no rounding through float64): 12345678901234567890 and
 // 12345678901234567891 still differ.
-func canonNumbers(v any) any {
+func All(v any) any {
 	switch x := v.(type) {
 	case map[string]any:
 		for k, e := range x {
-			x[k] = canonNumbers(e)
+			x[k] = All(e)
 		}
 	case []any:
 		for i, e := range x {
-			x[i] = canonNumbers(e)
+			x[i] = All(e)
 		}
 	case json.Number:
-		return json.Number(canonNumber(string(x)))
+		return json.Number(Canon(string(x)))
 	}
 	return v
 }
 
-// canonNumber is the canonical spelling of the JSON number s: no leading
+// Canon is the canonical spelling of the JSON number s: no leading
 // or trailing zeros, no sign on zero, plain digits when the value is an
 // integer of at most 21 digits or a fraction with at most 21 digits after
 // the point, otherwise d.ddde±N. A string that is not a JSON number (or
 // whose exponent overflows) is returned as it is.
-func canonNumber(s string) string {
+func Canon(s string) string {
 	neg := strings.HasPrefix(s, "-")
 	rest := strings.TrimPrefix(s, "-")
 	mant, expText := rest, ""

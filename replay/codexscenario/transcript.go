@@ -10,7 +10,7 @@ import (
 	"sync"
 
 	"github.com/openmax/openmax/internal/golden"
-	"github.com/openmax/openmax/provider/codex"
+	"github.com/openmax/openmax/provider/codex/transcript"
 	"github.com/openmax/openmax/replay/appserver"
 )
 
@@ -68,10 +68,10 @@ func (r *Recording) WaitLines(ctx context.Context, n int) error {
 // RecordedDir is the working directory a transcript's client sent: the
 // cwd of its first thread/start, thread/resume or thread/fork; "" when
 // none.
-func RecordedDir(transcript []byte) string {
-	for _, l := range bytes.Split(transcript, []byte{'\n'}) {
-		var tl codex.TranscriptLine
-		if json.Unmarshal(l, &tl) != nil || tl.Dir != codex.DirSend {
+func RecordedDir(recorded []byte) string {
+	for _, l := range bytes.Split(recorded, []byte{'\n'}) {
+		tl, err := transcript.ParseLine(l)
+		if err != nil || tl.Dir != transcript.DirSend {
 			continue
 		}
 		var m struct {
@@ -106,7 +106,7 @@ func CompareTranscripts(recorded, got []byte, recDir, gotDir string) error {
 		return fmt.Errorf("the replay's transcript: %w", err)
 	}
 	var errs []string
-	for _, dir := range []string{codex.DirSend, codex.DirRecv} {
+	for _, dir := range []string{transcript.DirSend, transcript.DirRecv} {
 		a, b := rec.only(dir), rep.only(dir)
 		if !slices.Equal(a, b) {
 			errs = append(errs, fmt.Sprintf("the %q lines differ:\n%s", dir,
@@ -153,7 +153,7 @@ func (ls normLines) recvBeforeSends() []int {
 	var out []int
 	recv := 0
 	for _, l := range ls {
-		if l.dir == codex.DirRecv {
+		if l.dir == transcript.DirRecv {
 			recv++
 		} else {
 			out = append(out, recv)
@@ -162,14 +162,14 @@ func (ls normLines) recvBeforeSends() []int {
 	return out
 }
 
-func normalisedLines(transcript []byte, dir string) (normLines, error) {
+func normalisedLines(lines []byte, dir string) (normLines, error) {
 	var out normLines
-	for i, l := range bytes.Split(transcript, []byte{'\n'}) {
+	for i, l := range bytes.Split(lines, []byte{'\n'}) {
 		if len(bytes.TrimSpace(l)) == 0 {
 			continue
 		}
-		var tl codex.TranscriptLine
-		if err := json.Unmarshal(l, &tl); err != nil {
+		tl, err := transcript.ParseLine(l)
+		if err != nil {
 			return nil, fmt.Errorf("line %d: %w", i+1, err)
 		}
 		dec := json.NewDecoder(bytes.NewReader(tl.Msg))

@@ -227,6 +227,17 @@ func describe(it codex.ThreadItem, done bool) string {
 		if done {
 			fmt.Fprintf(&b, " success=%v content=%s", it.Success, contentItems(it.ContentItems))
 		}
+	case codex.ThreadItemTypeMcpToolCall:
+		fmt.Fprintf(&b, " %s.%s %s status=%s", it.Server, raw(it.Tool), compact(it.Arguments), raw(it.Status))
+		if it.PluginID != "" {
+			fmt.Fprintf(&b, " plugin=%s", it.PluginID)
+		}
+		if done {
+			fmt.Fprintf(&b, " result=%s", mcpResult(it.Result))
+			if it.Error != nil {
+				fmt.Fprintf(&b, " error=%q", it.Error.Message)
+			}
+		}
 	case codex.ThreadItemTypeCommandExecution:
 		fmt.Fprintf(&b, " %q status=%s", it.Command, raw(it.Status))
 		if done {
@@ -265,6 +276,30 @@ func contentItems(items []codex.DynamicToolCallOutputContentItem) string {
 	var out []string
 	for _, c := range items {
 		if c.Type == codex.DynamicToolCallOutputContentItemTypeInputText {
+			out = append(out, fmt.Sprintf("%q", c.Text))
+		} else {
+			out = append(out, "<"+c.Type+">")
+		}
+	}
+	return "[" + strings.Join(out, " ") + "]"
+}
+
+// mcpResult renders an mcpToolCall's result (McpToolCallResult): the
+// texts of its content, "<type>" for other content; null when there is
+// none (a failed call carries an error instead).
+func mcpResult(result json.RawMessage) string {
+	var r struct {
+		Content []struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		} `json:"content"`
+	}
+	if len(result) == 0 || string(result) == "null" || json.Unmarshal(result, &r) != nil {
+		return compact(result)
+	}
+	var out []string
+	for _, c := range r.Content {
+		if c.Type == "text" {
 			out = append(out, fmt.Sprintf("%q", c.Text))
 		} else {
 			out = append(out, "<"+c.Type+">")
