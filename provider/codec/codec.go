@@ -118,6 +118,15 @@ type Wire interface {
 	NewClient(c ClientConfig) (provider.Provider, error)
 }
 
+// FailureStatuser is a Wire that says the HTTP status a whole (not
+// streamed) reply answers with when it fails with the stream error type
+// typ (Bedrock's throttlingException is 429); ok false, or a wire without
+// the method, leaves the fake provider's default (529 for an overload,
+// 429 for a rate limit, else 500).
+type FailureStatuser interface {
+	FailureStatus(typ string) (status int, ok bool)
+}
+
 // Info is a wire's fixed description.
 type Info struct {
 	// Name identifies the wire in the registry, in recordings and in

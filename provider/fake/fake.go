@@ -455,6 +455,11 @@ func (p *play) complete() {
 				case strings.Contains(se.Type, "rate_limit"):
 					status = http.StatusTooManyRequests
 				}
+				if fs, ok := p.wire.(codec.FailureStatuser); ok {
+					if st, ok := fs.FailureStatus(se.Type); ok {
+						status = st
+					}
+				}
 				body, extra := p.wire.HTTPError(codec.Failure{Status: status, Type: se.Type, Message: se.Message})
 				p.header("application/json")
 				for k, v := range extra {

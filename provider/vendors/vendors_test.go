@@ -19,6 +19,9 @@ var carries = map[string]codectest.Wire{
 	// An incomplete Responses reply yields no tool calls (the vendor's
 	// own test covers it): only completed ones here.
 	"responses": {Signatures: true, Finishes: []string{"completed"}},
+	// Converse streams every part the fake provider can send.
+	"bedrock":        {Signatures: true, Finishes: []string{"end_turn", "tool_use", "max_tokens"}},
+	"bedrock-invoke": {Signatures: true, Finishes: []string{"end_turn", "tool_use", "max_tokens"}},
 }
 
 // TestEveryWire: each registered wire reads its own encoding back
