@@ -183,6 +183,9 @@ func newScrubber(u *url.URL, h http.Header, user []*regexp.Regexp) *scrubber {
 		}
 		for _, v := range vs {
 			add(v)
+			if sigV4Secrets(v, add) {
+				continue
+			}
 			for _, f := range strings.FieldsFunc(v, func(r rune) bool { return r == ' ' || r == ';' || r == ',' || r == '=' }) {
 				add(f)
 			}
@@ -216,6 +219,31 @@ func newScrubber(u *url.URL, h http.Header, user []*regexp.Regexp) *scrubber {
 	}
 	s.patterns = append(s.patterns, user...)
 	return s
+}
+
+// sigV4Secrets adds the secrets of an AWS SigV4 Authorization value (the
+// credential, its access key id, the signature) and reports whether v is
+// one. Its other fields (the algorithm, SignedHeaders' header names such
+// as content-type) are no secrets and must not be scrubbed elsewhere: an
+// event-stream frame names its :content-type, and rewriting it would
+// break the frame.
+func sigV4Secrets(v string, add func(string)) bool {
+	rest, ok := strings.CutPrefix(v, "AWS4-HMAC-SHA256 ")
+	if !ok {
+		return false
+	}
+	for _, f := range strings.Split(rest, ",") {
+		k, val, _ := strings.Cut(strings.TrimSpace(f), "=")
+		switch k {
+		case "Credential":
+			add(val)
+			id, _, _ := strings.Cut(val, "/")
+			add(id)
+		case "Signature":
+			add(val)
+		}
+	}
+	return true
 }
 
 func sortByLenDesc(xs []string) {
