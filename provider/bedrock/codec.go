@@ -138,13 +138,19 @@ func (Wire) StatusMessage(status int) string { return StatusMessage(status) }
 // HTTPError is Bedrock's error reply for f: {"message"} and the
 // x-amzn-ErrorType header. f.Type names the exception when it is one
 // (ThrottlingException, or throttlingException as a stream says it);
-// any other type takes ErrorType's for the status.
+// any other type takes ErrorType's for the status. Without a message,
+// Bedrock's own for the status (StatusMessage) is sent, else the status
+// text.
 func (Wire) HTTPError(f codec.Failure) ([]byte, http.Header) {
 	code := ""
 	if strings.HasSuffix(f.Type, "Exception") {
 		code = strings.ToUpper(f.Type[:1]) + f.Type[1:]
 	}
-	return HTTPErrorBody(f.Status, code, f.Message), HTTPErrorHeader(f.Status, code)
+	msg := f.Message
+	if msg == "" {
+		msg = StatusMessage(f.Status)
+	}
+	return HTTPErrorBody(f.Status, code, msg), HTTPErrorHeader(f.Status, code)
 }
 
 // StreamFailure is StreamFailure.
