@@ -181,32 +181,10 @@ func (Wire) FailureStatus(typ string) (int, bool) {
 // kept part nor the body matters.
 func (Wire) ErrorEvent(_, _ []byte, f *provider.StreamError) []byte { return ExceptionFrame(f) }
 
-// Parse is Parse of the wire's operation, in the registry's shapes: each
-// event is one event-stream frame.
+// Parse is Parse of the wire's operation: each event is one event-stream
+// frame.
 func (w Wire) Parse(contentType string, body []byte) *codec.Reading {
-	return Parse(w.api(), contentType, body).codec()
-}
-
-// codec is r in the registry's shapes.
-func (r *Reading) codec() *codec.Reading {
-	out := &codec.Reading{Stream: r.Stream, Tail: r.Tail, EndParts: r.EndParts,
-		MessageID: r.MessageID, Model: r.Model, Text: r.Text, Thinking: r.Thinking,
-		Signatures: r.Signatures, SignatureBytes: r.SignatureBytes, Finish: r.Finish,
-		Errors: r.Errors, Signal: r.Signal}
-	for _, e := range r.Events {
-		ce := codec.Event{Start: e.Start, End: e.End, Name: e.Name, Parts: e.Parts, Unparsed: e.Unparsed}
-		for _, n := range e.Notes {
-			ce.Notes = append(ce.Notes, codec.Note{Kind: n.Kind, Text: n.Text})
-		}
-		out.Events = append(out.Events, ce)
-	}
-	for _, t := range r.Tools {
-		out.Tools = append(out.Tools, codec.ToolCall{ID: t.ID, Name: t.Name, Args: t.Args})
-	}
-	if u := r.Usage; u != nil {
-		out.Usage = &codec.Usage{Input: u.Input, Output: u.Output, Total: u.Total, Cached: u.Cached}
-	}
-	return out
+	return Parse(w.api(), contentType, body)
 }
 
 // NewClient builds a client of the wire's operation from the AWS

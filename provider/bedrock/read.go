@@ -7,109 +7,26 @@ import (
 	"io"
 	"strings"
 
-	"github.com/openmax/openmax/provider"
 	"github.com/openmax/openmax/provider/anthropic"
 	"github.com/openmax/openmax/provider/bedrock/eventstream"
+	"github.com/openmax/openmax/provider/codec"
 )
 
 // Reading recorded Bedrock traffic: a body is split into its
 // event-stream messages with their byte offsets, and each says what it
 // holds, as notes for a person and as the parts the client's own parser
-// (the streamState of its operation) yields from it. The shapes mirror
-// the registry's (provider/codec) so registering the wire is a copy.
-
-// Reading is a recorded response body as this package reads it.
-type Reading struct {
-	// Stream reports whether the body was read as an event stream.
-	Stream bool
-	// Events are the stream's messages, in order.
-	Events []Event
-	// Tail is the size of an unterminated last message: a stream cut
-	// inside it.
-	Tail int
-	// EndParts are what the client yields when the body ends before the
-	// reply is over: the tail of a reply whose messageStop came (Converse
-	// waits for metadata), or the failure of an incomplete one.
-	EndParts []provider.Part
-
-	// MessageID and Model are what the reply names itself and its model
-	// (an invoke reply's message_start), "" when it does not.
-	MessageID, Model string
-	Text             string
-	Thinking         string
-	// Signatures counts the reasoning signatures, SignatureBytes holds
-	// each one's length; a redacted reasoning block counts as one.
-	Signatures     int
-	SignatureBytes []int
-	// Tools are the tool calls in block order, Args as streamed.
-	Tools []ToolCall
-	// Finish is the stop reason.
-	Finish string
-	Usage  *RecordedUsage
-	// Errors are the exceptions (and error messages) the body reports,
-	// or the error of an error body, each "type: message".
-	Errors []string
-	// Signal is the stream's completion signal as the operation names it
-	// (messageStop, message_stop), "" when none came.
-	Signal string
-}
-
-// Event is one message of a recorded stream.
-type Event struct {
-	// Start and End are the message's byte range [Start, End).
-	Start, End int
-	// Name is the message's :event-type (chunk for every message of an
-	// invoke reply: its notes say which Anthropic event it carries), or
-	// for an exception its :exception-type.
-	Name string
-	// Parts is what the client's parser yields at this message.
-	Parts []provider.Part
-	// Notes say what the message holds, in order.
-	Notes []Note
-	// Unparsed reports that the message's payload could not be read, or
-	// that the framing broke here (the event then runs to the end of the
-	// body).
-	Unparsed bool
-}
-
-// Note is one thing an event says: content (Kind text, thinking, args)
-// in Text, or a label by itself.
-type Note struct {
-	Kind string
-	Text string
-}
-
-// The kinds of Note that carry content.
-const (
-	NoteText     = "text"
-	NoteThinking = "thinking"
-	NoteArgs     = "args"
-)
-
-// ToolCall is a tool call as recorded.
-type ToolCall struct {
-	ID, Name string
-	// Args are the arguments as streamed, "" when none were.
-	Args string
-}
-
-// RecordedUsage is a reply's token accounting as recorded: Input as the
-// vendor counts it (without the cache on Bedrock), Cached the cache
-// reads, nil when not stated.
-type RecordedUsage struct {
-	Input, Output, Total int
-	Cached               *int
-}
+// (the streamState of its operation) yields from it, in the registry's
+// shapes (provider/codec): each event is one event-stream message.
 
 // reader accumulates what a reply says.
 type reader struct {
-	r     Reading
+	r     codec.Reading
 	tools map[int]int // block index → index in r.Tools
 	text  strings.Builder
 	think strings.Builder
 }
 
-func (rd *reader) tool(i int) *ToolCall {
+func (rd *reader) tool(i int) *codec.ToolCall {
 	if rd.tools == nil {
 		rd.tools = map[int]int{}
 	}
@@ -117,7 +34,7 @@ func (rd *reader) tool(i int) *ToolCall {
 	if !ok {
 		j = len(rd.r.Tools)
 		rd.tools[i] = j
-		rd.r.Tools = append(rd.r.Tools, ToolCall{})
+		rd.r.Tools = append(rd.r.Tools, codec.ToolCall{})
 	}
 	return &rd.r.Tools[j]
 }
@@ -127,7 +44,7 @@ func (rd *reader) tool(i int) *ToolCall {
 // with '{' is then a whole JSON body, anything else a stream. Parse never
 // fails: what it cannot read it reports (Event.Unparsed, Tail) and leaves
 // out.
-func Parse(api API, contentType string, body []byte) *Reading {
+func Parse(api API, contentType string, body []byte) *codec.Reading {
 	rd := &reader{}
 	if !isStream(contentType, body) {
 		rd.whole(api, body)
@@ -138,7 +55,7 @@ func Parse(api API, contentType string, body []byte) *Reading {
 	st := newState(api)
 	over := false
 	for _, f := range frames {
-		ev := Event{Start: f.Start, End: f.End, Name: f.Message.String(":event-type")}
+		ev := codec.Event{Start: f.Start, End: f.End, Name: f.Message.String(":event-type")}
 		if !over {
 			ev.Parts, over = st.message(f.Message)
 		}
@@ -153,7 +70,7 @@ func Parse(api API, contentType string, body []byte) *Reading {
 	switch {
 	case ferr != nil:
 		// The framing broke: the rest is one unreadable event.
-		rd.r.Events = append(rd.r.Events, Event{Start: end, End: len(body), Unparsed: true, Notes: []Note{{Kind: "malformed: " + ferr.Error()}}})
+		rd.r.Events = append(rd.r.Events, codec.Event{Start: end, End: len(body), Unparsed: true, Notes: []codec.Note{{Kind: "malformed: " + ferr.Error()}}})
 		rd.r.Errors = append(rd.r.Errors, ferr.Error())
 	case tail > 0:
 		rd.r.Tail = tail
@@ -181,7 +98,7 @@ func endError(body []byte, n int) error {
 }
 
 // done is the reading put together.
-func (rd *reader) done() *Reading {
+func (rd *reader) done() *codec.Reading {
 	rd.r.Text, rd.r.Thinking = rd.text.String(), rd.think.String()
 	return &rd.r
 }
@@ -243,7 +160,7 @@ func isStream(contentType string, body []byte) bool {
 }
 
 // exceptionNote records an exception message.
-func (rd *reader) exceptionNote(m eventstream.Message, ev *Event) bool {
+func (rd *reader) exceptionNote(m eventstream.Message, ev *codec.Event) bool {
 	se := exceptionError(m)
 	if se == nil {
 		return false
@@ -253,26 +170,26 @@ func (rd *reader) exceptionNote(m eventstream.Message, ev *Event) bool {
 		ev.Name = m.String(":error-code")
 	}
 	rd.r.Errors = append(rd.r.Errors, se.Error())
-	ev.Notes = []Note{{Kind: "exception " + quote(se.Error())}}
+	ev.Notes = []codec.Note{{Kind: "exception " + quote(se.Error())}}
 	return true
 }
 
 // converseNotes reads a Converse message into the reading.
-func (rd *reader) converseNotes(m eventstream.Message, ev *Event) {
+func (rd *reader) converseNotes(m eventstream.Message, ev *codec.Event) {
 	if rd.exceptionNote(m, ev) {
 		return
 	}
 	var e ConverseEvent
 	if json.Unmarshal(m.Payload, &e) != nil {
 		ev.Unparsed = true
-		ev.Notes = []Note{{Kind: "unparsed " + ev.Name}}
+		ev.Notes = []codec.Note{{Kind: "unparsed " + ev.Name}}
 		return
 	}
 	idx := 0
 	if e.ContentBlockIndex != nil {
 		idx = *e.ContentBlockIndex
 	}
-	note := func(kind, text string) { ev.Notes = append(ev.Notes, Note{Kind: kind, Text: text}) }
+	note := func(kind, text string) { ev.Notes = append(ev.Notes, codec.Note{Kind: kind, Text: text}) }
 	switch ev.Name {
 	case "contentBlockStart":
 		if e.Start != nil && e.Start.ToolUse != nil {
@@ -288,16 +205,16 @@ func (rd *reader) converseNotes(m eventstream.Message, ev *Event) {
 			note("empty delta", "")
 		case d.Text != nil:
 			rd.text.WriteString(*d.Text)
-			note(NoteText, *d.Text)
+			note(codec.NoteText, *d.Text)
 		case d.ToolUse != nil:
 			t := rd.tool(idx)
 			t.Args += d.ToolUse.Input
-			note(NoteArgs, d.ToolUse.Input)
+			note(codec.NoteArgs, d.ToolUse.Input)
 		case d.ReasoningContent != nil:
 			r := d.ReasoningContent
 			if r.Text != "" {
 				rd.think.WriteString(r.Text)
-				note(NoteThinking, r.Text)
+				note(codec.NoteThinking, r.Text)
 			}
 			if r.Signature != "" {
 				rd.r.Signatures++
@@ -321,7 +238,7 @@ func (rd *reader) converseNotes(m eventstream.Message, ev *Event) {
 		note("stop "+e.StopReason, "")
 	case "metadata":
 		if u := e.Usage; u != nil {
-			rd.r.Usage = &RecordedUsage{Input: u.InputTokens, Output: u.OutputTokens, Total: u.TotalTokens, Cached: u.CacheReadInputTokens}
+			rd.r.Usage = &codec.Usage{Input: u.InputTokens, Output: u.OutputTokens, Total: u.TotalTokens, Cached: u.CacheReadInputTokens}
 			note(fmt.Sprintf("usage %d in, %d out", u.InputTokens, u.OutputTokens), "")
 		} else {
 			note("metadata", "")
@@ -343,22 +260,22 @@ type invokeStart struct {
 
 // invokeNotes reads an invoke message into the reading: a chunk by its
 // Anthropic event.
-func (rd *reader) invokeNotes(m eventstream.Message, ev *Event) {
+func (rd *reader) invokeNotes(m eventstream.Message, ev *codec.Event) {
 	if rd.exceptionNote(m, ev) {
 		return
 	}
 	if ev.Name != "chunk" {
-		ev.Notes = []Note{{Kind: ev.Name}}
+		ev.Notes = []codec.Note{{Kind: ev.Name}}
 		return
 	}
 	data, err := chunkEvent(m)
 	var e anthropic.Event
 	if err != nil || json.Unmarshal(data, &e) != nil {
 		ev.Unparsed = true
-		ev.Notes = []Note{{Kind: "unparsed chunk"}}
+		ev.Notes = []codec.Note{{Kind: "unparsed chunk"}}
 		return
 	}
-	note := func(kind, text string) { ev.Notes = append(ev.Notes, Note{Kind: kind, Text: text}) }
+	note := func(kind, text string) { ev.Notes = append(ev.Notes, codec.Note{Kind: kind, Text: text}) }
 	idx := 0
 	if e.Index != nil {
 		idx = *e.Index
@@ -396,10 +313,10 @@ func (rd *reader) invokeNotes(m eventstream.Message, ev *Event) {
 		switch d.Type {
 		case "text_delta":
 			rd.text.WriteString(d.Text)
-			note(NoteText, d.Text)
+			note(codec.NoteText, d.Text)
 		case "thinking_delta":
 			rd.think.WriteString(d.Thinking)
-			note(NoteThinking, d.Thinking)
+			note(codec.NoteThinking, d.Thinking)
 		case "signature_delta":
 			rd.r.Signatures++
 			rd.r.SignatureBytes = append(rd.r.SignatureBytes, len(d.Signature))
@@ -407,7 +324,7 @@ func (rd *reader) invokeNotes(m eventstream.Message, ev *Event) {
 		case "input_json_delta":
 			t := rd.tool(idx)
 			t.Args += d.PartialJSON
-			note(NoteArgs, d.PartialJSON)
+			note(codec.NoteArgs, d.PartialJSON)
 		default:
 			note(d.Type, "")
 		}
@@ -440,7 +357,7 @@ func (rd *reader) usage(u *anthropic.Usage) {
 		return
 	}
 	if rd.r.Usage == nil {
-		rd.r.Usage = &RecordedUsage{}
+		rd.r.Usage = &codec.Usage{}
 	}
 	if u.InputTokens != nil {
 		rd.r.Usage.Input = *u.InputTokens
@@ -500,7 +417,7 @@ func (rd *reader) whole(api API, body []byte) {
 		}
 		rd.r.Finish = v.StopReason
 		if u := v.Usage; u != nil {
-			rd.r.Usage = &RecordedUsage{Input: u.InputTokens, Output: u.OutputTokens, Total: u.TotalTokens, Cached: u.CacheReadInputTokens}
+			rd.r.Usage = &codec.Usage{Input: u.InputTokens, Output: u.OutputTokens, Total: u.TotalTokens, Cached: u.CacheReadInputTokens}
 		}
 	case api == APIInvoke && v.Content != nil:
 		rd.r.MessageID, rd.r.Model = v.ID, v.Model

@@ -9,6 +9,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/openmax/openmax/provider"
+	"github.com/openmax/openmax/provider/codec"
 	"github.com/openmax/openmax/provider/internal/codectest"
 )
 
@@ -31,7 +32,7 @@ var wires = []struct {
 }
 
 // readingParts are the parts a reading says the client yields.
-func readingParts(rd *Reading) []provider.Part {
+func readingParts(rd *codec.Reading) []provider.Part {
 	var all []provider.Part
 	for _, e := range rd.Events {
 		all = append(all, e.Parts...)
