@@ -31,8 +31,8 @@ func TestAPIFlag(t *testing.T) {
 		{"responses with openai", "openai", "responses", ""},
 		{"chat with openai", "openai", "chat", ""},
 		{"default", "openai", "", ""},
-		{"responses with echo", "echo", "responses", "--api is only for --provider openai"},
-		{"chat with anthropic", "anthropic", "chat", "--api is only for --provider openai"},
+		{"responses with echo", "echo", "responses", "openai (chat or responses): it picks the wire, not for --provider echo"},
+		{"chat with anthropic", "anthropic", "chat", "openai (chat or responses): it picks the wire, not for --provider anthropic"},
 		{"unknown wire", "openai", "completions", `unknown --api "completions"`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
