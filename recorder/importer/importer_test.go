@@ -55,9 +55,9 @@ var responsesFixtures = []string{
 	"pydantic-ai-openai-responses__test_openai_responses_model_http_error.yaml",
 }
 
-// vendorFixtures are the recordings of wires this package's tests do not
-// replay yet: their vendor packages reconstruct them from these copies
-// (A14, A15: provider/bedrock).
+// vendorFixtures are the recordings of wires whose vendor packages
+// reconstruct them (A14, A15: provider/bedrock); cmd/openmax's
+// TestCommandsReadEveryImportFormat imports and replays them.
 var vendorFixtures = []string{
 	"pydantic-ai-bedrock__test_bedrock_model_iter_stream.yaml",
 	"fantasy__bedrock-anthropic-claude-haiku-4-5__tool_streaming.yaml",
