@@ -17,7 +17,15 @@ func (e *Engine) estimate(s *Session) int { return e.estimateOf(s.Messages()) }
 
 // estimateOf estimates a request carrying msgs.
 func (e *Engine) estimateOf(msgs []provider.Message) int {
-	n := len(e.System)
+	return EstimateTokens(e.System, msgs, e.Tools.Specs())
+}
+
+// EstimateTokens is the estimate of a request carrying system, msgs and
+// tools that budget reports (before the session's scale): about four
+// bytes a token over the system prompt, the messages' text, tool calls and
+// thinking, and the tools' names, descriptions and schemas.
+func EstimateTokens(system string, msgs []provider.Message, tools []provider.ToolSpec) int {
+	n := len(system)
 	for _, m := range msgs {
 		n += len(m.Text) + len(m.CallID)
 		for _, th := range m.Thinking {
@@ -27,7 +35,7 @@ func (e *Engine) estimateOf(msgs []provider.Message) int {
 			n += len(c.Name) + len(c.Args)
 		}
 	}
-	for _, sp := range e.Tools.Specs() {
+	for _, sp := range tools {
 		n += len(sp.Name) + len(sp.Description) + len(sp.Schema)
 	}
 	return (n + 3) / 4

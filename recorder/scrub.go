@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	vcr "github.com/dnaeon/go-vcr/v2/cassette"
+
+	"github.com/openmax/openmax/provider/codec"
 )
 
 // Scrubbed replaces every secret the recorder keeps out of a cassette.
@@ -49,13 +51,14 @@ var secretHeaderNames = func() map[string]bool {
 
 // SecretHeader reports whether every value of the header name is scrubbed
 // from a cassette (and never shown by `cassette show`): a name of
-// SecretHeaderNames, or one containing a word of SecretWords, except the
-// rate-limit headers (x-ratelimit-remaining-tokens,
+// SecretHeaderNames or of a registered wire's credential headers
+// (codec.Info.SecretHeaders), or one containing a word of SecretWords,
+// except the rate-limit headers (x-ratelimit-remaining-tokens,
 // anthropic-ratelimit-tokens-limit, ...), which count tokens and carry no
 // secret.
 func SecretHeader(name string) bool {
 	l := strings.ToLower(name)
-	if secretHeaderNames[l] {
+	if secretHeaderNames[l] || codec.IsSecretHeader(l) {
 		return true
 	}
 	if strings.Contains(l, "ratelimit") || strings.Contains(l, "rate-limit") {
@@ -65,11 +68,12 @@ func SecretHeader(name string) bool {
 }
 
 // SecretParam reports whether a URL query parameter's value is scrubbed:
-// its name (unescaped, case-insensitively) contains a word of SecretWords
-// or is "sig" (a signed URL's signature).
+// its name (unescaped, case-insensitively) contains a word of SecretWords,
+// is "sig" (a signed URL's signature) or is one of a registered wire's
+// credential parameters (codec.Info.SecretQuery).
 func SecretParam(name string) bool {
 	l := strings.ToLower(name)
-	return l == "sig" || containsSecretWord(l)
+	return l == "sig" || containsSecretWord(l) || codec.IsSecretQuery(l)
 }
 
 func containsSecretWord(l string) bool {
@@ -179,6 +183,9 @@ func newScrubber(u *url.URL, h http.Header, user []*regexp.Regexp) *scrubber {
 		}
 		for _, v := range vs {
 			add(v)
+			if sigV4Secrets(v, add) {
+				continue
+			}
 			for _, f := range strings.FieldsFunc(v, func(r rune) bool { return r == ' ' || r == ';' || r == ',' || r == '=' }) {
 				add(f)
 			}
@@ -212,6 +219,31 @@ func newScrubber(u *url.URL, h http.Header, user []*regexp.Regexp) *scrubber {
 	}
 	s.patterns = append(s.patterns, user...)
 	return s
+}
+
+// sigV4Secrets adds the secrets of an AWS SigV4 Authorization value (the
+// credential, its access key id, the signature) and reports whether v is
+// one. Its other fields (the algorithm, SignedHeaders' header names such
+// as content-type) are no secrets and must not be scrubbed elsewhere: an
+// event-stream frame names its :content-type, and rewriting it would
+// break the frame.
+func sigV4Secrets(v string, add func(string)) bool {
+	rest, ok := strings.CutPrefix(v, "AWS4-HMAC-SHA256 ")
+	if !ok {
+		return false
+	}
+	for _, f := range strings.Split(rest, ",") {
+		k, val, _ := strings.Cut(strings.TrimSpace(f), "=")
+		switch k {
+		case "Credential":
+			add(val)
+			id, _, _ := strings.Cut(val, "/")
+			add(id)
+		case "Signature":
+			add(val)
+		}
+	}
+	return true
 }
 
 func sortByLenDesc(xs []string) {

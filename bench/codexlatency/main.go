@@ -41,8 +41,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/openmax/openmax/bench/internal/benchcli"
 	"github.com/openmax/openmax/bench/internal/childtime"
-	"github.com/openmax/openmax/internal/codexscenario"
+	"github.com/openmax/openmax/replay/codexscenario"
 )
 
 func main() {
@@ -117,11 +118,8 @@ func run(codex, openmax string, n, interrupts int, keep bool) error {
 		defer os.RemoveAll(scratch)
 	}
 	if openmax == "" {
-		openmax = filepath.Join(scratch, "openmax")
-		build := exec.Command("go", "build", "-o", openmax, "github.com/openmax/openmax/cmd/openmax")
-		build.Stdout, build.Stderr = os.Stderr, os.Stderr
-		if err := build.Run(); err != nil {
-			return fmt.Errorf("go build ./cmd/openmax: %w", err)
+		if openmax, err = benchcli.BuildOpenmax(scratch); err != nil {
+			return err
 		}
 	}
 	version, _ := exec.Command(codex, "--version").Output()

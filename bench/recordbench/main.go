@@ -43,7 +43,7 @@ import (
 	"github.com/openmax/openmax/provider/fake"
 	"github.com/openmax/openmax/provider/script"
 	"github.com/openmax/openmax/recorder"
-	"github.com/openmax/openmax/recorder/cassette"
+	"github.com/openmax/openmax/recorder/importer"
 	"github.com/openmax/openmax/replay/tape"
 )
 
@@ -210,7 +210,7 @@ func proxyOnce(dir, name string, n int, mk func(path, upstream string) (http.Han
 	end := time.Now()
 	r := result{total: end.Sub(start), last: end.Sub(lastStart), n: n, lastN: n - lastFrom}
 	if mk != nil {
-		if f, err := cassette.Load(path); err != nil || len(f.Interactions) != n {
+		if f, _, err := importer.Load(path); err != nil || len(f.Interactions) != n {
 			return r, fmt.Errorf("the cassette: %v (%d interactions)", err, len(f.Interactions))
 		}
 	}
@@ -354,7 +354,7 @@ func ttftOnce(dir string, turns int, path string) ([]time.Duration, error) {
 		return nil, err
 	}
 	if path != "" {
-		f, err := cassette.Load(path)
+		f, _, err := importer.Load(path)
 		if err != nil {
 			return nil, err
 		}

@@ -37,6 +37,7 @@ import (
 	"github.com/openmax/openmax/provider/script"
 	"github.com/openmax/openmax/recorder"
 	"github.com/openmax/openmax/recorder/cassette"
+	"github.com/openmax/openmax/recorder/importer"
 	"github.com/openmax/openmax/recorder/replay"
 	"github.com/openmax/openmax/replay/tape"
 )
@@ -76,7 +77,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	f, err := cassette.Load(path)
+	f, _, err := importer.Load(path)
 	if err != nil {
 		return err
 	}

@@ -2,13 +2,16 @@
 // part of CI), printing stock go-vcr v2 beside openmax in the same run:
 //
 //   - a T-turn session (T = 10, 100, 300) loaded and replayed through the
-//     real harness (cassette.Load, tape.Replay at instant pace) vs the same
+//     real harness (importer.Load, which every command loads through, and
+//     tape.Replay at instant pace) vs the same
 //     harness served by go-vcr's recorder in replay mode
 //     (SkipRequestLatency), which loads the same file; the median of
 //     several interleaved runs, per turn and in all;
 //   - loading three cassettes (each mostly one streamed body): wall time and
-//     peak RSS of a child process that only loads the file (cassette.Load
-//     vs go-vcr's cassette.Load), with the file size beside them.
+//     peak RSS of a child process that only loads the file (importer.Load
+//     vs go-vcr's cassette.Load), with the file size beside them
+//     (bench/loadscale measures larger recordings of many interactions,
+//     and the binary).
 //
 // The sessions are made here, offline: the harness runs against a canned
 // OpenAI-shaped transport while a scripted client sends one user command
@@ -21,18 +24,15 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -40,10 +40,13 @@ import (
 	vcrcassette "github.com/dnaeon/go-vcr/v2/cassette"
 	vcrrecorder "github.com/dnaeon/go-vcr/v2/recorder"
 
+	"github.com/openmax/openmax/bench/internal/benchcli"
+	"github.com/openmax/openmax/bench/internal/loadchild"
 	"github.com/openmax/openmax/core/harness"
 	"github.com/openmax/openmax/provider/clock"
 	"github.com/openmax/openmax/recorder"
 	"github.com/openmax/openmax/recorder/cassette"
+	"github.com/openmax/openmax/recorder/importer"
 	"github.com/openmax/openmax/recorder/replay"
 	"github.com/openmax/openmax/replay/tape"
 )
@@ -60,25 +63,14 @@ func main() {
 	flag.Parse()
 	var err error
 	if *load != "" || *with == "none" {
-		err = child(*load, *with)
+		err = loadchild.Load(*with, *load)
 	} else {
-		err = run(*runs, ints(*turns), ints(*mbs), *cpuprofile)
+		err = run(*runs, benchcli.Ints(*turns), benchcli.Ints(*mbs), *cpuprofile)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "replayscale:", err)
 		os.Exit(1)
 	}
-}
-
-func ints(s string) []int {
-	var out []int
-	for _, f := range strings.Split(s, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err == nil && n > 0 {
-			out = append(out, n)
-		}
-	}
-	return out
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
@@ -175,77 +167,18 @@ func run(runs int, turns, mbs []int, cpuprofile string) error {
 // measureLoad runs a child that loads path, returning its load time and
 // peak RSS in bytes.
 func measureLoad(path, with string) (time.Duration, int64, error) {
-	cmd := exec.Command(os.Args[0], "-load", path, "-with", with)
-	cmd.Stderr = os.Stderr
-	cmd.Env = append(os.Environ(), "GOGC=") // each loader with Go's default GC
-	out, err := cmd.Output()
+	r, err := loadchild.Run(os.Args[0], "-load", path, "-with", with)
 	if err != nil {
 		return 0, 0, fmt.Errorf("%s loading %s: %w", with, path, err)
 	}
-	var d time.Duration
-	var kb int64
-	if _, err := fmt.Sscan(string(out), &d, &kb); err != nil {
-		return 0, 0, fmt.Errorf("the child printed %q: %w", out, err)
-	}
-	return d, kb << 10, nil
-}
-
-// peakRSS is this process's peak resident set (VmHWM) in KiB. The child
-// reads its own: the rusage of a child started with vfork counts the
-// parent's pages it shared before exec.
-func peakRSS() (int64, error) {
-	data, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0, err
-	}
-	for _, l := range strings.Split(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(l, "VmHWM:"); ok {
-			return strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
-		}
-	}
-	return 0, errors.New("no VmHWM in /proc/self/status")
-}
-
-// child loads a cassette and prints how long it took and its peak RSS.
-func child(path, with string) error {
-	start := time.Now()
-	n := 0
-	switch with {
-	case "openmax":
-		f, err := cassette.Load(path)
-		if err != nil {
-			return err
-		}
-		n = len(f.Interactions)
-	case "none":
-		n = 1
-	case "go-vcr":
-		c, err := vcrcassette.Load(strings.TrimSuffix(path, ".yaml"))
-		if err != nil {
-			return err
-		}
-		n = len(c.Interactions)
-	default:
-		return fmt.Errorf("unknown loader %q", with)
-	}
-	d := time.Since(start)
-	if n == 0 {
-		return errors.New("no interactions loaded")
-	}
-	kb, err := peakRSS()
-	if err != nil {
-		return err
-	}
-	fmt.Println(int64(d), kb)
-	runtime.KeepAlive(n)
-	return nil
+	return r.D, r.RSS, nil
 }
 
 // replayOurs loads the file and replays the session through the harness,
 // as `openmax replay` does.
 func replayOurs(path string) (time.Duration, error) {
 	start := time.Now()
-	f, err := cassette.Load(path)
+	f, _, err := importer.Load(path)
 	if err != nil {
 		return 0, err
 	}
@@ -459,7 +392,7 @@ func makeBig(path string, size int) error {
 	if err := makeSession(path, 20); err != nil {
 		return err
 	}
-	f, err := cassette.Load(path)
+	f, _, err := importer.Load(path)
 	if err != nil {
 		return err
 	}

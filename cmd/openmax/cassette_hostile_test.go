@@ -65,22 +65,49 @@ func negativeStart(s string) string {
 	return strings.Replace(s, "      start: 0s\n", "      start: -3s\n", 1)
 }
 
+// oneHugeLine is a cassette whose first request body is a line of 1 GB:
+// a sparse file, its zeros never written.
+func oneHugeLine(t *testing.T) string {
+	p := filepath.Join(t.TempDir(), "line.yaml")
+	fh, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	fh.WriteString("version: 1\ninteractions:\n  - request:\n      body: '")
+	if err := fh.Truncate(1e9); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// deepNesting nests the session 20000 deep.
+func deepNesting(s string) string {
+	return strings.Replace(s, "\nopenmax:\n", "\nopenmax:\n  hooks: "+strings.Repeat("[", 20000)+"\n", 1)
+}
+
 // TestHostileCassettesAreRefused: every command that loads a cassette
-// refuses an alias bomb or impossible timing at once, exits nonzero and
-// says why on stderr, naming the line or the interaction and field.
+// refuses an alias bomb, impossible timing, a line of 1 GB or nesting
+// deeper than YAML allows at once, exits nonzero and says why on stderr,
+// naming the line or the interaction and field, or the limit.
 func TestHostileCassettesAreRefused(t *testing.T) {
 	bin := buildBinary(t)
+	edited := func(edit func(string) string) func(*testing.T) string {
+		return func(t *testing.T) string { return hostileCassette(t, edit) }
+	}
 	tests := []struct {
 		name string
-		edit func(string) string
+		file func(*testing.T) string
 		want string
 	}{
-		{"alias bomb", aliasBomb, "line 4: a YAML alias (*big): openmax cassettes never use aliases"},
-		{"a chunk at 2562047h", farChunk, "interaction 0: openmax.chunks[0].at is 2562047h0m0s: a recorded offset must be under 24h0m0s"},
-		{"a negative start", negativeStart, "interaction 0: openmax.start is -3s: a recorded offset cannot be negative"},
+		{"alias bomb", edited(aliasBomb), "line 4: a YAML alias (*big): openmax cassettes never use aliases"},
+		{"a chunk at 2562047h", edited(farChunk), "interaction 0: openmax.chunks[0].at is 2562047h0m0s: a recorded offset must be under 24h0m0s"},
+		{"a negative start", edited(negativeStart), "interaction 0: openmax.start is -3s: a recorded offset cannot be negative"},
+		{"a line of 1 GB", oneHugeLine, "is 1000000000 bytes, the limit is 134217728 (128 MiB) (it is not in the layout openmax writes"},
+		{"nesting 20000 deep", edited(deepNesting), "exceeded max depth of 10000"},
 	}
 	for _, tt := range tests {
-		path := hostileCassette(t, tt.edit)
+		path := tt.file(t)
 		out := filepath.Join(t.TempDir(), "out.yaml")
 		for _, args := range [][]string{
 			{"replay", path},

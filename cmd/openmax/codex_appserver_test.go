@@ -1,7 +1,7 @@
 package main
 
 // The codex app-server client (provider/codex) end to end: every scenario
-// of internal/codexscenario driven against the real codex app-server
+// of replay/codexscenario driven against the real codex app-server
 // (npm @openai/codex, offline: `openmax fake-provider --scenario` as its
 // model on loopback, a dead proxy beyond it, a CODEX_HOME of its own), and
 // every committed recording of them replayed through the real
@@ -16,18 +16,21 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/openmax/openmax/internal/codexscenario"
 	"github.com/openmax/openmax/internal/golden"
 	"github.com/openmax/openmax/provider/codex"
 	"github.com/openmax/openmax/recorder/cassette"
+	"github.com/openmax/openmax/replay/codexscenario"
 )
 
 // codexTestdata is provider/codex/testdata, where the recordings live.
@@ -65,6 +68,30 @@ func (h *liveCodex) Start(ctx context.Context, o codex.Options) (*codex.Client, 
 	return cl, nil
 }
 
+// setUpHome writes the CODEX_HOME's config.toml for the model at base,
+// with what the scenario adds: an MCP server, a plugin (installed with
+// the real codex CLI), each running the stub MCP server of
+// testdata/mcpserver.
+func (h *liveCodex) setUpHome(t *testing.T, ctx context.Context, home codexscenario.Home, base string) {
+	t.Helper()
+	var mcp []string
+	if home != (codexscenario.Home{}) {
+		mcp = []string{testdataProgram(t, "mcpserver")}
+	}
+	cli := func(args ...string) error {
+		cmd := exec.CommandContext(ctx, h.codex, args...)
+		cmd.Dir = h.work
+		cmd.Env = append([]string{"PATH=" + os.Getenv("PATH")}, codexscenario.OfflineEnv(h.home, h.codexHome)...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("codex %s: %w\n%s", strings.Join(args, " "), err, out)
+		}
+		return nil
+	}
+	if err := home.SetUp(h.codexHome, base, 2, mcp, t.TempDir(), cli); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func (h *liveCodex) close(ctx context.Context) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -95,7 +122,7 @@ func TestCodexAppServer(t *testing.T) {
 			var fp *childServer
 			var proxied *scripted
 			base := ""
-			if sc.Name == "compact" {
+			if sc.Name == "compact" || sc.Name == "fork_tool" {
 				proxied = serveScenario(t, ctx, bin, sc.Model)
 				base = proxied.URL
 			} else {
@@ -103,9 +130,7 @@ func TestCodexAppServer(t *testing.T) {
 				base = fp.URL
 			}
 			h := &liveCodex{codex: codexBin, home: t.TempDir(), codexHome: t.TempDir(), work: t.TempDir()}
-			if err := os.WriteFile(filepath.Join(h.codexHome, "config.toml"), []byte(codexConfig(base, 2)), 0o644); err != nil {
-				t.Fatal(err)
-			}
+			h.setUpHome(t, ctx, sc.Home, base)
 			start := time.Now()
 			out, err := sc.Run(ctx, h)
 			h.close(ctx)
@@ -115,7 +140,11 @@ func TestCodexAppServer(t *testing.T) {
 					t.Errorf("fake-provider exited %d:\n%s", code, fp.stderr)
 				}
 			} else if err == nil {
-				checkCompactedHistory(t, proxied.finish(t))
+				if f := proxied.finish(t); sc.Name == "compact" {
+					checkCompactedHistory(t, f)
+				} else {
+					checkToolsOffered(t, f, "openmax", "read_file")
+				}
 			}
 			if err != nil {
 				for i, e := range h.stderr {
@@ -208,5 +237,40 @@ func checkCompactedHistory(t *testing.T, f *cassette.File) {
 	}
 	if !strings.Contains(last, "Hello.") {
 		t.Errorf("the request after compaction lost the user's earlier message:\n%s", last)
+	}
+}
+
+// checkToolsOffered: every model request codex sent (fork_tool: the
+// source thread's turn and each fork's) offers the model the client's
+// dynamic tool, as a namespace tool holding it, though only thread/start
+// sent the tools.
+func checkToolsOffered(t *testing.T, f *cassette.File, namespace, tool string) {
+	t.Helper()
+	if len(f.Interactions) == 0 {
+		t.Fatal("codex made no model requests")
+	}
+	for i, it := range f.Interactions {
+		var body struct {
+			Tools []struct {
+				Type  string `json:"type"`
+				Name  string `json:"name"`
+				Tools []struct {
+					Name string `json:"name"`
+				} `json:"tools"`
+			} `json:"tools"`
+		}
+		if err := json.Unmarshal([]byte(it.Request.Body), &body); err != nil {
+			t.Fatalf("model request %d: %v", i+1, err)
+		}
+		found, offered := false, []string{}
+		for _, ns := range body.Tools {
+			offered = append(offered, ns.Type+" "+ns.Name)
+			for _, fn := range ns.Tools {
+				found = found || (ns.Type == "namespace" && ns.Name == namespace && fn.Name == tool)
+			}
+		}
+		if !found {
+			t.Errorf("model request %d of %d does not offer %s.%s; it offers %v", i+1, len(f.Interactions), namespace, tool, offered)
+		}
 	}
 }

@@ -15,8 +15,8 @@ import (
 
 	"golang.org/x/tools/txtar"
 
-	"github.com/openmax/openmax/internal/codexscenario"
 	"github.com/openmax/openmax/internal/golden"
+	"github.com/openmax/openmax/replay/codexscenario"
 )
 
 // A codex case is one txtar archive, golden/codex/NAME.txtar: a session of

@@ -44,8 +44,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/openmax/openmax/internal/codexscenario"
 	"github.com/openmax/openmax/recorder/cassette"
+	"github.com/openmax/openmax/replay/codexscenario"
 )
 
 // codexPackages names, per platform, the npm package carrying codex's
@@ -75,7 +75,7 @@ func codexBinary(t *testing.T) string {
 }
 
 // codexConfig is CODEX_HOME/config.toml for a real codex run offline
-// against the fake at base (internal/codexscenario).
+// against the fake at base (replay/codexscenario).
 func codexConfig(base string, retries int) string {
 	return codexscenario.CodexHomeConfig(base, retries)
 }
@@ -201,15 +201,24 @@ const codexTool = `replies:
 // tool round trip (recorded, then served from the recording to two fresh
 // CODEX_HOMEs, then with faults injected into it), a rate limit and a
 // stream cut short.
+// codexGuard bounds one subtest's wait on codex and the servers it talks
+// to, so a hang fails the test instead of stalling it. It starts when the
+// subtest does: a parallel subtest may queue for minutes behind the
+// package's other tests on a loaded machine, and that wait must not count.
+func codexGuard(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
 func TestCodex(t *testing.T) {
 	t.Parallel() // waits on child processes: overlaps the package's other slow tests
 	codex := codexBinary(t)
 	bin := buildBinary(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	t.Cleanup(cancel) // after the parallel subtests
 
 	t.Run("answer", func(t *testing.T) {
 		t.Parallel()
+		ctx := codexGuard(t)
 		s := serveScenario(t, ctx, bin, `replies:
   - chunks: [{text: "Hello from "}, {text: "the fake."}, {usage: {prompt_tokens: 20, completion_tokens: 5}}, {finish: stop}]
 `)
@@ -257,6 +266,7 @@ func TestCodex(t *testing.T) {
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
 				t.Parallel()
+				ctx := codexGuard(t)
 				s := serveScenario(t, ctx, bin, "replies:\n  - "+tt.first+"\n  - text: \"After the fault.\"\n")
 				r := runCodex(t, ctx, codex, s.URL, "say hello", 2)
 				if r.code != tt.code || r.stdout != tt.stdout || !strings.Contains(r.stderr, tt.stderr) {
@@ -275,6 +285,7 @@ func TestCodex(t *testing.T) {
 
 	t.Run("recording", func(t *testing.T) {
 		t.Parallel()
+		ctx := codexGuard(t)
 		s := serveScenario(t, ctx, bin, codexTool)
 		const prompt = "run the probe"
 		live := runCodex(t, ctx, codex, s.URL, prompt, 2)

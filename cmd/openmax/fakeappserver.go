@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/openmax/openmax/replay/appserver"
@@ -12,7 +11,7 @@ import (
 
 // fakeAppServerCommand is `openmax fake-app-server`.
 var fakeAppServerCommand = command{name: "openmax fake-app-server",
-	usage: "--transcript FILE [--log FILE] [app-server [-c KEY=VALUE]...]",
+	usage: "--transcript FILE [--log FILE [--overwrite]] [app-server [-c KEY=VALUE]...]",
 	purpose: "Play codex app-server from a recorded transcript (the codex client's {dir,msg} lines) on stdin/stdout,\n" +
 		"so a codex client runs against it with no codex installed: set the client's command to\n" +
 		"openmax fake-app-server --transcript FILE. codex's own arguments after it (app-server -c KEY=VALUE)\n" +
@@ -27,7 +26,8 @@ func runFakeAppServer(ctx context.Context, args []string, stdin io.Reader, stdou
 	ours, codexArgs := splitCodexArgs(args)
 	fs := c.flags()
 	path := fs.String("transcript", "", "the transcript to replay (JSON lines {\"dir\":\"send\"|\"recv\",\"msg\":...})")
-	logPath := fs.String("log", "", "also write the diagnostics, and a trace of every line replayed, to this file")
+	logPath := fs.String("log", "", "also write the diagnostics, and a trace of every line replayed, to this new file")
+	overwrite := fs.Bool("overwrite", false, "replace the --log file if it exists (without it, an existing file is refused and left as it is)")
 	pos, code, ok := c.parse(fs, ours, stdout, stderr)
 	if !ok {
 		return code
@@ -41,6 +41,14 @@ func runFakeAppServer(ctx context.Context, args []string, stdin io.Reader, stdou
 	if *path == "" {
 		return c.usageError(stderr, "give --transcript FILE")
 	}
+	logOut := outputFile{path: *logPath, overwrite: *overwrite}
+	if *logPath != "" {
+		if err := logOut.check(*path); err != nil {
+			return c.usageError(stderr, "--log: %v", err)
+		}
+	} else if *overwrite {
+		return c.usageError(stderr, "--overwrite is for --log FILE")
+	}
 	t, err := appserver.ParseFile(*path, 0)
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", c.name, err)
@@ -49,7 +57,7 @@ func runFakeAppServer(ctx context.Context, args []string, stdin io.Reader, stdou
 	diag := stderr
 	var trace io.Writer
 	if *logPath != "" {
-		f, err := os.Create(*logPath)
+		f, err := logOut.create(0o644)
 		if err != nil {
 			fmt.Fprintf(stderr, "%s: %v\n", c.name, err)
 			return 1

@@ -196,6 +196,14 @@ func TestFakeAppServerCommand(t *testing.T) {
 	if err := os.WriteFile(bad, []byte(`{"dir":"send","msg":{"id":1,"method":"initialize"}}`+"\n"+`{"dir":"sideways","msg":{}}`+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	existing := filepath.Join(dir, "existing.log")
+	if err := os.WriteFile(existing, []byte("an earlier log\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	replaced := filepath.Join(dir, "replaced.log")
+	if err := os.WriteFile(replaced, []byte("an earlier log\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, tt := range []struct {
 		name   string
 		args   []string
@@ -205,6 +213,11 @@ func TestFakeAppServerCommand(t *testing.T) {
 		stderr string // contained in stderr
 	}{
 		{"help", []string{"--help"}, "", 0, "-", ""},
+		{"an existing log is kept", []string{"--transcript", codexToolTranscript, "--log", existing}, "", 2, "", "existing.log already exists (write to a new file, or pass --overwrite to replace it)"},
+		{"the log is the transcript", []string{"--transcript", codexToolTranscript, "--log", codexToolTranscript, "--overwrite"}, "", 2, "", "is the input"},
+		{"--overwrite without --log", []string{"--transcript", codexToolTranscript, "--overwrite"}, "", 2, "", "--overwrite is for --log FILE"},
+		{"--overwrite replaces the log", []string{"--transcript", codexToolTranscript, "--log", replaced, "--overwrite"},
+			strings.Join(client, "\n") + "\n", 0, strings.Join(replies, "\n") + "\n", ""},
 		{"help command", []string{"help"}, "", 0, "-", ""},
 		{"replays, codex's arguments ignored", []string{"--transcript", codexToolTranscript, "app-server", "-c", "check_for_update_on_startup=false", "--config=a.b=1", "-c=x=y"},
 			strings.Join(client, "\n") + "\n", 0, strings.Join(replies, "\n") + "\n", ""},
@@ -236,5 +249,11 @@ func TestFakeAppServerCommand(t *testing.T) {
 				t.Errorf("stdout\n%s\nwant\n%s", stdout, tt.stdout)
 			}
 		})
+	}
+	if got, err := os.ReadFile(existing); err != nil || string(got) != "an earlier log\n" {
+		t.Errorf("a refused --log was touched: %q, %v", got, err)
+	}
+	if got, err := os.ReadFile(replaced); err != nil || strings.Contains(string(got), "an earlier log") || !strings.Contains(string(got), "lines replayed\n") {
+		t.Errorf("--overwrite did not replace the log: %q, %v", got, err)
 	}
 }

@@ -69,6 +69,8 @@ func TestCommandsReadEveryImportFormat(t *testing.T) {
 		{"pydantic-ai-openai-responses__test_openai_responses_thinking_part_iter.yaml", "vcrpy", ""},
 		{"dd-trace-py__response_stream_incomplete.yaml", "vcrpy", ""},
 		{"pydantic-ai-openai-responses__test_openai_responses_model_http_error.yaml", "vcrpy", ""},
+		{"fantasy__bedrock-anthropic-claude-haiku-4-5__tool_streaming.yaml", "govcr4", ""},
+		{"pydantic-ai-bedrock__test_bedrock_model_iter_stream.yaml", "vcrpy", ""},
 	}
 	entries, err := os.ReadDir(fixture.RealDir())
 	if err != nil {

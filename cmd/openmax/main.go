@@ -23,7 +23,9 @@ import (
 	"github.com/openmax/openmax/core/wire"
 	"github.com/openmax/openmax/internal/reaper"
 	"github.com/openmax/openmax/provider/clock"
+	"github.com/openmax/openmax/provider/codec"
 	"github.com/openmax/openmax/provider/codex"
+	_ "github.com/openmax/openmax/provider/vendors" // every built-in vendor wire
 )
 
 // Version is the openmax build reported by hello.
@@ -137,7 +139,7 @@ func mainUsage(w io.Writer) {
 (openmax-stdio/6), with record and replay of model traffic for tests.
 
 usage:
-  openmax --stdio --provider openai|anthropic|echo|script [flags]  serve a session on stdin/stdout
+  openmax --stdio --provider PROVIDER [flags]                      serve a session on stdin/stdout
   openmax -p PROMPT --provider ... [flags]                         one turn, the answer on stdout
   openmax replay CASSETTE|DIR [--view] [--golden F] [--update]     replay through the real engine, offline
   openmax record --cassette FILE [--proxy --upstream URL] [flags]  record a live session (or any client)
@@ -363,7 +365,7 @@ func runPrompt(ctx context.Context, o *options, stdout, stderr io.Writer, e env)
 		return 2
 	}
 	if o.cfg.Provider == "" {
-		fmt.Fprintln(stderr, "openmax: -p needs --provider (openai, anthropic, echo, script or codex)")
+		fmt.Fprintf(stderr, "openmax: -p needs --provider (%s, echo, script or codex)\n", strings.Join(codec.Providers(), ", "))
 		return 2
 	}
 	h, err := harness.New(o.cfg, e.deps(stderr))

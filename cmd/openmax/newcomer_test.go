@@ -138,6 +138,8 @@ func TestExitCodesOneRule(t *testing.T) {
 		{"--stdio", "--provider", "script", "--script", missing},
 		{"--stdio", "--provider", "script", "--script", bad},
 		{"-p", "hi", "--provider", "script", "--script", bad},
+		{"record", "--cassette", filepath.Join(dir, "rec1.yaml"), "--provider", "script", "--script", missing},
+		{"record", "--cassette", filepath.Join(dir, "rec2.yaml"), "--provider", "script", "--script", bad},
 		{"--stdio", "--provider", "echo", "--project", filepath.Join(project, "nope")},
 		{"view", missing},
 		{"replay", filepath.Join(libraryDir, "openai_plain.yaml"), "--live-hooks", filepath.Join(project, "nope")},

@@ -77,3 +77,19 @@ func (o outputFile) write(data []byte, perm os.FileMode) error {
 	}
 	return atomicfile.SyncDir(dir)
 }
+
+// create opens the output for a command that streams into it (a log):
+// without --overwrite it is created only when the name is free (O_EXCL, so
+// a file that appeared since check is not truncated either); with it, an
+// existing regular file is truncated.
+func (o outputFile) create(perm os.FileMode) (*os.File, error) {
+	flag := os.O_WRONLY | os.O_CREATE | os.O_EXCL
+	if o.overwrite {
+		flag = os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+	}
+	f, err := os.OpenFile(o.path, flag, perm)
+	if errors.Is(err, fs.ErrExist) {
+		return nil, fmt.Errorf("%s %w (write to a new file, or pass --overwrite to replace it)", o.path, errOutputExists)
+	}
+	return f, err
+}

@@ -16,11 +16,12 @@ import (
 	"github.com/openmax/openmax/recorder/replay"
 )
 
-// runFakeProvider serves a scenario as a fake OpenAI/Anthropic API until
-// ctx ends (SIGINT/SIGTERM), printing its base URL as the first stdout line.
+// runFakeProvider serves a scenario as a fake vendor API (every registered
+// wire: provider/fake) until ctx ends (SIGINT/SIGTERM), printing its base
+// URL as the first stdout line.
 func runFakeProvider(ctx context.Context, args []string, stdout, stderr io.Writer, e env) int {
 	c := command{name: "openmax fake-provider", usage: "--scenario FILE | --cassette FILE [--pace P] [--ignore PATH] [--addr HOST:PORT]",
-		purpose: "Serve a scripted fake OpenAI/Anthropic API, or a recorded cassette, over HTTP on loopback; prints its base URL on stdout."}
+		purpose: "Serve a scripted fake vendor API (every wire openmax speaks), or a recorded cassette, over HTTP on loopback; prints its base URL on stdout."}
 	fs := c.flags()
 	scenario := fs.String("scenario", "", "the scenario file (YAML) scripting each response in order")
 	cassettePath := fs.String("cassette", "", "serve a recorded cassette instead, with its recorded pacing and faults")

@@ -121,8 +121,8 @@ func runRecord(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	if err != nil {
 		fmt.Fprintf(stderr, "openmax record: %v\n", err)
 		var cerr *harness.ConfigError
-		if errors.As(err, &cerr) {
-			return 2
+		if errors.As(err, &cerr) && !errors.Is(err, harness.ErrBadFile) {
+			return 2 // a mistake in the settings; a missing or malformed file is a failure
 		}
 		return 1
 	}

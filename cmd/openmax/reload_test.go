@@ -214,3 +214,46 @@ func TestReloadRefreezes(t *testing.T) {
 	}
 	<-c.code
 }
+
+// TestReloadRefreezesSystemPrompt: the project's system file
+// (.openmax/system.md) is frozen into the system prompt when the session
+// starts. Editing it changes nothing the model receives until reload;
+// after reload the next request carries the edited text in the wire's
+// place for the system prompt (Chat Completions' system message,
+// Anthropic's system field, the Responses instructions) and the old text
+// nowhere in its body.
+func TestReloadRefreezesSystemPrompt(t *testing.T) {
+	const before, after = "Answer in French.", "Answer in Latin."
+	for _, w := range vendorWires {
+		t.Run(w.name, func(t *testing.T) {
+			srv, base := startVendor(t, "replies:\n  - text: one\n  - text: two\n  - text: three\n")
+			project := t.TempDir()
+			writeFile(t, filepath.Join(project, ".openmax/system.md"), before+"\n")
+			r := startRun(t, trustedEnv(t, testEnv, project), append([]string{"--stdio", "--project", project}, w.flags(base)...)...)
+			r.send(`{"cmd":"user","text":"one"}`, "done")
+			writeFile(t, filepath.Join(project, ".openmax/system.md"), after+"\n")
+			r.send(`{"cmd":"user","text":"two"}`, "done")
+			if got := strs(r.send(`{"cmd":"reload"}`, "refrozen")[0]["changes"]); !slices.Equal(got, []string{"system prompt: changed (.openmax/system.md)"}) {
+				t.Errorf("changes %q", got)
+			}
+			r.send(`{"cmd":"user","text":"three"}`, "done")
+			if code := r.finish(); code != 0 {
+				t.Fatalf("exit %d", code)
+			}
+
+			raw := srv.Requests()
+			if len(raw) != 3 {
+				t.Fatalf("%d requests, want 3", len(raw))
+			}
+			for i, want := range []string{before, before, after} {
+				sent := decodeSent(t, w.name, raw[i].Body)
+				if sent.System != want {
+					t.Errorf("request %d: system prompt %q, want %q", i+1, sent.System, want)
+				}
+			}
+			if body := raw[2].Body; strings.Contains(string(body), before) {
+				t.Errorf("the request after reload still carries the old prompt:\n%s", body)
+			}
+		})
+	}
+}

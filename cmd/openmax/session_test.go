@@ -302,6 +302,8 @@ func runSession(t *testing.T, path string, prefix []string) (transcript, stdin [
 const (
 	testOpenAIKey    = "sk-test-openai-secret-0123456789"
 	testAnthropicKey = "sk-ant-test-secret-0123456789"
+	testAWSKeyID     = "AKIDOPENMAXTEST0001"
+	testAWSSecret    = "aws-test-secret-0123456789"
 )
 
 var loopbackPort = regexp.MustCompile(`127\.0\.0\.1:\d+`)
@@ -335,6 +337,10 @@ func testEnv(k string) string {
 		return testOpenAIKey
 	case "ANTHROPIC_API_KEY":
 		return testAnthropicKey
+	case "AWS_ACCESS_KEY_ID":
+		return testAWSKeyID
+	case "AWS_SECRET_ACCESS_KEY":
+		return testAWSSecret
 	}
 	return ""
 }

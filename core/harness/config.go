@@ -9,12 +9,8 @@ import "github.com/openmax/openmax/core/runconfig"
 type Config = runconfig.Config
 
 const (
-	Version               = runconfig.Version
-	DefaultOpenAIModel    = runconfig.DefaultOpenAIModel
-	DefaultAnthropicModel = runconfig.DefaultAnthropicModel
-	APIChat               = runconfig.APIChat
-	APIResponses          = runconfig.APIResponses
-	DefaultMaxReplyBytes  = runconfig.DefaultMaxReplyBytes
+	Version              = runconfig.Version
+	DefaultMaxReplyBytes = runconfig.DefaultMaxReplyBytes
 )
 
 // Defaults is the configuration of a session no flag changed.

@@ -5,66 +5,41 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"slices"
+	"strings"
 
 	"github.com/openmax/openmax/provider"
-	"github.com/openmax/openmax/provider/anthropic"
+	"github.com/openmax/openmax/provider/codec"
 	"github.com/openmax/openmax/provider/echo"
 	"github.com/openmax/openmax/provider/httpx"
-	"github.com/openmax/openmax/provider/openai"
-	"github.com/openmax/openmax/provider/openai/responses"
 	"github.com/openmax/openmax/provider/redact"
 	"github.com/openmax/openmax/provider/retry"
 	"github.com/openmax/openmax/provider/script"
+	_ "github.com/openmax/openmax/provider/vendors" // every built-in wire
 )
 
 // newProvider builds the provider cfg names, wrapped in the retry policy
-// and (unless the keys are placeholders) in redaction of the key, and the
-// context window to report (0 for the default). Errors are configuration
-// mistakes, reported before the handshake.
+// and (unless the keys are placeholders) in redaction of its credentials,
+// and the context window to report (0 for the default). A vendor provider
+// is the client of the wire the registry (provider/codec) has for
+// --provider and --api; echo, script and codex are the harness's own.
+// Errors are configuration mistakes, reported before the handshake.
 func newProvider(cfg Config, d Deps) (provider.Provider, int, error) {
 	hc := &httpx.Client{HTTP: &http.Client{Transport: d.Transport}, Clock: d.Clock, IdleTimeout: cfg.IdleTimeout,
 		HeaderTimeout: cfg.HeaderTimeout, ReplyTimeout: cfg.ReplyTimeout, MaxReplyBytes: cfg.MaxReplyBytes}
 	var inner provider.Provider
-	var key string // the secret the replies must never carry
+	var keys []string // the secrets the replies must never carry
 	window := 0
 	switch cfg.Provider {
-	case "echo", "script":
-		if cfg.BaseURL != "" {
-			return nil, 0, fmt.Errorf("--base-url is only for --provider openai or anthropic")
+	case "echo", "script", "codex":
+		if cfg.BaseURL != "" && cfg.Provider != "codex" {
+			return nil, 0, fmt.Errorf("--base-url is only for --provider %s", orList(codec.Providers()))
+		}
+		if cfg.API != "" {
+			return nil, 0, apiError(cfg)
 		}
 	}
 	switch cfg.Provider {
-	case "openai":
-		key = d.getenv("OPENAI_API_KEY")
-		if key == "" {
-			return nil, 0, fmt.Errorf("--provider openai needs an API key: set OPENAI_API_KEY")
-		}
-		base := firstNonEmpty(cfg.BaseURL, d.getenv("OPENAI_BASE_URL"))
-		model := firstNonEmpty(cfg.Model, DefaultOpenAIModel)
-		if cfg.API == APIResponses {
-			c, err := responses.New(responses.Config{APIKey: key, BaseURL: base, Model: model, HTTP: hc})
-			if err != nil {
-				return nil, 0, configError(err)
-			}
-			inner = c
-			break
-		}
-		c, err := openai.New(openai.Config{APIKey: key, BaseURL: base, Model: model, HTTP: hc})
-		if err != nil {
-			return nil, 0, configError(err)
-		}
-		inner = c
-	case "anthropic":
-		key = d.getenv("ANTHROPIC_API_KEY")
-		if key == "" {
-			return nil, 0, fmt.Errorf("--provider anthropic needs an API key: set ANTHROPIC_API_KEY")
-		}
-		base := firstNonEmpty(cfg.BaseURL, d.getenv("ANTHROPIC_BASE_URL"))
-		c, err := anthropic.New(anthropic.Config{APIKey: key, BaseURL: base, Model: firstNonEmpty(cfg.Model, DefaultAnthropicModel), HTTP: hc})
-		if err != nil {
-			return nil, 0, configError(err)
-		}
-		inner = c
 	case "echo":
 		if cfg.Script != "" {
 			return nil, 0, fmt.Errorf("--script is only for --provider script")
@@ -82,29 +57,83 @@ func newProvider(cfg Config, d Deps) (provider.Provider, int, error) {
 	case "codex":
 		return nil, 0, nil // the engine's Backend runs the turn (codex.go)
 	case "":
-		return nil, 0, fmt.Errorf("--stdio needs --provider (openai, anthropic, echo, script or codex)")
+		return nil, 0, fmt.Errorf("--stdio needs --provider (%s)", orList(providerNames()))
 	default:
-		return nil, 0, fmt.Errorf("unknown --provider %q (known: openai, anthropic, echo, script, codex)", cfg.Provider)
+		w, err := vendorWire(cfg)
+		if err != nil {
+			return nil, 0, err
+		}
+		c, err := w.NewClient(codec.ClientConfig{BaseURL: cfg.BaseURL, Model: cfg.Model, HTTP: hc, Getenv: d.getenv})
+		if err != nil {
+			return nil, 0, configError(err)
+		}
+		inner = c
+		for _, env := range w.Info().CredentialEnv {
+			keys = append(keys, d.getenv(env))
+		}
 	}
 	p := retry.New(inner, retry.Policy{MaxAttempts: cfg.MaxAttempts, Seed: d.Seed}, d.Clock)
 	if !d.PlaceholderKeys {
-		// An upstream that echoes the key must not put it on stdout or
+		// An upstream that echoes a key must not put it on stdout or
 		// into the session file: replies reach the engine redacted.
-		return redact.Provider(p, key), window, nil
+		return redact.Provider(p, keys...), window, nil
 	}
 	return p, window, nil
 }
 
+// vendorWire is the registered wire --provider and --api select.
+func vendorWire(cfg Config) (codec.Wire, error) {
+	if !slices.Contains(codec.Providers(), cfg.Provider) {
+		return nil, fmt.Errorf("unknown --provider %q (known: %s)", cfg.Provider, strings.Join(providerNames(), ", "))
+	}
+	apis := codec.APIs(cfg.Provider)
+	if cfg.API != "" && len(apis) == 0 {
+		return nil, apiError(cfg)
+	}
+	if cfg.API != "" && !slices.Contains(apis, cfg.API) {
+		return nil, fmt.Errorf("unknown --api %q (known: %s)", cfg.API, strings.Join(apis, ", "))
+	}
+	return codec.ForProvider(cfg.Provider, cfg.API)
+}
+
+// apiError refuses --api for a provider that has one wire or none.
+func apiError(cfg Config) error {
+	var with []string
+	for _, p := range codec.Providers() {
+		if apis := codec.APIs(p); len(apis) > 1 {
+			with = append(with, p+" ("+orList(apis)+")")
+		}
+	}
+	return fmt.Errorf("--api is only for --provider %s: it picks the wire, not for --provider %s", orList(with), cfg.Provider)
+}
+
+// providerNames are the --provider values: the registry's, then the
+// harness's own.
+func providerNames() []string { return append(codec.Providers(), "echo", "script", "codex") }
+
+// orList joins items as "a, b or c".
+func orList(items []string) string {
+	if len(items) < 2 {
+		return strings.Join(items, "")
+	}
+	return strings.Join(items[:len(items)-1], ", ") + " or " + items[len(items)-1]
+}
+
 // secrets are openmax's own credential values, which no tool result may
 // carry (core.Engine.Secrets): those of its environment's credential
-// variables (redact.Credentials, the same set hooks never see) and the
-// provider keys as Deps reads them. None when the keys are placeholders
-// (a replay, whose recorded results were scrubbed when recorded).
+// variables (redact.Credentials, the same set hooks never see) and every
+// registered wire's credentials as Deps reads them (codec.CredentialEnv).
+// None when the keys are placeholders (a replay, whose recorded results
+// were scrubbed when recorded).
 func secrets(d Deps) []string {
 	if d.PlaceholderKeys {
 		return nil
 	}
-	return redact.Secrets(append(redact.Credentials(os.Environ()), d.getenv("OPENAI_API_KEY"), d.getenv("ANTHROPIC_API_KEY"))...)
+	vals := redact.Credentials(os.Environ())
+	for _, env := range codec.CredentialEnv() {
+		vals = append(vals, d.getenv(env))
+	}
+	return redact.Secrets(vals...)
 }
 
 // configError keeps a constructor's message but never a key.

@@ -31,8 +31,8 @@ func TestAPIFlag(t *testing.T) {
 		{"responses with openai", "openai", "responses", ""},
 		{"chat with openai", "openai", "chat", ""},
 		{"default", "openai", "", ""},
-		{"responses with echo", "echo", "responses", "--api is only for --provider openai"},
-		{"chat with anthropic", "anthropic", "chat", "--api is only for --provider openai"},
+		{"responses with echo", "echo", "responses", "openai (chat or responses): it picks the wire, not for --provider echo"},
+		{"chat with anthropic", "anthropic", "chat", "openai (chat or responses): it picks the wire, not for --provider anthropic"},
 		{"unknown wire", "openai", "completions", `unknown --api "completions"`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -113,7 +113,7 @@ func TestServeOverResponses(t *testing.T) {
 	run := func(mutate func(*harness.Config), text string) string {
 		t.Helper()
 		h := w.harness(t, func(c *harness.Config) {
-			c.Provider, c.API, c.BaseURL, c.Model = "openai", harness.APIResponses, srv.URL+"/v1", "gpt-test"
+			c.Provider, c.API, c.BaseURL, c.Model = "openai", "responses", srv.URL+"/v1", "gpt-test"
 			if mutate != nil {
 				mutate(c)
 			}

@@ -1,12 +1,13 @@
 package hook
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"sync"
+
+	"github.com/openmax/openmax/internal/jsonrpc"
 )
 
 // MaxLine is the longest line read from a hook, without its newline. A
@@ -17,15 +18,13 @@ const MaxLine = 1 << 20
 // errLineTooLong is a line over MaxLine.
 var errLineTooLong = fmt.Errorf("%w: a line longer than %d bytes (1 MiB)", errMalformed, MaxLine)
 
-// lineReader reads bounded lines. It is not safe for concurrent use.
-type lineReader struct {
-	br       *bufio.Reader
-	max      int
-	skipping bool // inside a line already reported too long
-}
+// lineReader reads a hook's bounded lines: internal/jsonrpc's framing,
+// reporting a line as errLineTooLong as soon as it passes the cap (a hook
+// may never end it). It is not safe for concurrent use.
+type lineReader struct{ r *jsonrpc.Reader }
 
 func newLineReader(r io.Reader, max int) *lineReader {
-	return &lineReader{br: bufio.NewReaderSize(r, 64<<10), max: max}
+	return &lineReader{r: jsonrpc.NewEarlyReader(r, max)}
 }
 
 // next returns the next line without its newline (nor a trailing CR). A
@@ -33,45 +32,12 @@ func newLineReader(r io.Reader, max int) *lineReader {
 // passed; the next call drops the rest of it. A final line without a
 // newline is a line; then io.EOF.
 func (r *lineReader) next() ([]byte, error) {
-	var line []byte
-	for {
-		chunk, err := r.br.ReadSlice('\n')
-		ended := err == nil
-		if r.skipping {
-			if ended {
-				r.skipping = false
-			}
-			if ended || errors.Is(err, bufio.ErrBufferFull) {
-				continue
-			}
-			return nil, err
-		}
-		n := len(line) + len(chunk)
-		if ended {
-			n--
-		}
-		if n > r.max {
-			r.skipping = !ended
-			return nil, errLineTooLong
-		}
-		line = append(line, chunk...)
-		switch {
-		case ended:
-			line = bytes.TrimSuffix(line[:len(line)-1], []byte("\r"))
-			if len(line) > r.max {
-				return nil, errLineTooLong
-			}
-			return line, nil
-		case errors.Is(err, bufio.ErrBufferFull):
-		case errors.Is(err, io.EOF) && len(line) > 0:
-			if len(line) > r.max {
-				return nil, errLineTooLong
-			}
-			return line, nil
-		default:
-			return nil, err
-		}
+	line, err := r.r.ReadLine()
+	var tooLong *jsonrpc.TooLongError
+	if errors.As(err, &tooLong) {
+		return nil, errLineTooLong
 	}
+	return line, err
 }
 
 // tail keeps the last bytes written to it (a hook's stderr), at most max.

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"unicode/utf8"
+
+	"github.com/openmax/openmax/internal/jsonrpc"
 )
 
 // The AHP messages of this revision (docs/hooks.md).
@@ -34,24 +36,26 @@ type Params struct {
 	Payload   json.RawMessage `json:"payload"`
 }
 
-type request struct {
-	JSONRPC string `json:"jsonrpc"`
-	ID      *int64 `json:"id,omitempty"`
-	Method  string `json:"method"`
-	Params  Params `json:"params"`
-}
-
 // encodeMessage is the line (without its newline) of an intercept request
-// (id > 0) or an observe notification (id 0). encoding/json escapes every
-// newline inside strings and writes valid UTF-8, so the line is one line.
+// (id > 0) or an observe notification (id 0), in internal/jsonrpc's V2
+// dialect. encoding/json escapes every newline inside strings and writes
+// valid UTF-8, so the line is one line.
 func encodeMessage(id int64, p Params) ([]byte, error) {
-	r := request{JSONRPC: "2.0", Method: MethodObserve, Params: p}
+	method := MethodObserve
+	var m jsonrpc.Message
+	var err error
 	if id > 0 {
-		r.ID, r.Method = &id, MethodIntercept
+		method = MethodIntercept
+		m, err = jsonrpc.NewRequest(jsonrpc.Int64ID(id), method, p)
+	} else {
+		m, err = jsonrpc.NewNotification(method, p)
 	}
-	line, err := json.Marshal(r)
+	var line []byte
+	if err == nil {
+		line, err = jsonrpc.V2.Encode(m)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("hook: encode %s: %w", r.Method, err)
+		return nil, fmt.Errorf("hook: encode %s: %w", method, err)
 	}
 	return line, nil
 }
@@ -62,58 +66,45 @@ type Result struct {
 	Reason   string `json:"reason,omitempty"`
 }
 
-type rpcError struct {
-	Code    int    `json:"code"`
-	Message string `json:"message"`
-}
-
-type response struct {
-	JSONRPC string          `json:"jsonrpc"`
-	ID      json.RawMessage `json:"id"`
-	Method  *string         `json:"method"`
-	Result  json.RawMessage `json:"result"`
-	Error   *rpcError       `json:"error"`
-}
-
 // errMalformed marks a line that is not a JSON-RPC object of this protocol.
 var errMalformed = errors.New("malformed output")
 
 // parseResponse reads one line the hook wrote. It returns the response's
 // id, or an error wrapping errMalformed for a line that is not a JSON-RPC
 // 2.0 response (a banner, a log line, a request of its own).
-func parseResponse(line []byte) (int64, *response, error) {
-	malformed := func(why string) (int64, *response, error) {
+func parseResponse(line []byte) (int64, *jsonrpc.Response, error) {
+	malformed := func(why string) (int64, *jsonrpc.Response, error) {
 		return 0, nil, fmt.Errorf("%w: %s: %s", errMalformed, why, excerpt(line))
 	}
 	if !utf8.Valid(line) {
 		return malformed("not UTF-8")
 	}
-	t := bytes.TrimSpace(line)
-	if len(t) == 0 || t[0] != '{' {
+	m, err := jsonrpc.V2.Decode(bytes.TrimSpace(line))
+	var pe *jsonrpc.ParseError
+	switch {
+	case errors.Is(err, jsonrpc.ErrNotObject) || errors.As(err, &pe):
 		return malformed("not a JSON-RPC object")
-	}
-	var r response
-	if err := json.Unmarshal(t, &r); err != nil {
-		return malformed("not a JSON-RPC object")
-	}
-	if r.JSONRPC != "2.0" {
+	case errors.Is(err, jsonrpc.ErrVersion):
 		return malformed(`no "jsonrpc":"2.0"`)
+	case err != nil: // neither a method nor an id
+		return malformed("a response without an id openmax sent")
 	}
-	if r.Method != nil {
+	r, ok := m.(*jsonrpc.Response)
+	if !ok {
 		return malformed("a request or notification from the hook (openmax.hooks/1 has none)")
 	}
-	var id int64
-	if err := json.Unmarshal(r.ID, &id); err != nil || id <= 0 {
+	id, ok := r.ID.Int64()
+	if !ok || id <= 0 {
 		return malformed("a response without an id openmax sent")
 	}
 	if (r.Error == nil) == (len(r.Result) == 0 || string(r.Result) == "null") {
 		return malformed("a response needs exactly one of result and error")
 	}
-	return id, &r, nil
+	return id, r, nil
 }
 
 // decide reads an intercept response into a Result.
-func decide(r *response) (Result, error) {
+func decide(r *jsonrpc.Response) (Result, error) {
 	if r.Error != nil {
 		return Result{}, fmt.Errorf("the hook answered with error %d: %s", r.Error.Code, clip(r.Error.Message, 512))
 	}

@@ -15,25 +15,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/openmax/openmax/provider/codec"
 	"github.com/openmax/openmax/provider/httpx"
 )
 
 // Version is the openmax build, reported by hello.
 const Version = "0.1.0"
-
-// Default models when Config.Model is empty.
-const (
-	DefaultOpenAIModel    = "gpt-4o-mini"
-	DefaultAnthropicModel = "claude-sonnet-4-5"
-)
-
-// The wires of --provider openai (Config.API).
-const (
-	// APIChat is Chat Completions (POST /chat/completions), the default.
-	APIChat = "chat"
-	// APIResponses is the Responses API (POST /responses).
-	APIResponses = "responses"
-)
 
 // DefaultMaxReplyBytes is MaxReplyBytes's default: twice the body of the
 // longest reply a current model streams (128k tokens at about 250 bytes an
@@ -53,9 +40,10 @@ const DefaultMaxIterations = 50
 //
 // The zero Config is not the default one; start from Defaults.
 type Config struct {
-	// Provider is the model provider: openai, anthropic, echo (repeats each
-	// prompt), script (plays Script) or codex (each turn's agent loop runs
-	// inside codex app-server: docs/codex-backend.md).
+	// Provider is the model provider: a vendor wire's provider in the
+	// registry (provider/codec: openai, anthropic, ...), echo (repeats
+	// each prompt), script (plays Script) or codex (each turn's agent loop
+	// runs inside codex app-server: docs/codex-backend.md).
 	Provider string `yaml:"provider"`
 	// Codex is the command line of the app-server under --provider codex:
 	// the program and its arguments, split at white space (no quoting),
@@ -69,13 +57,16 @@ type Config struct {
 	// Script is the scenario file of the script provider.
 	Script string `yaml:"script,omitempty"`
 	// Model is the model name sent to the provider; empty means the
-	// vendor's default (DefaultOpenAIModel, DefaultAnthropicModel).
+	// wire's default (codec.Info.DefaultModel).
 	Model string `yaml:"model,omitempty"`
-	// BaseURL is the provider's base URL; empty means $OPENAI_BASE_URL or
-	// $ANTHROPIC_BASE_URL, else the vendor's.
+	// BaseURL is the provider's base URL; empty means the wire's base URL
+	// variable ($OPENAI_BASE_URL, $ANTHROPIC_BASE_URL, ...), else the
+	// vendor's.
 	BaseURL string `yaml:"base_url,omitempty"`
-	// API is the wire of --provider openai: chat (Chat Completions, also
-	// when empty) or responses (the Responses API, POST /responses).
+	// API picks the wire of a provider that has several (codec.Info.API):
+	// for openai, chat (Chat Completions, also when empty) or responses
+	// (the Responses API, POST /responses). The harness checks it against
+	// the registry.
 	API string `yaml:"api,omitempty"`
 	// Project is the project directory; empty means the working directory.
 	Project string `yaml:"project,omitempty"`
@@ -144,10 +135,6 @@ func (c *Config) Validate() error {
 		return errors.New("--max-reply-bytes must not be negative")
 	case c.ApprovalTimeout < 0:
 		return errors.New("--approval-timeout must not be negative")
-	case c.API != "" && c.API != APIChat && c.API != APIResponses:
-		return fmt.Errorf("unknown --api %q (known: %s, %s)", c.API, APIChat, APIResponses)
-	case c.API != "" && c.Provider != "openai":
-		return fmt.Errorf("--api is only for --provider openai (it picks the OpenAI wire: %s or %s)", APIChat, APIResponses)
 	case (c.Codex != "" || c.CodexTranscript != "") && c.Provider != "codex":
 		return errors.New("--codex and --codex-transcript are only for --provider codex")
 	case c.Provider == "codex" && (c.BaseURL != "" || c.Script != ""):
@@ -170,13 +157,13 @@ func (c *Config) Validate() error {
 // c's current values as their defaults (start from Defaults). The flag
 // names are the CLI's; the YAML names of a recording are the fields' own.
 func (c *Config) Flags(fs *flag.FlagSet) {
-	fs.StringVar(&c.Provider, "provider", c.Provider, "the model provider: openai, anthropic, echo (repeats each prompt), script (plays --script) or codex (the turn runs inside codex app-server)")
+	fs.StringVar(&c.Provider, "provider", c.Provider, "the model provider: "+providerList()+", echo (repeats each prompt), script (plays --script) or codex (the turn runs inside codex app-server)")
 	fs.StringVar(&c.Codex, "codex", c.Codex, "with --provider codex: the app-server's `command line`, split at spaces (default: codex from PATH)")
 	fs.StringVar(&c.CodexTranscript, "codex-transcript", c.CodexTranscript, "with --provider codex: record every line exchanged with the app-server to this `file`")
 	fs.StringVar(&c.Script, "script", c.Script, "with --provider script: the scenario file (YAML)")
-	fs.StringVar(&c.Model, "model", c.Model, "the model name sent to the provider (openai default "+DefaultOpenAIModel+", anthropic default "+DefaultAnthropicModel+")")
-	fs.StringVar(&c.BaseURL, "base-url", c.BaseURL, "the provider's base URL (default: $OPENAI_BASE_URL or $ANTHROPIC_BASE_URL, else the vendor's)")
-	fs.StringVar(&c.API, "api", c.API, "with --provider openai: the wire, chat (Chat Completions, the default) or responses (the Responses API)")
+	fs.StringVar(&c.Model, "model", c.Model, "the model name sent to the provider (default: the provider's own"+modelList()+")")
+	fs.StringVar(&c.BaseURL, "base-url", c.BaseURL, "the provider's base URL (default: its base URL variable, such as $OPENAI_BASE_URL, else the vendor's)")
+	fs.StringVar(&c.API, "api", c.API, "with a provider that has several wires, which one"+apiList())
 	fs.IntVar(&c.MaxAgentTokens, "max-agent-tokens", c.MaxAgentTokens, "tokens one turn may spend before its next request is refused (budget_exhausted); 0 means no cap")
 	fs.IntVar(&c.MaxAttempts, "max-attempts", c.MaxAttempts, "attempts per model request, the first included, before a retryable failure ends the turn")
 	fs.DurationVar(&c.ApprovalTimeout, "approval-timeout", c.ApprovalTimeout, "settle an unanswered approval request as timed_out after this long (0: wait)")
@@ -255,4 +242,54 @@ func (b *byteSize) Set(s string) error {
 	}
 	*b = byteSize(int64(n) * mult)
 	return nil
+}
+
+// The flags' help names what the wire registry (provider/codec) holds
+// when they are made: the binary has registered its vendors by then.
+
+// providerList names the registered providers: "anthropic, openai".
+func providerList() string {
+	if p := codec.Providers(); len(p) > 0 {
+		return strings.Join(p, ", ")
+	}
+	return "a vendor's"
+}
+
+// modelList names each provider's default model: ": anthropic
+// claude-sonnet-4-5, openai gpt-4o-mini".
+func modelList() string {
+	var out []string
+	for _, w := range codec.Wires() {
+		if in := w.Info(); in.Default && in.DefaultModel != "" {
+			out = append(out, in.Provider+" "+in.DefaultModel)
+		}
+	}
+	if len(out) == 0 {
+		return ""
+	}
+	return ": " + strings.Join(out, ", ")
+}
+
+// apiList names each provider's wires, the default first: " (openai:
+// chat, the default, or responses)".
+func apiList() string {
+	var out []string
+	for _, p := range codec.Providers() {
+		def, err := codec.ForProvider(p, "")
+		apis := codec.APIs(p)
+		if err != nil || len(apis) < 2 {
+			continue
+		}
+		list := def.Info().API + ", the default"
+		for _, a := range apis {
+			if a != def.Info().API {
+				list += ", or " + a
+			}
+		}
+		out = append(out, p+": "+list)
+	}
+	if len(out) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(out, "; ") + ")"
 }

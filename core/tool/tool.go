@@ -3,6 +3,7 @@
 package tool
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -75,14 +76,21 @@ func Failed(format string, a ...any) Result {
 
 // Registry holds the tools of a session in registration order. It is not
 // safe for concurrent mutation; lookups may run concurrently.
+//
+// A tool's spec is read once, when it is registered: that is the schema
+// frozen for the session, re-sent with every request and counted by the
+// budget. Its schema is kept compact (the layout of the JSON removed, as
+// every wire sends it), so what the budget counts is what the model is
+// sent.
 type Registry struct {
 	byName map[string]Tool
+	specs  map[string]provider.ToolSpec
 	order  []string
 }
 
 // NewRegistry returns a registry holding tools.
 func NewRegistry(tools ...Tool) (*Registry, error) {
-	r := &Registry{byName: map[string]Tool{}}
+	r := &Registry{byName: map[string]Tool{}, specs: map[string]provider.ToolSpec{}}
 	for _, t := range tools {
 		if err := r.Register(t); err != nil {
 			return nil, err
@@ -93,14 +101,21 @@ func NewRegistry(tools ...Tool) (*Registry, error) {
 
 // Register adds t. Names must be unique and non-empty.
 func (r *Registry) Register(t Tool) error {
-	name := t.Spec().Name
+	spec := t.Spec()
+	name := spec.Name
 	if name == "" {
 		return fmt.Errorf("tool: empty name")
 	}
 	if _, dup := r.byName[name]; dup {
 		return fmt.Errorf("tool: %q registered twice", name)
 	}
+	var compact bytes.Buffer
+	if len(spec.Schema) > 0 && json.Compact(&compact, spec.Schema) == nil {
+		// Invalid JSON stays as it is, for the provider to refuse.
+		spec.Schema = json.RawMessage(compact.Bytes())
+	}
 	r.byName[name] = t
+	r.specs[name] = spec
 	r.order = append(r.order, name)
 	return nil
 }
@@ -114,14 +129,15 @@ func (r *Registry) Lookup(name string) (Tool, bool) {
 	return t, ok
 }
 
-// Specs returns the tool descriptions in registration order.
+// Specs returns the tool descriptions in registration order, as they were
+// when registered, each schema compact.
 func (r *Registry) Specs() []provider.ToolSpec {
 	if r == nil {
 		return nil
 	}
 	out := make([]provider.ToolSpec, 0, len(r.order))
 	for _, name := range r.order {
-		out = append(out, r.byName[name].Spec())
+		out = append(out, r.specs[name])
 	}
 	return out
 }

@@ -69,3 +69,25 @@ func TestResultRedacted(t *testing.T) {
 		t.Error("Redacted changed the result it was given")
 	}
 }
+
+// TestRegistryCompactsSchemas: a spec's schema is kept as the wires send
+// it, without the JSON's layout; what is not JSON, or empty, is kept as
+// it is.
+func TestRegistryCompactsSchemas(t *testing.T) {
+	for _, tt := range []struct{ name, schema, want string }{
+		{"indented", "{\n  \"type\": \"object\",\n  \"properties\": {\"a\": {\"type\": \"string\", \"description\": \"x < y & z\"}}\n}\n", `{"type":"object","properties":{"a":{"type":"string","description":"x < y & z"}}}`},
+		{"compact", `{"type":"object"}`, `{"type":"object"}`},
+		{"empty", "", ""},
+		{"not JSON", "{type: object", "{type: object"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := NewRegistry(Func{ToolSpec: provider.ToolSpec{Name: "t", Description: "d", Schema: json.RawMessage(tt.schema)}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := r.Specs()[0]; string(got.Schema) != tt.want || got.Name != "t" || got.Description != "d" {
+				t.Errorf("spec %q %q %s, want schema %s", got.Name, got.Description, got.Schema, tt.want)
+			}
+		})
+	}
+}

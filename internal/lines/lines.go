@@ -1,6 +1,7 @@
 // Package lines frames a byte stream into bounded newline-terminated
 // lines: the one line reader of every line protocol openmax speaks (the
-// openmax wire on stdin, codex app-server's stdio, recorded transcripts).
+// openmax wire on stdin, JSON-RPC over stdio through internal/jsonrpc,
+// recorded transcripts).
 package lines
 
 import (
@@ -11,10 +12,18 @@ import (
 )
 
 // TooLongError reports a line that was skipped for exceeding the cap.
-// Size is how many bytes it had (without the newline), Max the cap.
-type TooLongError struct{ Size, Max int64 }
+// Size is how many bytes it had (without the newline), Max the cap. A
+// reader that cuts early (NewEarlyReader) reports the line before its end:
+// Cut is then true and Size is what had been read of it.
+type TooLongError struct {
+	Size, Max int64
+	Cut       bool
+}
 
 func (e *TooLongError) Error() string {
+	if e.Cut {
+		return fmt.Sprintf("line is longer than the %d-byte limit (%d bytes read); skipped", e.Max, e.Size)
+	}
 	return fmt.Sprintf("line is %d bytes, longer than the %d-byte limit; skipped", e.Size, e.Max)
 }
 
@@ -25,6 +34,9 @@ func (e *TooLongError) Error() string {
 type Reader struct {
 	br  *bufio.Reader
 	max int
+
+	early    bool // report a long line as soon as it passes the cap
+	skipping bool // early: the rest of a line already reported is dropped first
 }
 
 // NewReader reads lines of at most max bytes from r.
@@ -32,11 +44,25 @@ func NewReader(r io.Reader, max int) *Reader {
 	return &Reader{br: bufio.NewReaderSize(r, 64<<10), max: max}
 }
 
+// NewEarlyReader is NewReader for a peer that may never end a line: a
+// line is reported too long as soon as it has passed the cap, not at its
+// newline, and the next call drops the rest of it before reading on.
+func NewEarlyReader(r io.Reader, max int) *Reader {
+	lr := NewReader(r, max)
+	lr.early = true
+	return lr
+}
+
 // Next returns the next line without its newline (and without a trailing
 // carriage return, which does not count toward the cap). The slice is
 // freshly allocated. At the end of input it returns io.EOF; a read failure
 // is returned as is.
 func (lr *Reader) Next() ([]byte, error) {
+	if lr.skipping {
+		if err := lr.skip(); err != nil {
+			return nil, err
+		}
+	}
 	var line []byte
 	var size int64
 	var last byte // the line's last byte so far
@@ -64,6 +90,10 @@ func (lr *Reader) Next() ([]byte, error) {
 		switch {
 		case complete:
 		case errors.Is(err, bufio.ErrBufferFull):
+			if tooLong && lr.early {
+				lr.skipping = true
+				return nil, &TooLongError{Size: size, Max: int64(lr.max), Cut: true}
+			}
 			continue
 		case errors.Is(err, io.EOF) && size > 0:
 			// An unterminated last line.
@@ -83,6 +113,20 @@ func (lr *Reader) Next() ([]byte, error) {
 			line = []byte{}
 		}
 		return line, nil
+	}
+}
+
+// skip drops the rest of a line reported early, up to its newline.
+func (lr *Reader) skip() error {
+	for {
+		_, err := lr.br.ReadSlice('\n')
+		if err == nil {
+			lr.skipping = false
+			return nil
+		}
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return err
+		}
 	}
 }
 

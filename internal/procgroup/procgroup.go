@@ -13,8 +13,6 @@ import (
 	"runtime"
 	"strings"
 	"time"
-
-	"github.com/openmax/openmax/provider/clock"
 )
 
 // DrainWait is how long Run waits, once the process has exited and its
@@ -24,10 +22,12 @@ const DrainWait = 2 * time.Second
 
 // Options bound a Run.
 type Options struct {
-	// Timeout is how long the process may run, on Clock.
+	// Timeout is how long the process may run, as Sleep measures it.
 	Timeout time.Duration
-	// Clock is what the timeout waits on; nil is the wall clock.
-	Clock clock.Clock
+	// Sleep waits d on the caller's clock (an injectable one in tests,
+	// such as clock.Sleeper's), returning early with ctx's error when ctx
+	// ends; nil waits on the wall clock.
+	Sleep func(ctx context.Context, d time.Duration) error
 }
 
 // Ending is why Run stopped waiting for the process.
@@ -76,15 +76,15 @@ func Run(ctx context.Context, cmd *exec.Cmd, out io.Writer, o Options) (Result, 
 		_, _ = io.Copy(out, r)
 	}()
 
-	c := o.Clock
-	if c == nil {
-		c = clock.Real{}
+	sleep := o.Sleep
+	if sleep == nil {
+		sleep = wallSleep
 	}
 	waitCtx, stopWait := context.WithCancel(context.Background())
 	defer stopWait()
 	timedOut := make(chan struct{})
 	go func() {
-		if clock.Sleep(waitCtx, c, o.Timeout) == nil {
+		if sleep(waitCtx, o.Timeout) == nil {
 			close(timedOut)
 		}
 	}()
@@ -158,4 +158,16 @@ func SearchPath(name string, env []string) (prog, path string) {
 		}
 	}
 	return "", path
+}
+
+// wallSleep waits d on the wall clock, or until ctx ends.
+func wallSleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return ctx.Err()
+	}
 }

@@ -47,7 +47,7 @@ func TestRun(t *testing.T) {
 			}
 			done := make(chan ran, 1)
 			go func() {
-				res, err := procgroup.Run(ctx, cmd, out, procgroup.Options{Timeout: time.Minute, Clock: fake})
+				res, err := procgroup.Run(ctx, cmd, out, procgroup.Options{Timeout: time.Minute, Sleep: clock.Sleeper(fake)})
 				done <- ran{res, err}
 			}()
 			if tc.cancel || tc.timeout {

@@ -132,12 +132,13 @@ func (c *Client) Stream(ctx context.Context, req provider.Request) iter.Seq[prov
 // Wire shapes of the request.
 
 type wireRequest struct {
-	Model     string        `json:"model"`
+	Model     string        `json:"model,omitempty"`
 	MaxTokens int           `json:"max_tokens"`
 	System    string        `json:"system,omitempty"`
 	Messages  []wireMessage `json:"messages"`
 	Tools     []wireTool    `json:"tools,omitempty"`
-	Stream    bool          `json:"stream"`
+	Stream    bool          `json:"stream,omitempty"`
+	Version   string        `json:"anthropic_version,omitempty"`
 }
 
 type wireMessage struct {
@@ -196,7 +197,29 @@ func (c *Client) body(req provider.Request) ([]byte, error) {
 	if model == "" {
 		model = c.model
 	}
-	w := wireRequest{Model: model, MaxTokens: c.maxTokens, System: req.System, Messages: messages(req.Messages), Stream: true}
+	return EncodeRequest(req, RequestOptions{Model: model, MaxTokens: c.maxTokens, Stream: true})
+}
+
+// RequestOptions are the fields of a Messages request body that do not
+// come from the conversation.
+type RequestOptions struct {
+	// Model is the model field; empty leaves it out (Bedrock names the
+	// model in the URL and refuses the field).
+	Model     string
+	MaxTokens int
+	// Stream sets stream:true; false leaves the field out.
+	Stream bool
+	// Version is the anthropic_version field, written last; empty leaves
+	// it out (the API takes the version as a header; Bedrock wants it
+	// here, as bedrock-2023-05-31).
+	Version string
+}
+
+// EncodeRequest writes req as a Messages request body: the system prompt,
+// the transcript as alternating turns (see messages), and the tools, with
+// the fields of o. A tool whose schema is not JSON is an error.
+func EncodeRequest(req provider.Request, o RequestOptions) ([]byte, error) {
+	w := wireRequest{Model: o.Model, MaxTokens: o.MaxTokens, System: req.System, Messages: messages(req.Messages), Stream: o.Stream, Version: o.Version}
 	for _, t := range req.Tools {
 		schema := t.Schema
 		if len(bytes.TrimSpace(schema)) == 0 {

@@ -152,6 +152,12 @@ type Encoder struct {
 	// input_json_delta events of at most that many bytes (cut between
 	// runes), as models stream it; zero sends it whole, in one event.
 	ArgChunk int
+	// Frame, when set, frames each event the encoder writes, given its
+	// type and its JSON data, in place of an SSE event (Bedrock's
+	// InvokeModelWithResponseStream sends each as a binary frame). The
+	// in-stream error event of an Error part is not framed by it: each
+	// framing has its own error (see ErrorEvent).
+	Frame func(typ string, data []byte) []byte
 
 	id, model string
 	usage     *provider.Usage
@@ -171,9 +177,17 @@ func eventBytes(ev wireOutEvent) []byte {
 	return []byte("event: " + ev.Type + "\ndata: " + string(wirejson.Marshal(ev)) + "\n\n")
 }
 
+// event is one event as the encoder frames it.
+func (e *Encoder) event(ev wireOutEvent) []byte {
+	if e.Frame != nil {
+		return e.Frame(ev.Type, wirejson.Marshal(ev))
+	}
+	return eventBytes(ev)
+}
+
 // Open is the message_start event.
 func (e *Encoder) Open() []byte {
-	return eventBytes(wireOutEvent{Type: "message_start", Message: &wireOutMessage{
+	return e.event(wireOutEvent{Type: "message_start", Message: &wireOutMessage{
 		ID: e.id, Type: "message", Role: "assistant", Model: e.model, Content: []any{},
 		Usage: usageOut(e.usage, true),
 	}})
@@ -185,7 +199,7 @@ func (e *Encoder) start(kind string, block any) []byte {
 	i := e.next
 	e.next++
 	e.cur = kind
-	return append(out, eventBytes(wireOutEvent{Type: "content_block_start", Index: &i, ContentBlock: block})...)
+	return append(out, e.event(wireOutEvent{Type: "content_block_start", Index: &i, ContentBlock: block})...)
 }
 
 // ensure makes sure a block of kind is open.
@@ -198,7 +212,7 @@ func (e *Encoder) ensure(kind string, block any) []byte {
 
 func (e *Encoder) delta(d any) []byte {
 	i := e.next - 1
-	return eventBytes(wireOutEvent{Type: "content_block_delta", Index: &i, Delta: d})
+	return e.event(wireOutEvent{Type: "content_block_delta", Index: &i, Delta: d})
 }
 
 // stop closes the open block, if any.
@@ -208,7 +222,7 @@ func (e *Encoder) stop() []byte {
 	}
 	e.cur = ""
 	i := e.next - 1
-	return eventBytes(wireOutEvent{Type: "content_block_stop", Index: &i})
+	return e.event(wireOutEvent{Type: "content_block_stop", Index: &i})
 }
 
 // Part is the events of one part. A Finish reason goes out verbatim (see
@@ -239,7 +253,7 @@ func (e *Encoder) Part(p provider.Part) []byte {
 	case provider.Finish:
 		e.finished = true
 		out := e.stop()
-		return append(out, eventBytes(wireOutEvent{Type: "message_delta",
+		return append(out, e.event(wireOutEvent{Type: "message_delta",
 			Delta: wireStop{StopReason: p.Reason}, Usage: usageOut(e.usage, false)})...)
 	case provider.Error:
 		return ErrorEvent(provider.StreamErrorOf(p.Err))
@@ -253,7 +267,7 @@ func (e *Encoder) Close() []byte {
 	if !e.finished {
 		return nil
 	}
-	return eventBytes(wireOutEvent{Type: "message_stop"})
+	return e.event(wireOutEvent{Type: "message_stop"})
 }
 
 // Message renders parts as one whole message, the reply to a request that

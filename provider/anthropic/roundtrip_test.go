@@ -13,12 +13,15 @@ import (
 	"github.com/openmax/openmax/provider/internal/codectest"
 )
 
+// roundTripWire is what the Messages wire carries.
+var roundTripWire = codectest.Wire{Signatures: true, Finishes: []string{"end_turn", "tool_use", "max_tokens", "stop_sequence"}}
+
 // TestRoundTrip: parsing what the Encoder wrote gives the reply back, for
 // random replies of text, thinking with signatures, tool calls (input split
 // across events), usage, and a finish or an in-stream error.
 func TestRoundTrip(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		r := codectest.Draw(t, codectest.Wire{Signatures: true, Finishes: []string{"end_turn", "tool_use", "max_tokens", "stop_sequence"}})
+		r := codectest.Draw(t, roundTripWire)
 		e := NewEncoder("msg_1", "m", r.Usage)
 		e.ArgChunk = rapid.IntRange(0, 8).Draw(t, "arg chunk")
 		body := codectest.Encode(e, r.Parts)
@@ -51,5 +54,13 @@ func TestErrorBodyRoundTrip(t *testing.T) {
 		if gotCode != wantCode || gotMsg != wantMsg {
 			t.Fatalf("HTTPErrorBody(%d, %q, %q) reads back as (%q, %q), want (%q, %q)", status, code, msg, gotCode, gotMsg, wantCode, wantMsg)
 		}
+	})
+}
+
+// TestParseRecorded: the registered wire reads its own encoding back
+// event by event, whole and cut anywhere (codectest.CheckParse).
+func TestParseRecorded(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		codectest.CheckParse(t, Wire{}, codectest.Draw(t, roundTripWire))
 	})
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/openmax/openmax/provider"
 	"github.com/openmax/openmax/provider/httpx"
+	"github.com/openmax/openmax/provider/internal/wireread"
 	"github.com/openmax/openmax/provider/sse"
 )
 
@@ -166,7 +167,7 @@ func ParseStream(body io.Reader) iter.Seq[provider.Part] {
 
 // events parses an event stream.
 func events(ctx context.Context, body io.Reader, yield func(provider.Part) bool) {
-	st := &state{blocks: map[int]*block{}}
+	st := newState()
 	r := sse.NewReader(body)
 	for {
 		if ctx.Err() != nil {
@@ -174,40 +175,59 @@ func events(ctx context.Context, body io.Reader, yield func(provider.Part) bool)
 		}
 		ev, err := r.Next()
 		if err != nil {
-			if ctx.Err() != nil {
-				return
+			if ctx.Err() == nil {
+				st.End(err, yield)
 			}
-			yield(provider.Error{Err: st.readFailure(err)})
 			return
 		}
-		if !knownEvents[ev.Type] {
-			continue
-		}
-		var e Event
-		if err := json.Unmarshal([]byte(ev.Data), &e); err != nil {
-			yield(provider.Error{Err: fmt.Errorf("anthropic: malformed %s event: %v", ev.Type, err)})
-			return
-		}
-		typ := e.Type
-		if typ == "" {
-			typ = ev.Type
-		}
-		st.nEvents++
-		st.lastType = typ
-		parts, done, err := st.apply(typ, &e)
-		for _, p := range parts {
-			if !yield(p) {
-				return
-			}
-		}
-		if err != nil {
-			yield(provider.Error{Err: err})
-			return
-		}
-		if done {
+		if !st.Event(ev, yield) {
 			return
 		}
 	}
+}
+
+func newState() *state { return &state{blocks: map[int]*block{}} }
+
+// NewEventReader returns the client's parser of one reply, for a framing
+// other than SSE: Bedrock's InvokeModelWithResponseStream carries each
+// event's JSON in a binary frame, fed here as an unnamed ("message") event.
+func NewEventReader() wireread.Client { return newState() }
+
+// Event folds one SSE event into the state, yielding the parts it
+// carries. It reports false once the reply is over (message_stop, a
+// failure, or yield returned false).
+func (st *state) Event(ev sse.Event, yield func(provider.Part) bool) bool {
+	if !knownEvents[ev.Type] {
+		return true
+	}
+	var e Event
+	if err := json.Unmarshal([]byte(ev.Data), &e); err != nil {
+		yield(provider.Error{Err: fmt.Errorf("anthropic: malformed %s event: %v", ev.Type, err)})
+		return false
+	}
+	typ := e.Type
+	if typ == "" {
+		typ = ev.Type
+	}
+	st.nEvents++
+	st.lastType = typ
+	parts, done, err := st.apply(typ, &e)
+	for _, p := range parts {
+		if !yield(p) {
+			return false
+		}
+	}
+	if err != nil {
+		yield(provider.Error{Err: err})
+		return false
+	}
+	return !done
+}
+
+// End ends a stream whose events stopped with err (io.EOF at the end of
+// the body) before message_stop.
+func (st *state) End(err error, yield func(provider.Part) bool) {
+	yield(provider.Error{Err: st.readFailure(err)})
 }
 
 // apply folds one event into the state. It returns the parts to yield,

@@ -35,6 +35,19 @@ func (Real) After(d time.Duration) <-chan time.Time { return time.After(d) }
 // channel a select happens to pick, so a virtual clock gives the same
 // answer every time.
 func Sleep(ctx context.Context, c Clock, d time.Duration) error {
+	return sleep(ctx, c, d)
+}
+
+// Sleeper is Sleep on c as a function, for packages that take a wait
+// without knowing clocks; nil when c is nil (they use the wall clock then).
+func Sleeper(c Clock) func(ctx context.Context, d time.Duration) error {
+	if c == nil {
+		return nil
+	}
+	return func(ctx context.Context, d time.Duration) error { return sleep(ctx, c, d) }
+}
+
+func sleep(ctx context.Context, c Clock, d time.Duration) error {
 	if d <= 0 || ctx.Err() != nil {
 		return ctx.Err()
 	}

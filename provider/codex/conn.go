@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"sync"
 
-	"github.com/openmax/openmax/internal/lines"
+	"github.com/openmax/openmax/internal/jsonrpc"
 )
 
 // MaxLine is the default longest app-server line the client accepts
@@ -36,13 +36,10 @@ const (
 // this is still sent when nothing else waits.
 const maxUnsent = 16 << 20
 
-// RPCError is a JSON-RPC error object, as the server sends it in a response
-// and as the client answers a server request it refuses.
-type RPCError struct {
-	Code    int64           `json:"code"`
-	Message string          `json:"message"`
-	Data    json.RawMessage `json:"data,omitempty"`
-}
+// RPCError is a JSON-RPC error object (internal/jsonrpc's Error, named
+// for codex in its messages), as the server sends it in a response and as
+// the client answers a server request it refuses.
+type RPCError jsonrpc.Error
 
 func (e *RPCError) Error() string {
 	return fmt.Sprintf("codex app-server error %d: %s", e.Code, e.Message)
@@ -50,9 +47,9 @@ func (e *RPCError) Error() string {
 
 // JSON-RPC error codes the client answers with.
 const (
-	CodeMethodNotFound = -32601
-	CodeInvalidParams  = -32602
-	CodeInternal       = -32603
+	CodeMethodNotFound = jsonrpc.CodeMethodNotFound
+	CodeInvalidParams  = jsonrpc.CodeInvalidParams
+	CodeInternal       = jsonrpc.CodeInternalError
 )
 
 // Event is one notification from the server, in the order it was read.
@@ -98,25 +95,14 @@ func (e Event) Decode() (any, error) {
 	return v, nil
 }
 
-// message is any line of the protocol: a request (id, method), a
-// notification (method), or a response (id, result or error).
-type message struct {
-	ID          json.RawMessage `json:"id,omitempty"`
-	Method      string          `json:"method,omitempty"`
-	Params      json.RawMessage `json:"params,omitempty"`
-	Result      json.RawMessage `json:"result,omitempty"`
-	Error       *RPCError       `json:"error,omitempty"`
-	EmittedAtMs *int64          `json:"emittedAtMs,omitempty"`
-}
-
 // serverRequestFunc answers one server request: a result, or an error
 // sent as the JSON-RPC error.
 type serverRequestFunc func(ctx context.Context, method string, params json.RawMessage) (any, *RPCError)
 
-// conn is the JSON-RPC peer over one NDJSON stream pair: requests and
-// their responses correlated by id, notifications queued for Events,
-// server requests answered on goroutines of their own. Safe for concurrent
-// use; see Client for the contract.
+// conn is the JSON-RPC peer over one NDJSON stream pair (the Bare dialect
+// of internal/jsonrpc): requests and their responses correlated by id,
+// notifications queued for Events, server requests answered on goroutines
+// of their own. Safe for concurrent use; see Client for the contract.
 type conn struct {
 	w          io.Writer
 	transcript io.Writer
@@ -144,7 +130,7 @@ type conn struct {
 
 	mu      sync.Mutex
 	nextID  int64
-	pending map[int64]chan message
+	pending map[int64]chan *jsonrpc.Response
 	queue   []Event
 	queued  int           // bytes of the params in queue
 	wake    chan struct{} // a token when the queue gains an event or the conn ends
@@ -167,7 +153,7 @@ func newConn(r io.Reader, w io.Writer, o connOptions) *conn {
 		w: w, transcript: o.transcript, onBadLine: o.onBadLine, onRequest: o.onRequest, observe: o.observe, inBand: o.inBand,
 		maxLine: o.maxLine, maxQueued: o.maxQueued, maxBytes: o.maxBytes, onFull: o.onFull,
 		room:    make(chan struct{}, 1),
-		pending: map[int64]chan message{},
+		pending: map[int64]chan *jsonrpc.Response{},
 		wake:    make(chan struct{}, 1),
 		done:    make(chan struct{}),
 		readEnd: make(chan struct{}),
@@ -218,12 +204,12 @@ func (c *conn) record(dir string, line []byte) {
 	}
 }
 
-// send queues v as one line for the writer and returns at once; the
+// send queues m as one line for the writer and returns at once; the
 // channel receives the outcome of its write. It fails when the
 // connection has ended, an earlier write failed, or the server has left
 // maxUnsent bytes unread (which drops the connection).
-func (c *conn) send(v any) (<-chan error, error) {
-	b, err := json.Marshal(v)
+func (c *conn) send(m jsonrpc.Message) (<-chan error, error) {
+	b, err := jsonrpc.Bare.Encode(m)
 	if err != nil {
 		return nil, fmt.Errorf("codex: encode: %w", err)
 	}
@@ -313,12 +299,6 @@ func (c *conn) closedErr() error {
 // ErrClosed is returned by calls on a connection whose server has ended.
 var ErrClosed = errors.New("codex: app-server connection closed")
 
-type request struct {
-	ID     int64  `json:"id"`
-	Method string `json:"method"`
-	Params any    `json:"params,omitempty"`
-}
-
 // call sends a request and waits for its response, decoding the result
 // into result (when non-nil). A JSON-RPC error is returned as *RPCError.
 // Cancelling ctx stops the wait, not the request.
@@ -331,7 +311,7 @@ func (c *conn) call(ctx context.Context, method string, params, result any) erro
 	}
 	c.nextID++
 	id := c.nextID
-	ch := make(chan message, 1)
+	ch := make(chan *jsonrpc.Response, 1)
 	c.pending[id] = ch
 	c.mu.Unlock()
 	defer func() {
@@ -339,7 +319,11 @@ func (c *conn) call(ctx context.Context, method string, params, result any) erro
 		delete(c.pending, id)
 		c.mu.Unlock()
 	}()
-	written, err := c.send(request{ID: id, Method: method, Params: params})
+	req, err := jsonrpc.NewRequest(jsonrpc.Int64ID(id), method, params)
+	if err != nil {
+		return fmt.Errorf("codex: encode: %w", err)
+	}
+	written, err := c.send(req)
 	if err != nil {
 		return err
 	}
@@ -366,9 +350,9 @@ func (c *conn) call(ctx context.Context, method string, params, result any) erro
 	}
 }
 
-func decodeResult(method string, m message, result any) error {
+func decodeResult(method string, m *jsonrpc.Response, result any) error {
 	if m.Error != nil {
-		return fmt.Errorf("codex: %s: %w", method, m.Error)
+		return fmt.Errorf("codex: %s: %w", method, (*RPCError)(m.Error))
 	}
 	if result == nil {
 		return nil
@@ -381,10 +365,11 @@ func decodeResult(method string, m message, result any) error {
 
 // notify queues a notification.
 func (c *conn) notify(method string, params any) error {
-	_, err := c.send(struct {
-		Method string `json:"method"`
-		Params any    `json:"params,omitempty"`
-	}{method, params})
+	n, err := jsonrpc.NewNotification(method, params)
+	if err != nil {
+		return fmt.Errorf("codex: encode: %w", err)
+	}
+	_, err = c.send(n)
 	return err
 }
 
@@ -392,12 +377,12 @@ func (c *conn) notify(method string, params any) error {
 // ends, then fails what is still waiting.
 func (c *conn) read(r io.Reader) {
 	defer close(c.readEnd)
-	lr := lines.NewReader(r, c.maxLine)
+	lr := jsonrpc.NewReader(r, c.maxLine)
 	var err error
 	for {
 		var line []byte
-		line, err = lr.Next()
-		var tooLong *lines.TooLongError
+		line, err = lr.ReadLine()
+		var tooLong *jsonrpc.TooLongError
 		if errors.As(err, &tooLong) {
 			c.bad(nil, fmt.Errorf("codex: %w", err))
 			continue
@@ -443,29 +428,29 @@ func (c *conn) bad(line []byte, err error) {
 
 // route handles one line read from the server.
 func (c *conn) route(line []byte) {
-	if line[0] != '{' {
-		c.bad(line, errors.New("codex: line is not a JSON object"))
+	msg, err := jsonrpc.Bare.Decode(line)
+	if err != nil {
+		c.bad(line, decodeError(err))
 		return
 	}
-	var m message
-	if err := json.Unmarshal(line, &m); err != nil {
-		c.bad(line, fmt.Errorf("codex: line does not parse: %w", err))
+	at, err := emittedAt(line)
+	if err != nil {
+		c.bad(line, err)
 		return
 	}
-	switch {
-	case m.Method != "" && len(m.ID) > 0 && c.inBand[m.Method]:
-		id := m.ID
-		c.enqueue(Event{Method: m.Method, Params: m.Params, respond: func(result any, rpcErr *RPCError) error {
-			return c.reply(id, result, rpcErr)
-		}})
-	case m.Method != "" && len(m.ID) > 0:
+	switch m := msg.(type) {
+	case *jsonrpc.Request:
+		if c.inBand[m.Method] {
+			id := m.ID
+			c.enqueue(Event{Method: m.Method, Params: m.Params, respond: func(result any, rpcErr *RPCError) error {
+				return c.reply(id, result, rpcErr)
+			}})
+			return
+		}
 		c.handlers.Add(1)
 		go c.answer(m)
-	case m.Method != "":
-		ev := Event{Method: m.Method, Params: m.Params}
-		if m.EmittedAtMs != nil {
-			ev.EmittedAtMs = *m.EmittedAtMs
-		}
+	case *jsonrpc.Notification:
+		ev := Event{Method: m.Method, Params: m.Params, EmittedAtMs: at}
 		if _, known := notificationParams[m.Method]; !known {
 			c.bad(line, fmt.Errorf("codex: unknown notification %q", m.Method))
 		}
@@ -473,19 +458,66 @@ func (c *conn) route(line []byte) {
 			c.observe(ev)
 		}
 		c.enqueue(ev)
-	case len(m.ID) > 0:
-		id, err := strconv.ParseInt(string(m.ID), 10, 64)
+	case *jsonrpc.Response:
+		id, isInt := m.ID.Int64()
 		c.mu.Lock()
 		ch, ok := c.pending[id]
 		c.mu.Unlock()
-		if err != nil || !ok {
+		if !isInt || !ok {
 			c.bad(line, fmt.Errorf("codex: response to no request in flight (id %s)", m.ID))
 			return
 		}
 		ch <- m
-	default:
-		c.bad(line, errors.New("codex: line is neither a request, a notification nor a response"))
 	}
+}
+
+// decodeError words a line jsonrpc refused as a bad line of the server.
+func decodeError(err error) error {
+	var pe *jsonrpc.ParseError
+	switch {
+	case errors.Is(err, jsonrpc.ErrNotObject):
+		return errors.New("codex: line is not a JSON object")
+	case errors.As(err, &pe):
+		return fmt.Errorf("codex: line does not parse: %w", pe.Err)
+	case errors.Is(err, jsonrpc.ErrNotMessage):
+		return errors.New("codex: line is neither a request, a notification nor a response")
+	}
+	return fmt.Errorf("codex: %w", err)
+}
+
+// emittedAtKey is the member the server adds to its messages beside
+// JSON-RPC's: when it sent them.
+var emittedAtKey = []byte(`"emittedAtMs"`)
+
+// emittedAt is the server's emittedAtMs of a line (one JSON object, which
+// jsonrpc decoded), 0 when absent; a line whose emittedAtMs is not an
+// integer does not parse. The server writes it last, `,"emittedAtMs":N}`,
+// and there it is read without decoding the line a second time: in valid
+// JSON, a member that starts after a ',' or the '{' and ends at the
+// object's last '}' is a member of the top-level object, and its last.
+// Any other spelling is decoded as encoding/json reads it.
+func emittedAt(line []byte) (int64, error) {
+	if !bytes.Contains(line, emittedAtKey) {
+		return 0, nil
+	}
+	if body, ok := bytes.CutSuffix(bytes.TrimRight(line, " \t\r\n"), []byte("}")); ok {
+		key := append(emittedAtKey[:len(emittedAtKey):len(emittedAtKey)], ':')
+		if i := bytes.LastIndex(body, key); i > 0 && (body[i-1] == ',' || body[i-1] == '{') {
+			if n, err := strconv.ParseInt(string(body[i+len(key):]), 10, 64); err == nil {
+				return n, nil
+			}
+		}
+	}
+	var m struct {
+		EmittedAtMs *int64 `json:"emittedAtMs"`
+	}
+	if err := json.Unmarshal(line, &m); err != nil {
+		return 0, fmt.Errorf("codex: line does not parse: %w", err)
+	}
+	if m.EmittedAtMs == nil {
+		return 0, nil
+	}
+	return *m.EmittedAtMs, nil
 }
 
 // enqueue queues ev for the pump, on the reader goroutine. At the queue's
@@ -563,7 +595,7 @@ func (c *conn) stopPump() {
 }
 
 // answer runs one server request's handler and sends its response.
-func (c *conn) answer(m message) {
+func (c *conn) answer(m *jsonrpc.Request) {
 	defer c.handlers.Done()
 	var result any
 	var rpcErr *RPCError
@@ -578,21 +610,15 @@ func (c *conn) answer(m message) {
 }
 
 // reply queues the response to the server request id; it does not wait
-// for the write.
-func (c *conn) reply(id json.RawMessage, result any, rpcErr *RPCError) error {
-	resp := struct {
-		ID     json.RawMessage `json:"id"`
-		Result any             `json:"result,omitempty"`
-		Error  *RPCError       `json:"error,omitempty"`
-	}{ID: id}
-	if rpcErr != nil {
-		resp.Error = rpcErr
-	} else {
-		resp.Result = result
-		if result == nil {
-			resp.Result = struct{}{}
-		}
+// for the write. No result is answered as an empty object.
+func (c *conn) reply(id jsonrpc.ID, result any, rpcErr *RPCError) error {
+	if rpcErr == nil && result == nil {
+		result = struct{}{}
 	}
-	_, err := c.send(resp)
+	resp, err := jsonrpc.NewResponse(id, result, (*jsonrpc.Error)(rpcErr))
+	if err != nil {
+		return fmt.Errorf("codex: encode: %w", err)
+	}
+	_, err = c.send(resp)
 	return err
 }

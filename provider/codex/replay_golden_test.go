@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/openmax/openmax/internal/codexscenario"
 	"github.com/openmax/openmax/internal/golden"
 	"github.com/openmax/openmax/internal/rapidchecks"
+	"github.com/openmax/openmax/replay/codexscenario"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden outcomes of the replayed codex sessions in testdata/outcomes")
@@ -96,7 +96,7 @@ func TestReplayScenariosAreSound(t *testing.T) {
 	}
 	for _, f := range have {
 		if !want[f] {
-			t.Errorf("%s belongs to no scenario of internal/codexscenario", f)
+			t.Errorf("%s belongs to no scenario of replay/codexscenario", f)
 		}
 		delete(want, f)
 	}

@@ -1,11 +1,13 @@
 // Package fake serves a scenario (package provider/script) over real HTTP as
-// a fake model vendor speaking three wires: OpenAI Chat Completions, the
-// OpenAI Responses API and Anthropic Messages. Each request, on any wire,
-// consumes the next reply of the scenario and gets it rendered the way the
-// real API would send it: an SSE stream when the request asks for one, a
-// complete JSON response otherwise, or the HTTP-level fault the reply
-// scripts (an error status with its headers and body, a refused
-// connection, a reset mid-body).
+// a fake model vendor speaking every wire in the registry (provider/codec;
+// the built-in ones are OpenAI Chat Completions, the OpenAI Responses API
+// and Anthropic Messages). A POST to one of a wire's endpoints consumes the
+// next reply of the scenario and gets it rendered the way the real API
+// would send it, by the wire's own encoders: its event stream when the
+// request asks for one, a complete JSON response otherwise, or the
+// HTTP-level fault the reply scripts (an error status with its headers and
+// body, a refused connection, a reset mid-body). A request no wire claims
+// is a 404 in no vendor's shape, saying so.
 //
 // Everything that waits goes through the injected clock, and every id and
 // timestamp in a body is derived from the request number, so a transcript
@@ -15,22 +17,21 @@ package fake
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log"
 	"net"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/openmax/openmax/provider"
-	"github.com/openmax/openmax/provider/anthropic"
 	"github.com/openmax/openmax/provider/clock"
+	"github.com/openmax/openmax/provider/codec"
 	"github.com/openmax/openmax/provider/script"
+	_ "github.com/openmax/openmax/provider/vendors" // every built-in wire
 )
 
 // Options configure a Server.
@@ -39,17 +40,6 @@ type Options struct {
 	// the wall clock.
 	Clock clock.Clock
 }
-
-// Wires a request can speak.
-const (
-	WireOpenAI    = "openai"
-	WireAnthropic = "anthropic"
-	// WireResponses is the OpenAI Responses API (POST /v1/responses): a
-	// scenario finish of length, max_output_tokens, max_tokens or
-	// content_filter is response.incomplete, any other
-	// response.completed, and an in-stream failure response.failed.
-	WireResponses = "responses"
-)
 
 // Created is the "created" (Responses: "created_at") timestamp of every
 // OpenAI object the fake renders (2026-01-01T00:00:00Z), fixed so bodies
@@ -65,8 +55,9 @@ type Request struct {
 	Path   string
 	Header http.Header
 	Body   []byte
-	// Wire is WireOpenAI, WireResponses or WireAnthropic, or empty for a
-	// request no route matched.
+	// Wire is the name of the wire that served the request (openai,
+	// responses, anthropic; codec.Info.Name), or empty for a request no
+	// route matched.
 	Wire string
 }
 
@@ -164,16 +155,24 @@ func (s *Server) Requests() []Request {
 	return out
 }
 
-func route(r *http.Request) string {
-	if r.Method != http.MethodPost {
-		return ""
+// route is the wire a request belongs to (nil with the registry's error
+// when none claims it) and whether the server answers it: a POST to one
+// of the wire's endpoints.
+func route(r *http.Request) (w codec.Wire, served bool, err error) {
+	w, claim, err := codec.ForRequest(codec.NewRequest(r))
+	return w, err == nil && claim == codec.ClaimEndpoint && r.Method == http.MethodPost, err
+}
+
+// routes lists what the server answers: POST to every wire's endpoints.
+func routes() string {
+	var eps []string
+	for _, w := range codec.Wires() {
+		eps = append(eps, w.Info().Endpoints...)
 	}
-	for wire, c := range codecs {
-		if slices.Contains(c.paths, r.URL.Path) {
-			return wire
-		}
+	if len(eps) > 1 {
+		return "POST " + strings.Join(eps[:len(eps)-1], ", ") + " or " + eps[len(eps)-1]
 	}
-	return ""
+	return "POST " + strings.Join(eps, "")
 }
 
 // MaxRequestBody is the largest request body the server reads (32 MiB). A
@@ -206,36 +205,41 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	defer context.AfterFunc(s.ctx, cancel)()
 
-	wire := route(r)
+	wire, served, unknown := route(r)
 	if r.ContentLength > MaxRequestBody {
 		// Refused unread: a declared size over the cap is never buffered.
-		writeJSON(w, http.StatusRequestEntityTooLarge, errorBody(wire, http.StatusRequestEntityTooLarge, "request_too_large",
-			fmt.Sprintf("fake provider: the request body is %d bytes, over the limit of %d (%d MiB)", r.ContentLength, MaxRequestBody, MaxRequestBody>>20)))
+		writeError(w, wire, http.StatusRequestEntityTooLarge, "request_too_large",
+			fmt.Sprintf("fake provider: the request body is %d bytes, over the limit of %d (%d MiB)", r.ContentLength, MaxRequestBody, MaxRequestBody>>20))
 		return
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxRequestBody)) // to the end, so a client going away cancels ctx
 	var tooLarge *http.MaxBytesError
 	if errors.As(err, &tooLarge) {
-		writeJSON(w, http.StatusRequestEntityTooLarge, errorBody(wire, http.StatusRequestEntityTooLarge, "request_too_large",
-			fmt.Sprintf("fake provider: the request body is over the limit of %d bytes (%d MiB)", MaxRequestBody, MaxRequestBody>>20)))
+		writeError(w, wire, http.StatusRequestEntityTooLarge, "request_too_large",
+			fmt.Sprintf("fake provider: the request body is over the limit of %d bytes (%d MiB)", MaxRequestBody, MaxRequestBody>>20))
 		return
 	}
+	name := ""
+	if served {
+		name = wire.Info().Name
+	}
 	s.mu.Lock()
-	s.requests = append(s.requests, Request{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body, Wire: wire})
+	s.requests = append(s.requests, Request{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body, Wire: name})
 	s.mu.Unlock()
 
 	w.Header().Set("Date", s.clock.Now().UTC().Format(http.TimeFormat))
-	if wire == "" {
-		writeJSON(w, http.StatusNotFound, anthropic.HTTPErrorBody(http.StatusNotFound, "not_found_error",
-			fmt.Sprintf("fake provider: no route for %s %s (POST /v1/chat/completions, /chat/completions, /v1/responses, /responses or /v1/messages)", r.Method, r.URL.Path)))
+	if !served {
+		why := ""
+		if unknown != nil {
+			why = unknown.Error() + "; "
+		}
+		// A wire that only hints at the request answers in its shape.
+		writeError(w, wire, http.StatusNotFound, "", fmt.Sprintf("fake provider: no route for %s %s (%sserves %s)", r.Method, r.URL.Path, why, routes()))
 		return
 	}
-	var in struct {
-		Model  string `json:"model"`
-		Stream bool   `json:"stream"`
-	}
-	if err := json.Unmarshal(body, &in); err != nil {
-		writeJSON(w, http.StatusBadRequest, errorBody(wire, http.StatusBadRequest, "invalid_request_error", "fake provider: the request body is not JSON: "+err.Error()))
+	in, err := wire.ReadRequest(codec.NewRequest(r), body)
+	if err != nil {
+		writeError(w, wire, http.StatusBadRequest, "invalid_request_error", "fake provider: the request body is not JSON: "+err.Error())
 		return
 	}
 	if in.Model == "" {
@@ -247,8 +251,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.next++
 	s.mu.Unlock()
 	if index >= len(s.sc.Replies) {
-		writeJSON(w, http.StatusInternalServerError, errorBody(wire, http.StatusInternalServerError, "scenario_exhausted",
-			fmt.Sprintf("fake provider: no reply left for request %d (the scenario has %d)", index+1, len(s.sc.Replies))))
+		writeError(w, wire, http.StatusInternalServerError, "scenario_exhausted",
+			fmt.Sprintf("fake provider: no reply left for request %d (the scenario has %d)", index+1, len(s.sc.Replies)))
 		return
 	}
 	reply := s.sc.Replies[index]
@@ -273,7 +277,7 @@ type play struct {
 	s     *Server
 	ctx   context.Context
 	w     http.ResponseWriter
-	wire  string
+	wire  codec.Wire
 	reply script.Reply
 	n     int // the request number, 1-based
 	model string
@@ -303,7 +307,13 @@ func (p *play) httpError() {
 	if p.reply.Body != nil {
 		body = []byte(*p.reply.Body)
 	} else {
-		body = errorBody(p.wire, p.reply.Status, p.reply.Code, p.reply.Message)
+		var extra http.Header
+		body, extra = p.wire.HTTPError(codec.Failure{Status: p.reply.Status, Type: p.reply.Code, Message: p.reply.Message})
+		for k, v := range extra {
+			if _, scripted := p.reply.Headers[k]; !scripted {
+				p.w.Header()[k] = v
+			}
+		}
 	}
 	p.w.WriteHeader(p.reply.Status)
 	p.w.Write(body) //nolint:errcheck // the client went away
@@ -368,17 +378,23 @@ func closeConn(w http.ResponseWriter) {
 // tool_calls → tool_use); a finish the scenario named goes out verbatim.
 func (p *play) part(s script.Step) provider.Part {
 	if f, ok := s.Part.(provider.Finish); ok && s.Implied {
-		return provider.Finish{Reason: codecOf(p.wire).impliedFinish(f.Reason)}
+		return provider.Finish{Reason: p.wire.ImpliedFinish(f.Reason)}
 	}
 	return s.Part
 }
 
 func (p *play) stream() {
-	p.header("text/event-stream; charset=utf-8")
+	p.header(p.wire.Info().StreamType)
 	p.w.Header().Set("Cache-Control", "no-cache")
 	p.w.WriteHeader(http.StatusOK)
 	steps := p.reply.Steps(p.n - 1)
-	st := codecOf(p.wire).stream(p.n, p.model, steps)
+	var parts []provider.Part
+	for _, s := range steps {
+		if s.Part != nil {
+			parts = append(parts, s.Part)
+		}
+	}
+	st := p.wire.NewEncoder(codec.Reply{Seq: p.n, Model: p.model, Created: Created, Parts: parts})
 	if p.write(st.Open()) != nil {
 		return
 	}
@@ -439,15 +455,24 @@ func (p *play) complete() {
 				case strings.Contains(se.Type, "rate_limit"):
 					status = http.StatusTooManyRequests
 				}
+				if fs, ok := p.wire.(codec.FailureStatuser); ok {
+					if st, ok := fs.FailureStatus(se.Type); ok {
+						status = st
+					}
+				}
+				body, extra := p.wire.HTTPError(codec.Failure{Status: status, Type: se.Type, Message: se.Message})
 				p.header("application/json")
+				for k, v := range extra {
+					p.w.Header()[k] = v
+				}
 				p.w.WriteHeader(status)
-				p.w.Write(errorBody(p.wire, status, se.Type, se.Message)) //nolint:errcheck
+				p.w.Write(body) //nolint:errcheck
 				return
 			}
 			parts = append(parts, p.part(step))
 		}
 	}
-	body, ok := codecOf(p.wire).whole(p.n, p.model, parts)
+	body, ok := p.wire.Whole(codec.Reply{Seq: p.n, Model: p.model, Created: Created, Parts: parts})
 	if !ok {
 		closeConn(p.w)
 		return
@@ -462,13 +487,21 @@ func (p *play) complete() {
 	}
 }
 
-// errorBody is a wire's usual error JSON. code is the vendor's error code
-// or type; empty takes the usual type for the status.
-func errorBody(wire string, status int, code, message string) []byte {
-	return codecOf(wire).errorBody(status, code, message)
-}
-
-func writeJSON(w http.ResponseWriter, status int, body []byte) {
+// writeError answers with status: the wire's error body when a wire
+// claims the request (code its error type, "" for the wire's usual one),
+// and otherwise, for a request no wire claims, the message as plain text,
+// in no vendor's shape.
+func writeError(w http.ResponseWriter, wire codec.Wire, status int, code, message string) {
+	if wire == nil {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(status)
+		w.Write([]byte(message + "\n")) //nolint:errcheck // the client went away
+		return
+	}
+	body, extra := wire.HTTPError(codec.Failure{Status: status, Type: code, Message: message})
+	for k, v := range extra {
+		w.Header()[k] = v
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	w.Write(body) //nolint:errcheck // the client went away

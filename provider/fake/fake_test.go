@@ -12,8 +12,11 @@ import (
 	"time"
 
 	"github.com/openmax/openmax/provider"
+	"github.com/openmax/openmax/provider/anthropic"
 	"github.com/openmax/openmax/provider/clock"
+	"github.com/openmax/openmax/provider/codec"
 	"github.com/openmax/openmax/provider/httpx"
+	"github.com/openmax/openmax/provider/openai"
 	"github.com/openmax/openmax/provider/script"
 	"github.com/openmax/openmax/provider/sse"
 )
@@ -461,7 +464,7 @@ func TestRefuse(t *testing.T) {
 	if !strings.Contains(body, `"text":"after"`) {
 		t.Errorf("the next reply: %s", body)
 	}
-	if reqs := h.srv.Requests(); len(reqs) != 2 || reqs[0].Wire != WireOpenAI {
+	if reqs := h.srv.Requests(); len(reqs) != 2 || reqs[0].Wire != openai.WireName {
 		t.Errorf("requests %+v", reqs)
 	}
 }
@@ -574,9 +577,17 @@ replies:
       - finish: tool_use
   - tool_calls: [{name: t}]
 `)
+	// No wire claims /v1/models: a plain 404 saying so, in no vendor's
+	// shape.
 	resp, body := h.read("/v1/models", "")
-	if resp.StatusCode != 404 || !strings.Contains(body, `"type":"not_found_error"`) || !strings.Contains(body, "/v1/models") {
+	if resp.StatusCode != 404 || resp.Header.Get("Content-Type") != "text/plain; charset=utf-8" || strings.Contains(body, `"error"`) ||
+		!strings.Contains(body, "POST /v1/models: "+codec.ErrUnknownWire.Error()) || !strings.Contains(body, "/v1/messages") {
 		t.Errorf("unknown path: %d %s", resp.StatusCode, body)
+	}
+	// A path below Anthropic's endpoint is Anthropic's, though not served.
+	resp, body = h.read("/v1/messages/count_tokens", "{}")
+	if resp.StatusCode != 404 || !strings.Contains(body, `"type":"not_found_error"`) {
+		t.Errorf("count_tokens: %d %s", resp.StatusCode, body)
 	}
 	resp, err := h.client.Get(h.base + "/v1/messages")
 	if err != nil {
@@ -624,13 +635,14 @@ replies:
 	type row struct{ method, path, wire, body string }
 	want := []row{
 		{"POST", "/v1/models", "", ""},
+		{"POST", "/v1/messages/count_tokens", "", "{}"},
 		{"GET", "/v1/messages", "", ""},
-		{"POST", "/v1/messages", WireAnthropic, "{not json"},
-		{"POST", "/v1/chat/completions", WireOpenAI, `{"model":"gpt"}`},
-		{"POST", "/v1/messages", WireAnthropic, `{"model":"claude"}`},
-		{"POST", "/v1/messages", WireAnthropic, `{"model":"claude"}`},
-		{"POST", "/v1/chat/completions", WireOpenAI, stream},
-		{"POST", "/v1/messages", WireAnthropic, stream},
+		{"POST", "/v1/messages", anthropic.WireName, "{not json"},
+		{"POST", "/v1/chat/completions", openai.WireName, `{"model":"gpt"}`},
+		{"POST", "/v1/messages", anthropic.WireName, `{"model":"claude"}`},
+		{"POST", "/v1/messages", anthropic.WireName, `{"model":"claude"}`},
+		{"POST", "/v1/chat/completions", openai.WireName, stream},
+		{"POST", "/v1/messages", anthropic.WireName, stream},
 	}
 	if len(reqs) != len(want) {
 		t.Fatalf("%d requests recorded: %+v", len(reqs), reqs)
@@ -641,8 +653,8 @@ replies:
 			t.Errorf("request %d: %s %s %s %q", i+1, r.Method, r.Path, r.Wire, r.Body)
 		}
 	}
-	if reqs[3].Header.Get("Authorization") != "Bearer k1" {
-		t.Errorf("headers not recorded: %v", reqs[3].Header)
+	if reqs[4].Header.Get("Authorization") != "Bearer k1" {
+		t.Errorf("headers not recorded: %v", reqs[4].Header)
 	}
 }
 
@@ -665,5 +677,25 @@ replies:
 	if resp, err := h.post(context.Background(), "/v1/chat/completions", `{}`); err == nil {
 		resp.Body.Close()
 		t.Errorf("no finish: got a response %d", resp.StatusCode)
+	}
+}
+
+// TestUnknownWire: a request no registered wire claims (a path no wire
+// serves, no vendor header) is a plain 404 that says so, in no vendor's
+// error shape, and consumes no reply.
+func TestUnknownWire(t *testing.T) {
+	h := start(t, `
+replies:
+  - {text: hi}
+`)
+	resp, body := h.read("/v2/foo", `{"model":"m","messages":[{"role":"user","content":"hi"}]}`)
+	if resp.StatusCode != 404 || resp.Header.Get("Content-Type") != "text/plain; charset=utf-8" ||
+		!strings.HasPrefix(body, "fake provider: no route for POST /v2/foo (POST /v2/foo: "+codec.ErrUnknownWire.Error()+" (known: ") ||
+		strings.Contains(body, `"error"`) || strings.Contains(body, `"type"`) {
+		t.Errorf("unknown wire: %d %q", resp.StatusCode, body)
+	}
+	resp, body = h.read("/v1/chat/completions", `{"model":"m"}`)
+	if resp.StatusCode != 200 || !strings.Contains(body, `"content":"hi"`) {
+		t.Errorf("the reply after it: %d %s", resp.StatusCode, body)
 	}
 }

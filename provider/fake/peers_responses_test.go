@@ -22,6 +22,7 @@ import (
 
 	"github.com/openmax/openmax/provider"
 	"github.com/openmax/openmax/provider/fake"
+	"github.com/openmax/openmax/provider/openai/responses"
 )
 
 func responsesSDK(t *testing.T, base string, retries int) openaisdk.Client {
@@ -227,7 +228,7 @@ replies:
 			ourSrv, ourBase := peerServer(t, tc.yaml)
 
 			sdk := viaResponsesSDK(t, sdkBase, 0)
-			ours := viaOurs(t, fake.WireResponses, ourBase)
+			ours := viaOurs(t, responses.WireName, ourBase)
 
 			if sdk.Terminal != tc.terminal {
 				t.Errorf("the SDK's terminal event %q, want %q", sdk.Terminal, tc.terminal)
@@ -247,7 +248,7 @@ replies:
 				t.Errorf("our client reconstructed\n  %+v\nwant\n  %+v", ours, tc.want)
 			}
 			for _, s := range []*fake.Server{sdkSrv, ourSrv} {
-				checkOneStreamRequest(t, s, fake.WireResponses)
+				checkOneStreamRequest(t, s, responses.WireName)
 			}
 		})
 	}
@@ -274,7 +275,7 @@ replies:
 	_, base = peerServer(t, yaml)
 	var text string
 	var failure error
-	for part := range ourClient(t, fake.WireResponses, base).Stream(peerContext(t), ourRequest()) {
+	for part := range ourClient(t, responses.WireName, base).Stream(peerContext(t), ourRequest()) {
 		switch p := part.(type) {
 		case provider.TextDelta:
 			text += p.Text
@@ -338,7 +339,7 @@ replies:
 		if n := len(srv.Requests()); n != 1 {
 			t.Errorf("%d requests, want 1 (a wait over the cap is not retried)", n)
 		}
-		ourHTTPError(t, fake.WireResponses, yaml, 600*time.Second, "Rate limit reached for requests")
+		ourHTTPError(t, responses.WireName, yaml, 600*time.Second, "Rate limit reached for requests")
 	})
 }
 

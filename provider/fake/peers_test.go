@@ -278,11 +278,11 @@ func ourClient(t *testing.T, wire, base string) provider.Provider {
 		err error
 	)
 	switch wire {
-	case fake.WireOpenAI:
+	case openai.WireName:
 		p, err = openai.New(openai.Config{APIKey: "sk-fake-peer", BaseURL: base + "/v1", Model: "fake-gpt", HTTP: hc})
-	case fake.WireAnthropic:
+	case anthropic.WireName:
 		p, err = anthropic.New(anthropic.Config{APIKey: "sk-ant-fake-peer", BaseURL: base, Model: "fake-claude", HTTP: hc})
-	case fake.WireResponses:
+	case responses.WireName:
 		p, err = responses.New(responses.Config{APIKey: "sk-fake-peer", BaseURL: base + "/v1", Model: "fake-gpt", HTTP: hc})
 	default:
 		t.Fatalf("unknown wire %q", wire)
@@ -360,7 +360,7 @@ func TestPeersStream(t *testing.T) {
 	}{
 		{
 			name: "openai/text in chunks",
-			wire: fake.WireOpenAI,
+			wire: openai.WireName,
 			yaml: `
 replies:
   - chunks:
@@ -375,7 +375,7 @@ replies:
 		},
 		{
 			name: "anthropic/text in chunks",
-			wire: fake.WireAnthropic,
+			wire: anthropic.WireName,
 			yaml: `
 replies:
   - chunks:
@@ -393,7 +393,7 @@ replies:
 			// and then an arguments chunk; the scenario language cannot
 			// split one call's arguments further.
 			name: "openai/text and two parallel tool calls",
-			wire: fake.WireOpenAI,
+			wire: openai.WireName,
 			yaml: `
 replies:
   - chunks:
@@ -416,7 +416,7 @@ replies:
 		},
 		{
 			name: "anthropic/text and two parallel tool calls",
-			wire: fake.WireAnthropic,
+			wire: anthropic.WireName,
 			yaml: `
 replies:
   - chunks:
@@ -439,7 +439,7 @@ replies:
 		},
 		{
 			name: "anthropic/thinking, signature, text",
-			wire: fake.WireAnthropic,
+			wire: anthropic.WireName,
 			yaml: `
 replies:
   - chunks:
@@ -460,7 +460,7 @@ replies:
 		},
 		{
 			name: "anthropic/interleaved thinking, text and a tool call",
-			wire: fake.WireAnthropic,
+			wire: anthropic.WireName,
 			yaml: `
 replies:
   - chunks:
@@ -487,7 +487,7 @@ replies:
 			// reasoning_content is not a field the SDK types; see
 			// viaOpenAISDK for how it is read.
 			name: "openai/reasoning and text",
-			wire: fake.WireOpenAI,
+			wire: openai.WireName,
 			yaml: `
 replies:
   - chunks:
@@ -503,7 +503,7 @@ replies:
 		{
 			// The shorthand's implied finish in each wire's own words.
 			name: "openai/shorthand",
-			wire: fake.WireOpenAI,
+			wire: openai.WireName,
 			yaml: `
 replies:
   - text: "On it."
@@ -524,7 +524,7 @@ replies:
 		},
 		{
 			name: "anthropic/shorthand",
-			wire: fake.WireAnthropic,
+			wire: anthropic.WireName,
 			yaml: `
 replies:
   - thinking: "Plan."
@@ -556,9 +556,9 @@ replies:
 
 			var sdk reconstruction
 			switch tc.wire {
-			case fake.WireOpenAI:
+			case openai.WireName:
 				sdk = viaOpenAISDK(t, sdkBase)
-			case fake.WireAnthropic:
+			case anthropic.WireName:
 				sdk = viaAnthropicSDK(t, sdkBase)
 			}
 			ours := viaOurs(t, tc.wire, ourBase)
@@ -672,7 +672,7 @@ replies:
 				if n := len(srv.Requests()); n != 1 {
 					t.Errorf("%d requests, want 1 (retries are off)", n)
 				}
-				ourHTTPError(t, fake.WireOpenAI, tc.yaml, tc.wait, tc.wantMessage)
+				ourHTTPError(t, openai.WireName, tc.yaml, tc.wait, tc.wantMessage)
 			})
 
 			t.Run("anthropic-sdk-go", func(t *testing.T) {
@@ -700,7 +700,7 @@ replies:
 				if n := len(srv.Requests()); n != 1 {
 					t.Errorf("%d requests, want 1 (retries are off)", n)
 				}
-				ourHTTPError(t, fake.WireAnthropic, tc.yaml, tc.wait, tc.wantMessage)
+				ourHTTPError(t, anthropic.WireName, tc.yaml, tc.wait, tc.wantMessage)
 			})
 		})
 	}

@@ -103,7 +103,7 @@ func TestResponsesStream(t *testing.T) {
 		`{"id":"msg_fake_3_0","type":"message","status":"completed","role":"assistant","content":[{"type":"output_text","text":"x","annotations":[]}]}]}}`)
 
 	reqs := h.srv.Requests()
-	if len(reqs) != 3 || reqs[0].Wire != WireResponses || reqs[1].Wire != WireResponses || reqs[1].Path != "/responses" {
+	if len(reqs) != 3 || reqs[0].Wire != responses.WireName || reqs[1].Wire != responses.WireName || reqs[1].Path != "/responses" {
 		t.Errorf("requests %+v", reqs)
 	}
 }
@@ -333,7 +333,7 @@ func TestResponsesThroughTheClient(t *testing.T) {
 			case tt.err != nil && (failure == nil || !tt.err(failure)):
 				t.Errorf("failure %#v does not match", failure)
 			}
-			if reqs := h.srv.Requests(); len(reqs) != 1 || reqs[0].Wire != WireResponses || reqs[0].Path != "/v1/responses" {
+			if reqs := h.srv.Requests(); len(reqs) != 1 || reqs[0].Wire != responses.WireName || reqs[0].Path != "/v1/responses" {
 				t.Errorf("requests %+v", reqs)
 			}
 		})

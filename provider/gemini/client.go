@@ -108,7 +108,6 @@ func New(cfg Config) (*Client, error) {
 	if cfg.HTTP != nil {
 		hc = *cfg.HTTP
 	}
-	hc.ReadError = readHTTPError
 	c := &Client{key: cfg.APIKey, base: strings.TrimRight(base, "/"), model: cfg.Model, project: cfg.Project,
 		location: cfg.Location, stream: !cfg.Whole, maxTokens: cfg.MaxTokens, http: &hc}
 	c.plain.Store(cfg.NoThoughts)
@@ -161,7 +160,7 @@ func (c *Client) Stream(ctx context.Context, req provider.Request) iter.Seq[prov
 			return
 		}
 		url, header := c.url(model), c.header()
-		resp, err := c.http.Post(ctx, url, header, body)
+		resp, err := c.http.PostWith(ctx, url, header, body, readHTTPError)
 		if thoughts && thoughtsRefused(err) {
 			// A model that does not think refuses the request for
 			// thought summaries: the same request without it is the
@@ -171,7 +170,7 @@ func (c *Client) Stream(ctx context.Context, req provider.Request) iter.Seq[prov
 				fail(err)
 				return
 			}
-			resp, err = c.http.Post(ctx, url, header, body)
+			resp, err = c.http.PostWith(ctx, url, header, body, readHTTPError)
 		}
 		c.http.Reply(ctx, resp, err, "gemini", readWhole, readStream, c.scrub, yield)
 	}

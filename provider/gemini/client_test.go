@@ -17,7 +17,6 @@ import (
 	"github.com/openmax/openmax/provider"
 	"github.com/openmax/openmax/provider/clock"
 	"github.com/openmax/openmax/provider/gemini"
-	"github.com/openmax/openmax/provider/httpx"
 	"github.com/openmax/openmax/provider/retry"
 )
 
@@ -549,12 +548,6 @@ func TestNew(t *testing.T) {
 		if !strings.Contains(fmt.Sprint(c), `"`+tt.want+`"`) {
 			t.Errorf("%s does not go to %s", c, tt.want)
 		}
-	}
-	// The copy of the httpx client is the client's own: the caller's is
-	// left without the error hook.
-	hc := &httpx.Client{}
-	if _, err := gemini.New(gemini.Config{APIKey: testKey, Model: "m", HTTP: hc}); err != nil || hc.ReadError != nil {
-		t.Errorf("New changed the caller's httpx.Client (%v)", err)
 	}
 }
 

@@ -558,6 +558,7 @@ func ReadErrorBody(body []byte) (s *Status, wait time.Duration, hasWait, ok bool
 // wait of its RetryInfo when no Retry-After header asked for one (a
 // header, when there is one, is what every wire's clients read first).
 func readHTTPError(he *provider.HTTPError, _ http.Header, body []byte) {
+	he.Code, he.Message = provider.ParseErrorBody(body)
 	s, wait, hasWait, ok := ReadErrorBody(body)
 	if !ok {
 		return

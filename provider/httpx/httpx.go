@@ -46,14 +46,6 @@ type Client struct {
 	// the vendor client decompresses itself is capped again with Cap. 0
 	// means no cap.
 	MaxReplyBytes int64
-	// ReadError, when set, completes the HTTPError of a non-2xx response
-	// with what only the vendor knows how to read: its own error shape
-	// (Google's google.rpc.Status names the error in status, and its
-	// RetryInfo detail asks for a wait). It runs after the generic reading
-	// (Code and Message from provider.ParseErrorBody, the Retry-After
-	// headers), with the response headers and the start of the body (at
-	// most 64 KiB). A vendor client sets it on its own copy of the Client.
-	ReadError func(he *provider.HTTPError, header http.Header, body []byte)
 }
 
 // maxErrorBody caps how much of an error response is read.
@@ -70,6 +62,20 @@ const maxErrorBody = 64 << 10
 // while the body is read (idle and reply timeouts); closing the body ends
 // its wait before Close returns.
 func (c *Client) Post(ctx context.Context, url string, header http.Header, body []byte) (*http.Response, error) {
+	return c.PostWith(ctx, url, header, body, nil)
+}
+
+// ErrorReader reads a vendor's error response into the error Post
+// returns: he comes with its Status and Retry-After set, and the reader
+// fills in its Code and Message from the response headers and the first
+// 64 KiB of the body (AWS, for one, names the error in a header,
+// x-amzn-ErrorType, and gives only a message in the body).
+type ErrorReader func(he *provider.HTTPError, header http.Header, body []byte)
+
+// PostWith is Post with the vendor's own reading of an error response;
+// a nil read takes the code and message from the body as Post does
+// (provider.ParseErrorBody).
+func (c *Client) PostWith(ctx context.Context, url string, header http.Header, body []byte, read ErrorReader) (*http.Response, error) {
 	clk := c.Clock
 	if clk == nil {
 		clk = clock.Real{}
@@ -124,10 +130,11 @@ func (c *Client) Post(ctx context.Context, url string, header http.Header, body 
 		// drips or never ends still ends.
 		data, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 		he := &provider.HTTPError{Status: resp.StatusCode}
-		he.Code, he.Message = provider.ParseErrorBody(data)
 		he.RetryAfter, he.HasRetryAfter = provider.ParseRetryAfter(resp.Header, clk.Now())
-		if c.ReadError != nil {
-			c.ReadError(he, resp.Header, data)
+		if read != nil {
+			read(he, resp.Header, data)
+		} else {
+			he.Code, he.Message = provider.ParseErrorBody(data)
 		}
 		return nil, he
 	}

@@ -55,6 +55,46 @@ func TestErrorResponsesAreClassified(t *testing.T) {
 	}
 }
 
+// TestPostWithReadsErrors: PostWith hands the vendor's reader the
+// status, the headers and the body of an error response, with the
+// Retry-After already read, and returns what it made of them; a 2xx
+// response never reaches it.
+func TestPostWithReadsErrors(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/ok" {
+			io.WriteString(w, "fine")
+			return
+		}
+		w.Header().Set("X-Amzn-Errortype", "ThrottlingException:http://internal.amazon.com/coral/com.amazon.bedrock/")
+		w.Header().Set("Retry-After", "4")
+		w.WriteHeader(429)
+		io.WriteString(w, `{"message":"Too many requests"}`)
+	}))
+	defer srv.Close()
+	var seen []string
+	read := func(he *provider.HTTPError, h http.Header, body []byte) {
+		seen = append(seen, string(body))
+		if he.Status != 429 || !he.HasRetryAfter || he.RetryAfter != 4*time.Second {
+			t.Errorf("the reader got %+v", he)
+		}
+		he.Code, he.Message = strings.Split(h.Get("X-Amzn-Errortype"), ":")[0], strings.Trim(string(body), "{}")
+	}
+	c := &Client{}
+	_, err := c.PostWith(context.Background(), srv.URL+"/err", nil, []byte(`{}`), read)
+	var he *provider.HTTPError
+	if !errors.As(err, &he) || he.Code != "ThrottlingException" || he.Message != `"message":"Too many requests"` {
+		t.Fatalf("error %v", err)
+	}
+	resp, err := c.PostWith(context.Background(), srv.URL+"/ok", nil, []byte(`{}`), read)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if len(seen) != 1 || seen[0] != `{"message":"Too many requests"}` {
+		t.Fatalf("the reader saw %q", seen)
+	}
+}
+
 func TestUnreachableIsTransportError(t *testing.T) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -330,33 +370,5 @@ func TestCap(t *testing.T) {
 	}
 	if r := strings.NewReader("abc"); Cap(r, 0) != io.Reader(r) {
 		t.Error("0 means no cap")
-	}
-}
-
-// TestReadErrorHook: a client's ReadError sees the headers and the body of
-// an error response after the generic reading, and what it sets is the
-// error Post returns.
-func TestReadErrorHook(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("X-Vendor-Error", "Throttled")
-		w.WriteHeader(http.StatusTooManyRequests)
-		io.WriteString(w, `{"error":{"code":429,"message":"wait","status":"RESOURCE_EXHAUSTED"}}`)
-	}))
-	defer srv.Close()
-	var seen string
-	c := &Client{ReadError: func(he *provider.HTTPError, h http.Header, body []byte) {
-		seen = h.Get("X-Vendor-Error") + " " + string(body)
-		if he.Message != "wait" || he.Code != "" {
-			t.Errorf("the hook ran before the generic reading: %+v", he)
-		}
-		he.Code, he.RetryAfter, he.HasRetryAfter = "RESOURCE_EXHAUSTED", 7*time.Second, true
-	}}
-	_, err := c.Post(context.Background(), srv.URL, nil, []byte(`{}`))
-	var he *provider.HTTPError
-	if !errors.As(err, &he) || he.Code != "RESOURCE_EXHAUSTED" || he.RetryAfter != 7*time.Second || !he.HasRetryAfter {
-		t.Fatalf("error %v (%+v)", err, he)
-	}
-	if want := `Throttled {"error":{"code":429,"message":"wait","status":"RESOURCE_EXHAUSTED"}}`; seen != want {
-		t.Errorf("the hook saw %q, want %q", seen, want)
 	}
 }

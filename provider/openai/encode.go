@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/openmax/openmax/provider"
+	"github.com/openmax/openmax/provider/codec"
 	"github.com/openmax/openmax/provider/internal/wirejson"
 )
 
@@ -166,27 +167,44 @@ func ErrorEvent(se *provider.StreamError) []byte {
 }
 
 // HTTPErrorBody is the JSON body OpenAI answers an error status with. code
-// is the error code; empty gives the type OpenAI uses for the status (a
-// 429 says the limit hit, "requests", in type and rate_limit_exceeded in
-// code). An empty message is the status text.
+// is the error code, written as the type too; empty gives the type OpenAI
+// uses for the status (a 429 says the limit hit, "requests", in type and
+// rate_limit_exceeded in code). An empty message is the status text.
 func HTTPErrorBody(status int, code, message string) []byte {
+	return FailureBody(codec.Failure{Status: status, Type: code, Message: message})
+}
+
+// FailureBody is the JSON error body of f (see codec.Failure): its type
+// is f.Type, or the one OpenAI uses for the status; its code f.Code, else
+// f.Type, else (for a 429) rate_limit_exceeded, else null. An empty
+// message is the status text.
+func FailureBody(f codec.Failure) []byte {
+	message := f.Message
 	if message == "" {
-		message = provider.StatusText(status)
+		message = provider.StatusText(f.Status)
 	}
 	if message == "" {
-		message = fmt.Sprintf("HTTP %d", status)
+		message = fmt.Sprintf("HTTP %d", f.Status)
 	}
-	e := ErrorDetail{Message: message, Type: code}
+	e := ErrorDetail{Message: message, Type: f.Type}
+	code := f.Code
+	if code == "" {
+		code = f.Type
+	}
 	switch {
-	case code != "":
-		e.Code = &code
-	case status == 429:
-		c := "rate_limit_exceeded"
-		e.Type, e.Code = "requests", &c
-	case status >= 500:
+	case f.Type != "":
+	case f.Status == 429:
+		e.Type = "requests"
+		if code == "" {
+			code = "rate_limit_exceeded"
+		}
+	case f.Status >= 500:
 		e.Type = "server_error"
 	default:
 		e.Type = "invalid_request_error"
+	}
+	if code != "" {
+		e.Code = &code
 	}
 	return wirejson.Marshal(ErrorBody{Error: e})
 }

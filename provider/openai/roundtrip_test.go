@@ -107,3 +107,11 @@ func TestErrorBodyRoundTrip(t *testing.T) {
 		}
 	})
 }
+
+// TestParseRecorded: the registered wire reads its own encoding back
+// event by event, whole and cut anywhere (codectest.CheckParse).
+func TestParseRecorded(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		codectest.CheckParse(t, Wire{}, codectest.Draw(t, codectest.Wire{Finishes: []string{"stop", "tool_calls", "length", "content_filter"}}))
+	})
+}

@@ -137,65 +137,88 @@ func ParseStream(body io.Reader) iter.Seq[provider.Part] { return httpx.ParseStr
 
 // readStream parses an SSE body.
 func readStream(ctx context.Context, body io.Reader, contentType string, yield func(provider.Part) bool) {
-	var r reply
+	s := &chatStream{contentType: contentType}
 	events := sse.NewReader(body)
-	seen := 0
 	for {
 		if ctx.Err() != nil {
 			return
 		}
 		ev, err := events.Next()
 		if err != nil {
-			switch {
-			case ctx.Err() != nil:
-				return
-			case r.finish != "":
-				// The model finished; only the tail (usage, [DONE]) is lost.
-				r.complete(yield)
-			case errors.Is(err, io.EOF):
-				what := "stream ended before finish_reason"
-				if seen == 0 {
-					what = fmt.Sprintf("response ended with no data events (Content-Type %q)", contentType)
-				}
-				yield(provider.Error{Err: fmt.Errorf("%w: %s", provider.ErrIncomplete, what)})
-			default:
-				yield(provider.Error{Err: httpx.ReadFailure(err, "stream broke before finish_reason")})
+			if ctx.Err() == nil {
+				s.End(err, yield)
 			}
 			return
 		}
-		if ev.Type != "message" {
-			continue
-		}
-		data := strings.TrimSpace(ev.Data)
-		if data == "" {
-			continue
-		}
-		seen++
-		if data == "[DONE]" {
-			if r.finish != "" {
-				r.complete(yield)
-			} else {
-				yield(provider.Error{Err: fmt.Errorf("%w: [DONE] arrived before any finish_reason", provider.ErrIncomplete)})
-			}
+		if !s.Event(ev, yield) {
 			return
 		}
-		var ch Chunk
-		if err := json.Unmarshal([]byte(data), &ch); err != nil {
-			yield(provider.Error{Err: fmt.Errorf("openai: bad chunk: %w", err)})
-			return
+	}
+}
+
+// chatStream is the reading of one streamed reply, event by event: the
+// client's (readStream), and that of a recorded body (Wire.Parse).
+type chatStream struct {
+	r           reply
+	seen        int // data events
+	contentType string
+}
+
+// Event folds one SSE event into s, yielding the parts it carries. It
+// reports false once the reply is over (complete, failed, or yield
+// returned false).
+func (s *chatStream) Event(ev sse.Event, yield func(provider.Part) bool) bool {
+	if ev.Type != "message" {
+		return true
+	}
+	data := strings.TrimSpace(ev.Data)
+	if data == "" {
+		return true
+	}
+	s.seen++
+	if data == "[DONE]" {
+		if s.r.finish != "" {
+			s.r.complete(yield)
+		} else {
+			yield(provider.Error{Err: fmt.Errorf("%w: [DONE] arrived before any finish_reason", provider.ErrIncomplete)})
 		}
-		if se := errorFrame(ch.Error); se != nil {
-			yield(provider.Error{Err: se})
-			return
+		return false
+	}
+	var ch Chunk
+	if err := json.Unmarshal([]byte(data), &ch); err != nil {
+		yield(provider.Error{Err: fmt.Errorf("openai: bad chunk: %w", err)})
+		return false
+	}
+	if se := errorFrame(ch.Error); se != nil {
+		yield(provider.Error{Err: se})
+		return false
+	}
+	ok, err := s.r.apply(&ch, yield)
+	if !ok {
+		return false
+	}
+	if err != nil {
+		yield(provider.Error{Err: fmt.Errorf("openai: bad chunk: %w", err)})
+		return false
+	}
+	return true
+}
+
+// End ends a stream whose events stopped with err (io.EOF at the end of
+// the body): a reply that finished completes (only its tail, usage and
+// [DONE], is lost), any other is incomplete.
+func (s *chatStream) End(err error, yield func(provider.Part) bool) {
+	switch {
+	case s.r.finish != "":
+		s.r.complete(yield)
+	case errors.Is(err, io.EOF):
+		what := "stream ended before finish_reason"
+		if s.seen == 0 {
+			what = fmt.Sprintf("response ended with no data events (Content-Type %q)", s.contentType)
 		}
-		ok, err := r.apply(&ch, yield)
-		if !ok {
-			return
-		}
-		if err != nil {
-			yield(provider.Error{Err: fmt.Errorf("openai: bad chunk: %w", err)})
-			return
-		}
+		yield(provider.Error{Err: fmt.Errorf("%w: %s", provider.ErrIncomplete, what)})
+	default:
+		yield(provider.Error{Err: httpx.ReadFailure(err, "stream broke before finish_reason")})
 	}
 }
 

@@ -123,6 +123,8 @@ func TestRetryClasses(t *testing.T) {
 		{"Google statuses before text", [][]provider.Part{fail(&provider.StreamError{Type: "RESOURCE_EXHAUSTED"}), fail(&provider.StreamError{Type: "DEADLINE_EXCEEDED"}),
 			fail(&provider.StreamError{Type: "UNAVAILABLE"}), ok}, "retry2/4 retry3/4 retry4/4 text finish", 4, ""},
 		{"Google INVALID_ARGUMENT", [][]provider.Part{fail(&provider.StreamError{Type: "INVALID_ARGUMENT"})}, "error", 1, "INVALID_ARGUMENT"},
+		{"throttling before text", [][]provider.Part{fail(&provider.StreamError{Type: "throttlingException"}), ok}, "retry2/4 text finish", 2, ""},
+		{"throttling after text", [][]provider.Part{textFail(&provider.StreamError{Type: "throttlingException"})}, "text error", 1, "throttlingException"},
 		{"retry-after over a minute", [][]provider.Part{fail(retryAfter2)}, "error", 1, "(server asked to wait 2m0s); not retried: that wait is over the 1m0s limit"},
 		{"client limit before text", [][]provider.Part{fail(limit), ok}, "error", 1, "--max-reply-bytes"},
 		{"client limit after text", [][]provider.Part{textFail(limit)}, "text error", 1, "--max-reply-bytes"},

@@ -19,6 +19,7 @@
 package cassette
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -225,17 +226,26 @@ type Command struct {
 // New returns an empty cassette.
 func New() *File { return &File{Version: FormatVersion} }
 
-// MaxFileSize is the largest cassette file Load reads (1 GiB). Load
-// decodes the layout the recorder writes as it reads it, in about 1.2
-// times the file's size, so a session with huge streamed bodies loads;
-// any other YAML is decoded whole by yaml.v3, which takes several times
-// the file's size, and is refused over MaxYAMLSize.
+// MaxFileSize is the largest cassette file Load and ReadAny read (1 GiB).
+// They decode the layout the recorder writes as they read it, in well
+// under one and a half times the file's size, so a session with huge
+// streamed bodies loads; any other YAML is decoded whole by yaml.v3,
+// which takes several times the file's size, and is refused over
+// MaxYAMLSize.
 const MaxFileSize = 1 << 30
 
 // MaxYAMLSize is the largest recording decoded whole as a YAML document
 // (128 MiB): a cassette not in the recorder's layout, or another tool's
 // recording (ReadFile).
 const MaxYAMLSize = 128 << 20
+
+// MaxLine is the longest line a cassette may have, its line break
+// included (256 MiB): the recorder keeps a body of up to 64 MiB, and may
+// write one on a single line with up to four bytes for each of its bytes
+// (a control character escaped as \xNN). A longer line is refused
+// (ErrTooLarge) once that much of it is read, so that one huge line costs
+// no more memory than this.
+const MaxLine = 256 << 20
 
 // MaxOffset bounds every recorded time offset (Stream.Start, Chunk.At,
 // Error.At, Response.Duration): a recording is of one session, and an
@@ -250,12 +260,18 @@ var ErrAlias = errors.New("a YAML alias")
 
 // Load reads a cassette file. It decodes the file as it reads it, with a
 // reader for the YAML the recorder writes (see fastRead), and reads
-// anything else whole with yaml.v3.
+// anything else whole with yaml.v3. Commands, which take other tools'
+// recordings too, read through ReadAny instead.
 func Load(path string) (*File, error) {
-	f, err := loadFast(path)
-	if errors.Is(err, errUnsupported) {
+	src, err := openSource(path)
+	if err != nil {
+		return nil, err
+	}
+	defer src.fh.Close()
+	f, _, err := fastReadNative(src.r)
+	if err = src.fastError(err); errors.Is(err, errUnsupported) {
 		var data []byte
-		if data, err = ReadFile(path); errors.Is(err, ErrTooLarge) {
+		if data, err = src.whole(); errors.Is(err, ErrTooLarge) {
 			err = fmt.Errorf("%w (it is not in the layout openmax writes, which may be up to %d MiB)", err, MaxFileSize>>20)
 		} else if err == nil {
 			f, err = parseYAML(data)
@@ -265,12 +281,203 @@ func Load(path string) (*File, error) {
 		err = f.check()
 	}
 	if err != nil {
-		if errors.Is(err, ErrTooLarge) || !errors.Is(err, errParse) {
-			return nil, err
-		}
-		return nil, fmt.Errorf("cassette %s: %w", path, errors.Unwrap(err))
+		return nil, named(path, err)
 	}
 	return f, nil
+}
+
+// Foreign is a recording ReadAny found not to be an openmax cassette,
+// for an importer to convert.
+type Foreign struct {
+	// Data is the whole file.
+	Data []byte
+	// Doc is the YAML document yaml.v3 read from Data when ReadAny had to
+	// read it to tell, so the importer need not read it again, and DocErr
+	// why yaml.v3 could not; both are nil when ReadAny did not read it
+	// (the fast reader told, or foreign did).
+	Doc    *yaml.Node
+	DocErr error
+}
+
+// ReadAny reads the recording at path for a command that takes any
+// recording, parsing it once. An openmax cassette (one with an openmax
+// member at the top, or on one of its interactions) is returned as f,
+// decoded and checked as Load does: the recorder's layout as it is read,
+// up to MaxFileSize, anything else by yaml.v3, up to MaxYAMLSize. Any
+// other recording (a stock go-vcr cassette, another tool's) is returned
+// as other, read whole (up to MaxYAMLSize), for an importer; so is a file
+// whose first bytes foreign (when not nil) recognises, unparsed. A file
+// that is not a regular file (a pipe) is read once, whole, up to
+// MaxYAMLSize. The errors name path.
+func ReadAny(path string, foreign func(head []byte) bool) (f *File, other *Foreign, err error) {
+	src, err := openSource(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer src.fh.Close()
+	if head, _ := src.r.Peek(sniffSize); foreign != nil && foreign(head) {
+		data, err := src.whole()
+		if err != nil {
+			return nil, nil, err
+		}
+		return nil, &Foreign{Data: data}, nil
+	}
+
+	f, native, err := fastReadNative(src.r)
+	switch err = src.fastError(err); {
+	case err == nil && native:
+		if err := f.check(); err != nil {
+			return nil, nil, named(path, err)
+		}
+		return f, nil, nil
+	case err != nil && !errors.Is(err, errUnsupported):
+		return nil, nil, err
+	}
+	outside := err != nil // the fast reader gave up: yaml.v3 must tell
+	data, err := src.whole()
+	if errors.Is(err, ErrTooLarge) {
+		why := "a stock go-vcr cassette is converted whole"
+		if outside {
+			why = fmt.Sprintf("it is not in the layout openmax writes, which may be up to %d MiB", MaxFileSize>>20)
+		}
+		return nil, nil, fmt.Errorf("%w (%s)", err, why)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	if !outside {
+		return nil, &Foreign{Data: data}, nil
+	}
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return nil, &Foreign{Data: data, DocErr: err}, nil
+	}
+	if !nativeDoc(&root) {
+		return nil, &Foreign{Data: data, Doc: &root}, nil
+	}
+	if f, err = decodeDoc(&root); err == nil {
+		err = f.check()
+	}
+	if err != nil {
+		return nil, nil, named(path, err)
+	}
+	return f, nil, nil
+}
+
+// source is a recording file open for ReadAny: a regular file is read as
+// it is decoded (up to MaxFileSize), anything else (a pipe, which can be
+// read only once) whole first (up to MaxYAMLSize).
+type source struct {
+	path string
+	fh   *os.File
+	r    *bufio.Reader
+	lr   *limitReader // a regular file's limit
+	data []byte       // what is not a regular file, read whole
+}
+
+func openSource(path string) (*source, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("cassette: %w", err)
+	}
+	s := &source{path: path, fh: fh}
+	fi, err := fh.Stat()
+	switch {
+	case err != nil:
+		err = fmt.Errorf("cassette: %w", err)
+	case !fi.Mode().IsRegular():
+		if s.data, err = readAll(fh, path); err == nil {
+			s.r = bufio.NewReaderSize(bytes.NewReader(s.data), readBuffer)
+		}
+	case fi.Size() > MaxFileSize:
+		err = fmt.Errorf("%w: %s is %d bytes, the limit is %d (%d MiB)", ErrTooLarge, path, fi.Size(), int64(MaxFileSize), MaxFileSize>>20)
+	default:
+		s.lr = &limitReader{r: fh, n: MaxFileSize}
+		s.r = bufio.NewReaderSize(s.lr, readBuffer)
+	}
+	if err != nil {
+		fh.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// whole is the whole file (up to MaxYAMLSize).
+func (s *source) whole() ([]byte, error) {
+	if s.data != nil {
+		return s.data, nil
+	}
+	return ReadFile(s.path)
+}
+
+// fastError is the error ReadAny gives for the fast reader's err:
+// errUnsupported as it is, the others naming the file.
+func (s *source) fastError(err error) error {
+	lt := lineTooLong{}
+	switch {
+	case s.lr != nil && s.lr.over:
+		return fmt.Errorf("%w: %s is over the limit of %d bytes (%d MiB)", ErrTooLarge, s.path, int64(MaxFileSize), MaxFileSize>>20)
+	case errors.As(err, &lt):
+		return fmt.Errorf("%w: %s: %w", ErrTooLarge, s.path, lt)
+	case err != nil && !errors.Is(err, errUnsupported):
+		return fmt.Errorf("cassette: %w", err)
+	}
+	return err
+}
+
+// readBuffer is the fast reader's buffer: lines up to this long are read
+// in place.
+const readBuffer = 64 << 10
+
+// sniffSize is how much of a file ReadAny's caller sees to recognise it.
+const sniffSize = 512
+
+// named names path in a parse error.
+func named(path string, err error) error {
+	if pe := (parseError{}); errors.As(err, &pe) {
+		return fmt.Errorf("cassette %s: %w", path, pe.err)
+	}
+	return err
+}
+
+// nativeDoc reports whether the YAML document under root is an openmax
+// cassette: a mapping with an openmax member at the top, or on one of its
+// interactions.
+func nativeDoc(root *yaml.Node) bool {
+	if root.Kind != yaml.DocumentNode || len(root.Content) == 0 {
+		return false
+	}
+	m := root.Content[0]
+	if m.Kind != yaml.MappingNode {
+		return false
+	}
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		switch m.Content[i].Value {
+		case "openmax":
+			return true
+		case "interactions":
+			if seq := m.Content[i+1]; seq.Kind == yaml.SequenceNode {
+				for _, in := range seq.Content {
+					if hasMember(in, "openmax") {
+						return true
+					}
+				}
+			}
+		}
+	}
+	return false
+}
+
+func hasMember(m *yaml.Node, name string) bool {
+	if m.Kind != yaml.MappingNode {
+		return false
+	}
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == name {
+			return true
+		}
+	}
+	return false
 }
 
 // errParse marks an error in a cassette's content, for Load to name the
@@ -282,28 +489,6 @@ type parseError struct{ err error }
 func (e parseError) Error() string   { return e.err.Error() }
 func (e parseError) Unwrap() error   { return e.err }
 func (e parseError) Is(t error) bool { return t == errParse }
-
-// loadFast decodes the file at path with fastRead, refusing one over
-// MaxFileSize as ReadFile does.
-func loadFast(path string) (*File, error) {
-	fh, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("cassette: %w", err)
-	}
-	defer fh.Close()
-	if fi, err := fh.Stat(); err == nil && fi.Mode().IsRegular() && fi.Size() > MaxFileSize {
-		return nil, fmt.Errorf("%w: %s is %d bytes, the limit is %d (%d MiB)", ErrTooLarge, path, fi.Size(), int64(MaxFileSize), MaxFileSize>>20)
-	}
-	lr := &limitReader{r: fh, n: MaxFileSize}
-	f, err := fastRead(lr)
-	if lr.over {
-		return nil, fmt.Errorf("%w: %s is over the limit of %d bytes (%d MiB)", ErrTooLarge, path, int64(MaxFileSize), MaxFileSize>>20)
-	}
-	if err != nil && !errors.Is(err, errUnsupported) {
-		return nil, fmt.Errorf("cassette: %w", err)
-	}
-	return f, err
-}
 
 // limitReader reads at most n bytes, and notes a read past them.
 type limitReader struct {
@@ -340,7 +525,13 @@ func ReadFile(path string) ([]byte, error) {
 	if fi, err := fh.Stat(); err == nil && fi.Mode().IsRegular() && fi.Size() > MaxYAMLSize {
 		return nil, fmt.Errorf("%w: %s is %d bytes, the limit is %d (%d MiB)", ErrTooLarge, path, fi.Size(), int64(MaxYAMLSize), MaxYAMLSize>>20)
 	}
-	data, err := io.ReadAll(io.LimitReader(fh, MaxYAMLSize+1))
+	return readAll(fh, path)
+}
+
+// readAll reads r to its end, refusing more than MaxYAMLSize bytes
+// (ErrTooLarge, naming path).
+func readAll(r io.Reader, path string) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(r, MaxYAMLSize+1))
 	if err != nil {
 		return nil, fmt.Errorf("cassette: %w", err)
 	}
@@ -380,7 +571,13 @@ func parseYAML(data []byte) (*File, error) {
 	if err := yaml.Unmarshal(data, &root); err != nil {
 		return nil, parseError{err}
 	}
-	if err := NoAliases(&root); err != nil {
+	return decodeDoc(&root)
+}
+
+// decodeDoc decodes a cassette from the document yaml.v3 read, refusing
+// aliases. Its errors are parseErrors.
+func decodeDoc(root *yaml.Node) (*File, error) {
+	if err := NoAliases(root); err != nil {
 		return nil, parseError{err}
 	}
 	var f File

@@ -56,12 +56,45 @@ type fastReader struct {
 	// bytes of the pool is taken as a slice of it.
 	pool    string
 	poolOff int
+
+	// lines counts the lines read, for errors.
+	lines int
+	// lineIsLong says line is in long (see own).
+	lineIsLong bool
+	// native is set once an openmax member is read, at the top of the
+	// document or on an interaction: the file is an openmax cassette.
+	native bool
 }
+
+// maxLine is MaxLine; tests lower it.
+var maxLine = MaxLine
+
+// lineTooLong is the error for a line over maxLine; it is ErrTooLarge.
+type lineTooLong struct{ line int }
+
+func (e lineTooLong) Error() string {
+	return fmt.Sprintf("line %d is over %d bytes (%d MiB) with its line break, the longest a cassette may have", e.line, maxLine, maxLine>>20)
+}
+
+func (e lineTooLong) Is(target error) bool { return target == ErrTooLarge }
 
 // fastRead decodes a cassette from r, or gives up with errUnsupported
 // (or fails reading r).
 func fastRead(r io.Reader) (*File, error) {
+	f, _, err := fastReadNative(r)
+	return f, err
+}
+
+// fastReadNative is fastRead, also reporting whether the document has an
+// openmax member (at the top, or on an interaction): whether it is an
+// openmax cassette rather than a stock go-vcr one.
+func fastReadNative(r io.Reader) (*File, bool, error) {
 	p := &fastReader{br: bufio.NewReaderSize(r, 64<<10)}
+	f, err := p.file()
+	return f, p.native, err
+}
+
+func (p *fastReader) file() (*File, error) {
 	if err := p.advance(); err != nil {
 		return nil, err
 	}
@@ -91,6 +124,7 @@ func fastRead(r io.Reader) (*File, error) {
 				return p.interaction(it, item)
 			})
 		case "openmax":
+			p.native = true
 			return v.session(&f)
 		}
 		return unsupported("top-level member " + key)
@@ -153,6 +187,7 @@ func (p *fastReader) interaction(it *Interaction, v *value) error {
 				return err
 			})
 		case "openmax":
+			p.native = true
 			if v.null() {
 				it.Stream = nil
 				return nil
@@ -223,15 +258,33 @@ func (p *fastReader) interaction(it *Interaction, v *value) error {
 }
 
 // advance moves to the next line.
+//
+// A line longer than the reader's buffer is assembled in p.long, its
+// characters checked as they come (a long run of bytes YAML refuses is
+// given up on at once, not read to its end), and refused past maxLine.
 func (p *fastReader) advance() error {
 	if p.eof {
 		return nil
 	}
+	if cap(p.long) > longKeep {
+		p.long = nil // not kept for the rest of the file
+	}
+	p.lines++
 	line, err := p.br.ReadSlice('\n')
-	if errors.Is(err, bufio.ErrBufferFull) {
+	p.lineIsLong = errors.Is(err, bufio.ErrBufferFull)
+	checked := 0 // bytes of the line found readable as it was read
+	if p.lineIsLong {
 		p.long = append(p.long[:0], line...)
 		for errors.Is(err, bufio.ErrBufferFull) {
+			n, ok := readablePrefix(p.long[checked:])
+			if !ok {
+				return unsupported("a character yaml.v3 refuses, or a byte order mark")
+			}
+			checked += n
 			line, err = p.br.ReadSlice('\n')
+			if len(p.long)+len(line) > maxLine {
+				return lineTooLong{p.lines}
+			}
 			p.long = append(p.long, line...)
 		}
 		line = p.long
@@ -250,7 +303,7 @@ func (p *fastReader) advance() error {
 	if len(line) > 0 && line[len(line)-1] == '\r' {
 		return unsupported("a carriage return")
 	}
-	if !readable(line) {
+	if !readable(line[min(checked, len(line)):]) {
 		return unsupported("a character yaml.v3 refuses, or a byte order mark")
 	}
 	p.line = line
@@ -262,12 +315,24 @@ func (p *fastReader) advance() error {
 	return nil
 }
 
+// longKeep is the largest line buffer the reader keeps for the next long
+// line; a larger one (a body written on one line) is let go once read.
+const longKeep = 4 << 20
+
 // readable reports whether yaml.v3's reader takes every character of the
 // line as part of that one line: tab, the printable ASCII range, and valid
 // UTF-8 for the code points it allows (0xA0-0xD7FF, 0xE000-0xFFFD, and
 // 0x10000 up), except those it reads as line breaks (0x85, 0x2028,
 // 0x2029) and the byte order mark, which the fast reader leaves to yaml.v3.
 func readable(line []byte) bool {
+	n, ok := readablePrefix(line)
+	return ok && n == len(line)
+}
+
+// readablePrefix checks line as readable does up to a character cut off
+// at its end (the rest of it not read yet), returning how many bytes it
+// checked.
+func readablePrefix(line []byte) (int, bool) {
 	for i := 0; i < len(line); {
 		c := line[i]
 		if c >= 0x20 && c <= 0x7e || c == '\t' {
@@ -275,21 +340,24 @@ func readable(line []byte) bool {
 			continue
 		}
 		if c < 0x80 {
-			return false
+			return i, false
+		}
+		if !utf8.FullRune(line[i:]) {
+			return i, true
 		}
 		r, n := utf8.DecodeRune(line[i:])
 		switch {
 		case r == utf8.RuneError && n <= 1:
-			return false
+			return i, false
 		case r == 0x2028 || r == 0x2029:
-			return false // line breaks to YAML, as 0x85 is
+			return i, false // line breaks to YAML, as 0x85 is
 		case r >= 0xa0 && r <= 0xd7ff, r >= 0xe000 && r <= 0xfffd && r != 0xfeff, r >= 0x10000:
 		default:
-			return false
+			return i, false
 		}
 		i += n
 	}
-	return true
+	return len(line), true
 }
 
 // content is the current line from its content on.
@@ -363,11 +431,11 @@ func splitKey(c []byte) (string, []byte, bool) {
 	var after []byte
 	switch c[0] {
 	case '\'', '"':
-		s, n, ok := quoted(c)
+		s, _, n, ok := quoted(c)
 		if !ok || n >= len(c) || c[n] != ':' {
 			return "", nil, false
 		}
-		key, after = s, c[n+1:]
+		key, after = string(s), c[n+1:]
 	default:
 		i := bytes.Index(c, []byte(": "))
 		if i < 0 {
@@ -500,33 +568,60 @@ func (v *value) scalar(dedupe bool) (string, bool, error) {
 		plain := false
 		switch t[0] {
 		case '\'', '"':
-			q, n, ok := quoted(t)
+			q, fresh, n, ok := quoted(t)
 			if !ok || len(bytes.TrimRight(t[n:], " ")) > 0 {
 				return "", false, unsupported("a quoted scalar over several lines, or text after one")
 			}
-			s = p.intern(q, dedupe)
+			s = p.intern(q, fresh, dedupe)
 		default:
 			if string(t) == "{}" || string(t) == "[]" || !plainOK(t) {
 				return "", false, unsupported("a flow collection or an indicator")
 			}
-			s, plain = p.intern(string(t), dedupe), true
+			s, plain = p.intern(t, false, dedupe), true
 		}
 		return s, plain, v.finish()
 	}
 	return "", false, unsupported("a collection where a scalar belongs")
 }
 
-// intern returns s, as a slice of the pool when dedupe is set and s is
-// what comes next in it.
-func (p *fastReader) intern(s string, dedupe bool) string {
-	if !dedupe || s == "" {
-		return s
+// intern returns b as a string: a slice of the pool when dedupe is set
+// and b is what comes next in it, otherwise b's bytes. fresh says b was
+// made for this value (nothing else holds it), so it becomes the string
+// without a copy; so does a large part of a long line (see own).
+func (p *fastReader) intern(b []byte, fresh, dedupe bool) string {
+	if len(b) == 0 {
+		return ""
 	}
-	if end := p.poolOff + len(s); end <= len(p.pool) && p.pool[p.poolOff:end] == s {
-		s = p.pool[p.poolOff:end]
-		p.poolOff = end
+	if dedupe {
+		if end := p.poolOff + len(b); end <= len(p.pool) && p.pool[p.poolOff:end] == string(b) {
+			s := p.pool[p.poolOff:end]
+			p.poolOff = end
+			return s
+		}
 	}
-	return s
+	if fresh && cap(b)-len(b) <= len(b)/4 {
+		return unsafe.String(unsafe.SliceData(b), len(b))
+	}
+	if fresh {
+		return string(b) // escapes shrank it: not the whole buffer kept
+	}
+	return p.own(b)
+}
+
+// ownMin is the smallest value taken out of a long line's buffer without
+// a copy (see own).
+const ownMin = 64 << 10
+
+// own returns b, which lies in the current line, as a string. A large
+// value of a long line (a body written on one line) takes the line's
+// buffer with it instead of being copied: the reader assembles the next
+// long line in a new buffer.
+func (p *fastReader) own(b []byte) string {
+	if p.lineIsLong && len(b) >= ownMin {
+		p.long, p.lineIsLong = nil, false
+		return unsafe.String(unsafe.SliceData(b), len(b))
+	}
+	return string(b)
 }
 
 // str reads a string field as yaml.v3 does: a plain null is "", any other
@@ -908,10 +1003,24 @@ func (b *textBuf) text() string {
 // quoted reads a single- or double-quoted scalar at the start of c,
 // returning its value and the length it took; ok is false when it does
 // not end on this line or holds an escape the fast reader leaves to
-// yaml.v3.
-func quoted(c []byte) (string, int, bool) {
+// yaml.v3. The value is a slice of c when the scalar has no escape, and
+// fresh (made here) otherwise.
+func quoted(c []byte) (_ []byte, fresh bool, _ int, ok bool) {
 	q := c[0]
-	var b []byte
+	if j := bytes.IndexByte(c[1:], q) + 1; j > 0 {
+		// Up to the first quote there is no escape ('' in single quotes,
+		// a backslash in double): the value is the text between.
+		v := c[1:j]
+		if q == '\'' && (j+1 >= len(c) || c[j+1] != '\'') || q == '"' && bytes.IndexByte(v, '\\') < 0 {
+			for _, ch := range v {
+				if ch < 0x20 && ch != '\t' || ch == 0x7f {
+					return nil, false, 0, false
+				}
+			}
+			return v, false, j + 1, utf8.Valid(v)
+		}
+	}
+	b := make([]byte, 0, len(c))
 	for i := 1; i < len(c); i++ {
 		ch := c[i]
 		switch {
@@ -921,12 +1030,12 @@ func quoted(c []byte) (string, int, bool) {
 				i++
 				continue
 			}
-			return string(b), i + 1, utf8.Valid(b)
+			return b, true, i + 1, utf8.Valid(b)
 		case q == '"' && ch == '"':
-			return string(b), i + 1, utf8.Valid(b)
+			return b, true, i + 1, utf8.Valid(b)
 		case q == '"' && ch == '\\':
 			if i+1 >= len(c) {
-				return "", 0, false
+				return nil, false, 0, false
 			}
 			i++
 			switch e := c[i]; e {
@@ -961,23 +1070,23 @@ func quoted(c []byte) (string, int, bool) {
 			case 'x', 'u', 'U':
 				w := map[byte]int{'x': 2, 'u': 4, 'U': 8}[e]
 				if i+w >= len(c) {
-					return "", 0, false
+					return nil, false, 0, false
 				}
 				r, err := strconv.ParseUint(string(c[i+1:i+1+w]), 16, 32)
 				if err != nil || r > utf8.MaxRune || r >= 0xD800 && r <= 0xDFFF {
-					return "", 0, false
+					return nil, false, 0, false
 				}
 				b = utf8.AppendRune(b, rune(r))
 				i += w
 			default:
-				return "", 0, false
+				return nil, false, 0, false
 			}
 		default:
 			if ch < 0x20 && ch != '\t' || ch == 0x7f {
-				return "", 0, false
+				return nil, false, 0, false
 			}
 			b = append(b, ch)
 		}
 	}
-	return "", 0, false
+	return nil, false, 0, false
 }

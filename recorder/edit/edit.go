@@ -17,15 +17,16 @@
 //     Its request is a copy of that interaction's request, so a replay
 //     matches the same live request to it first (identical requests are
 //     served in recorded order) and the original interaction then serves
-//     the client's retry. The response is the status with a vendor-shaped
-//     JSON error body: Anthropic's {"type":"error","error":{"type",
-//     "message"}} when the request went to a path ending in /messages (or
-//     carried an Anthropic-Version header), OpenAI's {"error":{"message",
-//     "type","param","code"}} otherwise (the Responses API's too). Its headers are Content-Type
-//     application/json, Content-Length, the Date of the original response
-//     when it had one, and Retry-After / Retry-After-Ms when the op gives
-//     them (verbatim). It starts when the original did, as one chunk at
-//     offset 0.
+//     the client's retry. The response is the status with the error the
+//     interaction's wire answers it with (codec.Wire.HTTPError, with the
+//     vendor's message for the status): Anthropic's {"type":"error",
+//     "error":{"type","message"}} on the Messages wire, OpenAI's
+//     {"error":{"message","type","param","code"}} on Chat Completions and
+//     the Responses API. Its headers are Content-Type application/json,
+//     Content-Length, any header the wire's errors carry, the Date of the
+//     original response when it had one, and Retry-After / Retry-After-Ms
+//     when the op gives them (verbatim). It starts when the original did,
+//     as one chunk at offset 0.
 //   - "truncate" keeps the first Chunk chunks of interaction Interaction's
 //     body and ends it cleanly: no terminal error, and no completion
 //     signal unless the kept chunks hold one (a recorded chunk can hold
@@ -37,7 +38,8 @@
 //     would have arrived (when the recorded end did, for a cut at the very
 //     end).
 //   - "stream_error" replaces chunk Chunk with an in-stream error event of
-//     the interaction's wire, arriving when that chunk did, and drops the
+//     the interaction's wire (codec.Wire.StreamFailure for Code, then
+//     codec.Wire.ErrorEvent), arriving when that chunk did, and drops the
 //     rest: OpenAI's data: {"error":{...,"type":"server_error"}} or
 //     Anthropic's event: error {"type":"error","error":{"type":
 //     "overloaded_error","message":"Overloaded"}}; on an OpenAI Responses
@@ -46,7 +48,13 @@
 //     another code (rate_limit_exceeded, ...). When the kept chunks end
 //     in the middle of an event, the rest of that event is kept in front
 //     of the error event so that it parses as an event of its own. Only an
-//     event stream (text/event-stream) takes it.
+//     event stream (as its wire reads the body) takes it.
+//
+// The wire of an interaction is the registry's answer (provider/codec:
+// ForRecording, from the request, else from the recorded body). An op
+// that writes the wire's bytes or cuts by its events refuses an
+// interaction no wire claims (the error wraps codec.ErrUnknownWire); the
+// cuts by chunk and byte need no wire.
 //
 // Chunk and Byte count what the replay serves: the recorded chunks, or a
 // body recorded without chunk detail (a stock go-vcr cassette) as a single

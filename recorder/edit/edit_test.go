@@ -729,9 +729,12 @@ func checkHeld(t *testing.T, out *cassette.File, want []held) {
 			}
 		}
 		if w.said != "" {
-			r := reconstruct(it)
-			if r.text.String() != w.said || len(r.errs) != 1 || r.unparsed != 0 || r.partial != 0 {
-				t.Errorf("interaction %d: text %q, errors %q, %d unparsed, %d B partial; want %q and one error", w.at, r.text.String(), r.errs, r.unparsed, r.partial, w.said)
+			_, r, err := read(it)
+			if err != nil {
+				t.Fatalf("interaction %d: %v", w.at, err)
+			}
+			if r.Text != w.said || len(r.Errors) != 1 || r.Unparsed() != 0 || r.Tail != 0 {
+				t.Errorf("interaction %d: text %q, errors %q, %d unparsed, %d B partial; want %q and one error", w.at, r.Text, r.Errors, r.Unparsed(), r.Tail, w.said)
 			}
 		}
 	}

@@ -1,7 +1,6 @@
 package edit
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -11,10 +10,7 @@ import (
 	"time"
 
 	"github.com/openmax/openmax/provider"
-	"github.com/openmax/openmax/provider/anthropic"
-	"github.com/openmax/openmax/provider/openai"
-	"github.com/openmax/openmax/provider/openai/responses"
-	"github.com/openmax/openmax/provider/sse"
+	"github.com/openmax/openmax/provider/codec"
 	"github.com/openmax/openmax/recorder/cassette"
 )
 
@@ -208,12 +204,20 @@ func insertError(f *cassette.File, op Op) error {
 	if orig == nil {
 		return fmt.Errorf("interaction %d is empty", op.Before)
 	}
-	body := errorBody(wireOf(orig), op.Status)
-	h := http.Header{
-		"Content-Type":   {"application/json"},
-		"Content-Length": {strconv.Itoa(len(body))},
-		InjectedHeader:   {op.String()},
+	w, err := wireOf(orig)
+	if err != nil {
+		return fmt.Errorf("interaction %d: %w", op.Before, err)
 	}
+	// The error the vendor answers the status with, with its message.
+	b, extra := w.HTTPError(codec.Failure{Status: op.Status, Message: w.StatusMessage(op.Status)})
+	body := string(b)
+	h := http.Header{}
+	for k, v := range extra {
+		h[k] = append([]string(nil), v...)
+	}
+	h["Content-Type"] = []string{"application/json"}
+	h["Content-Length"] = []string{strconv.Itoa(len(body))}
+	h[InjectedHeader] = []string{op.String()}
 	if d, ok := header(orig.Response.Headers, "Date"); ok {
 		h["Date"] = []string{d}
 	}
@@ -304,7 +308,11 @@ func truncate(f *cassette.File, op Op) error {
 		return err
 	}
 	if op.ByEvent {
-		at, err := eventOffset(it, op)
+		_, r, err := read(it)
+		if err != nil {
+			return fmt.Errorf("interaction %d: %w", op.Interaction, err)
+		}
+		at, err := eventOffset(r, op)
 		if err != nil {
 			return err
 		}
@@ -320,17 +328,16 @@ func truncate(f *cassette.File, op Op) error {
 	return nil
 }
 
-// eventOffset is the offset in interaction it's body just past its first
-// op.Event events.
-func eventOffset(it *cassette.Interaction, op Op) (int, error) {
-	spans, _ := sse.Split(it.Body())
-	if op.Event > len(spans) {
-		return 0, fmt.Errorf("event=%d: interaction %d's body has %s", op.Event, op.Interaction, plural(len(spans), "event"))
+// eventOffset is the offset in a body (as its wire read it, r) just past
+// its first op.Event events.
+func eventOffset(r *codec.Reading, op Op) (int, error) {
+	if op.Event > len(r.Events) {
+		return 0, fmt.Errorf("event=%d: interaction %d's body has %s", op.Event, op.Interaction, plural(len(r.Events), "event"))
 	}
 	if op.Event == 0 {
 		return 0, nil
 	}
-	return spans[op.Event-1].End, nil
+	return r.Events[op.Event-1].End, nil
 }
 
 // cutChunks keeps the first n bytes of chunks, splitting the chunk that
@@ -385,15 +392,26 @@ func streamError(f *cassette.File, op Op) error {
 	if err != nil {
 		return err
 	}
-	if !isEventStream(it) {
-		ct, _ := header(it.Response.Headers, "Content-Type")
+	w, r, err := read(it)
+	if err != nil {
+		return fmt.Errorf("interaction %d: %w", op.Interaction, err)
+	}
+	ct, _ := header(it.Response.Headers, "Content-Type")
+	// A stream, or an empty body its Content-Type says is one.
+	if !r.Stream && (it.Body() != "" || !isStreamType(w, ct)) {
 		if ct == "" {
 			ct = "none"
 		}
 		return fmt.Errorf("interaction %d is not an event stream (Content-Type %s), so it takes no in-stream error", op.Interaction, ct)
 	}
+	failure, ok := w.StreamFailure(op.Code)
+	if !ok {
+		failure = &provider.StreamError{Type: op.Code, Message: "Injected in-stream failure: " + op.Code}
+	}
+	body := it.Body()
+	errorEvent := func(kept string) string { return string(w.ErrorEvent([]byte(kept), []byte(body), failure)) }
 	if op.ByEvent {
-		off, err := eventOffset(it, op)
+		off, err := eventOffset(r, op)
 		if err != nil {
 			return err
 		}
@@ -401,7 +419,7 @@ func streamError(f *cassette.File, op Op) error {
 		if !cut {
 			at = it.End()
 		}
-		kept = append(kept, cassette.Chunk{At: at, Data: wireErrorEvent(it, it.Body()[:off], op.Code)})
+		kept = append(kept, cassette.Chunk{At: at, Data: errorEvent(body[:off])})
 		setBody(it, kept, nil, op)
 		return nil
 	}
@@ -419,28 +437,17 @@ func streamError(f *cassette.File, op Op) error {
 	}
 	// Finish the event the kept chunks leave open, so that the error
 	// event is an event of its own.
-	var lead string
-	if p := prefix.String(); p != "" && !endsEvent(p) {
-		r := rest.String()
-		if i := nextEventEnd(r); i >= 0 {
-			lead = r[:i]
-		} else {
-			lead = r + "\n\n"
-		}
-	}
-	ev := wireErrorEvent(it, prefix.String()+lead, op.Code)
-	kept = append(kept, cassette.Chunk{At: chunks[op.Chunk].At, Data: lead + ev})
+	lead := openRest(w, r, prefix.String(), rest.String())
+	kept = append(kept, cassette.Chunk{At: chunks[op.Chunk].At, Data: lead + errorEvent(prefix.String()+lead)})
 	setBody(it, kept, nil, op)
 	return nil
 }
 
-// wireErrorEvent is the in-stream error event of interaction it's wire,
-// following the kept part of its body.
-func wireErrorEvent(it *cassette.Interaction, kept, code string) string {
-	if w := wireOf(it); w != wireResponses {
-		return errorEvent(w, code)
-	}
-	return failedEvent(kept, it.Body(), code)
+// isStreamType reports whether a Content-Type is the media type of w's
+// streams.
+func isStreamType(w codec.Wire, ct string) bool {
+	mt, _, _ := strings.Cut(w.Info().StreamType, ";")
+	return ct != "" && strings.Contains(strings.ToLower(ct), strings.ToLower(strings.TrimSpace(mt)))
 }
 
 // validCode reports whether s may be an error code: a non-empty run of
@@ -451,12 +458,43 @@ func validCode(s string) bool {
 	})
 }
 
+// openRest is the part of rest that completes the event prefix leaves
+// open, "" when prefix ends at an event boundary (or is empty). On an SSE
+// wire the boundaries are textual: a blank line written as LF LF, CRLF
+// CRLF or CR CR, and an event rest never finishes is finished with a
+// blank line. (sse.Split, which a wire's Parse follows, also ends an
+// event at a blank line of mixed line ends and counts comments between
+// events as outside them; going by it would move the cut in those
+// corners.) On any other framing (eventstream frames) they are the ends
+// of the events the wire read, r, and an event the body never finishes
+// takes all of rest.
+func openRest(w codec.Wire, r *codec.Reading, prefix, rest string) string {
+	if prefix == "" {
+		return ""
+	}
+	if strings.Contains(w.Info().StreamType, "text/event-stream") {
+		if endsEvent(prefix) {
+			return ""
+		}
+		if i := nextEventEnd(rest); i >= 0 {
+			return rest[:i]
+		}
+		return rest + "\n\n"
+	}
+	n := len(prefix)
+	for _, e := range r.Events {
+		switch {
+		case e.End == n:
+			return ""
+		case e.End > n:
+			return rest[:e.End-n]
+		}
+	}
+	return rest
+}
+
 // eventEnd is the length of the prefix of s that ends at the last event
-// boundary, 0 when there is none. The boundaries of stream_error are
-// textual: a blank line written as LF LF, CRLF CRLF or CR CR. (Show reads
-// events with sse.Split, which also ends an event at a blank line of mixed
-// line ends and counts comments between events as outside them; switching
-// these to it would move the cut in those corners.)
+// boundary of an SSE stream, 0 when there is none.
 func eventEnd(s string) int {
 	end := 0
 	for _, sep := range []string{"\n\n", "\r\n\r\n", "\r\r"} {
@@ -467,11 +505,11 @@ func eventEnd(s string) int {
 	return end
 }
 
-// endsEvent reports whether s (non-empty) ends at an event boundary.
+// endsEvent reports whether s (non-empty) ends at an SSE event boundary.
 func endsEvent(s string) bool { return eventEnd(s) == len(s) }
 
-// nextEventEnd is the length of the prefix of s that completes the event
-// in progress, -1 when s never completes it.
+// nextEventEnd is the length of the prefix of s that completes the SSE
+// event in progress, -1 when s never completes it.
 func nextEventEnd(s string) int {
 	best := -1
 	for _, sep := range []string{"\n\n", "\r\n\r\n", "\r\r"} {
@@ -480,81 +518,4 @@ func nextEventEnd(s string) int {
 		}
 	}
 	return best
-}
-
-// errorEvent is the in-stream error event a wire fails with, for an error
-// code (empty for the wire's default): OpenAI's server_error, Anthropic's
-// overloaded_error.
-func errorEvent(wire, code string) string {
-	if wire == wireAnthropic {
-		return string(anthropic.ErrorEvent(injectedFailure(wire, code)))
-	}
-	return string(openai.ErrorEvent(injectedFailure(wire, code)))
-}
-
-// injectedFailure is the failure of a wire's in-stream error event, for a code
-// (empty for the wire's default), with the message the vendor sends with
-// it where it has one of its own, and otherwise one naming the code.
-func injectedFailure(wire, code string) *provider.StreamError {
-	if wire == wireAnthropic {
-		switch code {
-		case "", "overloaded_error":
-			return &provider.StreamError{Type: "overloaded_error", Message: "Overloaded"}
-		case "rate_limit_error":
-			return &provider.StreamError{Type: code, Message: anthropic.StatusMessage(429)}
-		case "api_error":
-			return &provider.StreamError{Type: code, Message: anthropic.StatusMessage(500)}
-		}
-	} else {
-		switch code {
-		case "", "server_error":
-			return &provider.StreamError{Type: "server_error", Message: openai.StatusMessage(500)}
-		case "rate_limit_exceeded":
-			return &provider.StreamError{Type: code, Message: openai.StatusMessage(429)}
-		}
-	}
-	return &provider.StreamError{Type: code, Message: "Injected in-stream failure: " + code}
-}
-
-// failedEvent is the response.failed event a Responses stream fails with,
-// for a code (empty for server_error): it names the stream's response (the
-// id of the first response object in body) and follows the events of
-// kept in their numbering.
-func failedEvent(kept, body, code string) string {
-	id, seq := "", int64(0)
-	read := func(s string, all bool) {
-		evs, _ := sse.Split(s)
-		for _, e := range evs {
-			var ev responses.Event
-			if json.Unmarshal([]byte(e.Data), &ev) != nil {
-				continue
-			}
-			if id == "" && ev.Response != nil {
-				id = ev.Response.ID
-			}
-			if !all {
-				return
-			}
-			if ev.SequenceNumber >= seq {
-				seq = ev.SequenceNumber + 1
-			}
-		}
-	}
-	read(kept, true)
-	if id == "" {
-		read(body, false)
-	}
-	return string(responses.FailedEvent(id, seq, injectedFailure(wireResponses, code)))
-}
-
-// errorBody is the JSON error body a wire answers status with, with the
-// message the vendor sends.
-func errorBody(wire string, status int) string {
-	switch wire {
-	case wireAnthropic:
-		return string(anthropic.HTTPErrorBody(status, "", anthropic.StatusMessage(status)))
-	case wireResponses:
-		return string(responses.HTTPErrorBody(status, "", openai.StatusMessage(status)))
-	}
-	return string(openai.HTTPErrorBody(status, "", openai.StatusMessage(status)))
 }

@@ -1,6 +1,7 @@
 package edit
 
 import (
+	"errors"
 	"flag"
 	"net/http"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	vcr "github.com/dnaeon/go-vcr/v2/cassette"
 
 	"github.com/openmax/openmax/internal/golden"
+	"github.com/openmax/openmax/provider/codec"
 	"github.com/openmax/openmax/recorder/cassette"
 )
 
@@ -181,26 +183,34 @@ func TestShowResponsesEvents(t *testing.T) {
 
 // TestShowResponsesDetection: which interactions are read as the
 // Responses wire: a /responses path with or without a query; a body of
-// response.* events; not a chat stream under an unknown path.
+// response.* events; not a chat stream under an unknown path, nor a body
+// no wire claims (that is no wire at all, not a guess).
 func TestShowResponsesDetection(t *testing.T) {
 	body := "event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"delta\":\"Hi\"}\n\n"
 	chat := "data: {\"choices\":[{\"delta\":{\"content\":\"Hi\"}}]}\n\n"
 	tests := []struct {
 		url, body, wire string
 	}{
-		{"https://api.openai.com/v1/responses", chat, wireResponses},
-		{"https://api.openai.com/v1/responses?stream=true", chat, wireResponses},
-		{"http://127.0.0.1:9/proxy", body, wireResponses},
-		{"http://127.0.0.1:9/proxy", "event:response.completed\r\ndata: {}\r\n\r\n", wireResponses},
-		{"http://127.0.0.1:9/proxy", chat, wireOpenAI},
-		{"http://127.0.0.1:9/proxy", "data: {\"type\":\"response.completed\"}\n\n", wireOpenAI},
-		{"https://api.openai.com/v1/chat/completions", body, wireOpenAI},
-		{"https://api.anthropic.com/v1/messages", body, wireAnthropic},
+		{"https://api.openai.com/v1/responses", chat, "responses"},
+		{"https://api.openai.com/v1/responses?stream=true", chat, "responses"},
+		{"http://127.0.0.1:9/proxy", body, "responses"},
+		{"http://127.0.0.1:9/proxy", "event:response.completed\r\ndata: {}\r\n\r\n", "responses"},
+		{"http://127.0.0.1:9/proxy", chat, "openai"},
+		{"http://127.0.0.1:9/proxy", "data: {\"type\":\"response.completed\"}\n\n", ""},
+		{"https://api.openai.com/v1/chat/completions", body, "openai"},
+		{"https://api.anthropic.com/v1/messages", body, "anthropic"},
 	}
 	for _, tt := range tests {
 		it := responsesStream(tt.url, tt.body).Interactions[0]
-		if got := wireOf(it); got != tt.wire {
-			t.Errorf("%s with %.40q: wire %s, want %s", tt.url, tt.body, got, tt.wire)
+		w, err := wireOf(it)
+		got := ""
+		if err == nil {
+			got = w.Info().Name
+		} else if !errors.Is(err, codec.ErrUnknownWire) {
+			t.Errorf("%s: %v, want codec.ErrUnknownWire", tt.url, err)
+		}
+		if got != tt.wire {
+			t.Errorf("%s with %.40q: wire %q, want %q", tt.url, tt.body, got, tt.wire)
 		}
 	}
 }
@@ -296,7 +306,10 @@ func TestShowResponsesCutAnywhere(t *testing.T) {
 	whole := realResponses(t, "A8")
 	it := whole.Interactions[0]
 	body := it.Response.Body
-	full := reconstruct(it)
+	_, full, err := read(it)
+	if err != nil {
+		t.Fatal(err)
+	}
 	step := 3 // a cut every 3 bytes; every 29 under -race or -short
 	if testing.Short() || raceEnabled {
 		step = 29
@@ -309,17 +322,20 @@ func TestShowResponsesCutAnywhere(t *testing.T) {
 		if err := Show(&b, &cassette.File{Version: cassette.FormatVersion, Interactions: []*cassette.Interaction{cut}}); err != nil {
 			t.Fatal(err)
 		}
-		r := reconstruct(cut)
-		if len(r.tools) > len(full.tools) || r.unparsed != 0 {
-			t.Fatalf("cut at %d: %d calls, %d unparsed", n, len(r.tools), r.unparsed)
+		_, r, err := read(cut)
+		if err != nil {
+			t.Fatal(err)
 		}
-		for i, tc := range r.tools {
-			if want := full.tools[i]; tc.name != want.name || tc.id != want.id || !strings.HasPrefix(want.args.String(), tc.args.String()) {
-				t.Fatalf("cut at %d: call %d is %s %s %q", n, i, tc.name, tc.id, tc.args.String())
+		if len(r.Tools) > len(full.Tools) || r.Unparsed() != 0 {
+			t.Fatalf("cut at %d: %d calls, %d unparsed", n, len(r.Tools), r.Unparsed())
+		}
+		for i, tc := range r.Tools {
+			if want := full.Tools[i]; tc.Name != want.Name || tc.ID != want.ID || !strings.HasPrefix(want.Args, tc.Args) {
+				t.Fatalf("cut at %d: call %d is %s %s %q", n, i, tc.Name, tc.ID, tc.Args)
 			}
 		}
-		if done := r.signal != ""; done != (n == len(body)) || len(r.tools) == len(full.tools) && r.finish == "" && n == len(body) {
-			t.Fatalf("cut at %d of %d: signal %q, finish %q", n, len(body), r.signal, r.finish)
+		if done := r.Signal != ""; done != (n == len(body)) || len(r.Tools) == len(full.Tools) && r.Finish == "" && n == len(body) {
+			t.Fatalf("cut at %d of %d: signal %q, finish %q", n, len(body), r.Signal, r.Finish)
 		}
 		if n == len(body) {
 			break

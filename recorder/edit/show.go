@@ -1,7 +1,6 @@
 package edit
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -9,17 +8,17 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/openmax/openmax/core/runconfig"
 	"github.com/openmax/openmax/provider"
+	"github.com/openmax/openmax/provider/codec"
 	"github.com/openmax/openmax/recorder"
 	"github.com/openmax/openmax/recorder/cassette"
 	"gopkg.in/yaml.v3"
 )
 
 // previewRunes caps a chunk preview.
-const previewRunes = 72
+const previewRunes = codec.PreviewRunes
 
 // Show writes f as a readable timeline. First the recorded session, when
 // there is one: its id and seed, flags, tools, each client command with
@@ -37,28 +36,29 @@ const previewRunes = 72
 //	  end: clean
 //
 // The headers shown are the ones that steer a client: Content-Type, Date,
-// Retry-After, Retry-After-Ms, X-Should-Retry, x-ratelimit-*,
-// anthropic-ratelimit-*, request ids, and InjectedHeader; a secret one
+// Retry-After, Retry-After-Ms, X-Should-Retry, request ids, InjectedHeader
+// and those a registered wire names (codec.Info.ShownHeaders:
+// x-ratelimit-*, anthropic-ratelimit-*, ...); a secret one
 // (recorder.SecretHeader) shows as [scrubbed], and URLs among the session's
 // flags without user information or secret query parameters, whoever
-// recorded the cassette. The body is put
-// together from its SSE events (OpenAI delta.content and Anthropic
-// text_delta as text; reasoning and thinking_delta as thinking; tool calls
-// with their name and arguments; the finish or stop reason; the completion
-// signal; in-stream error events), or read as a complete JSON response or
-// error body. An OpenAI Responses API stream (a request to a /responses
-// path, or a body of response.* events) is read in the responses
-// package's shapes: the output_text deltas as text, each reasoning item's
-// summary parts and the encrypted content it would send back (that of its
-// output_item.done), function calls with their call ids, the terminal
-// event as the finish (completed, incomplete with its reason, failed with
-// its error) and the signal, and the usage with cached and reasoning
-// tokens; its request is summed up by model, instructions, input items and
-// tools. On every wire the reply's message id and model (a "message:"
-// line), its usage, each Anthropic signature's length, a Responses
-// message's phase and a tool call's input ({} when none streamed) are
-// shown. The end is "clean" or the recorded transport error; an
-// interaction that got no response shows its error as its status.
+// recorded the cassette.
+//
+// The request and the body are read by the interaction's wire, as the
+// registry (provider/codec) answers it from the request's path, query and
+// headers, or else from the body (codec.ForRecording): its request summary
+// (Wire.ReadRequest: model, stream, the last message or input item,
+// tools), and its body's events (Wire.Parse), each chunk previewed by the
+// notes of the events that end in it. What the reply says follows: its
+// message id and model (a "message:" line), text, the phases of its
+// messages, a refusal, reasoning items (their summary parts, text and the
+// encrypted content a client sends back), thinking with each signature's
+// length, tool calls with their ids ({} for a call whose input never
+// streamed), the finish, the usage (cached and reasoning tokens where
+// said), the vendor's errors, and for a stream its unparsed events,
+// unterminated tail and completion signal. An interaction no wire claims
+// says so ("wire: unknown: ...") and shows its chunks as bytes, reading
+// nothing into them. The end is "clean" or the recorded transport error;
+// an interaction that got no response shows its error as its status.
 //
 // The output depends only on f. It returns the first write error.
 func Show(w io.Writer, f *cassette.File) error {
@@ -126,8 +126,12 @@ func showInteraction(p *printer, i int, it *cassette.Interaction) {
 		start = " at +" + it.Stream.Start.String()
 	}
 	p.printf("#%d%s: %s %s\n", i, start, it.Request.Method, urlPath(recorder.ScrubURL(it.Request.URL)))
-	if s := requestSummary(wireOf(it), it.Request.Body); s != "" {
+	w, werr := wireOf(it)
+	if s := requestSummary(w, it); s != "" {
 		p.printf("  request: %s\n", s)
+	}
+	if werr != nil {
+		p.printf("  wire: unknown: %s\n", oneLine(werr.Error(), 0))
 	}
 	if it.Response.Code == 0 {
 		if it.Stream != nil && it.Stream.Error != nil {
@@ -159,95 +163,25 @@ func showInteraction(p *printer, i int, it *cassette.Interaction) {
 		}
 	}
 	p.printf("  body: %d B in %s%s\n", size, plural(len(chunks), "chunk"), detail)
-	r := reconstruct(it)
+	r := &codec.Reading{}
+	if w != nil {
+		ct, _ := header(h, "Content-Type")
+		r = w.Parse(ct, []byte(it.Body()))
+	}
+	var notes [][]codec.Note
+	var rest []int
+	if r.Stream {
+		notes, rest = chunkNotes(r.Events, chunks)
+	}
 	for j, c := range chunks {
-		p.printf("  chunk %d at +%s, %d B: %s\n", j, c.At, len(c.Data), chunkPreview(r, j, c.Data))
+		p.printf("  chunk %d at +%s, %d B: %s\n", j, c.At, len(c.Data), chunkPreview(notes, rest, j, c.Data))
 	}
-	if r.msgID != "" || r.model != "" {
-		var parts []string
-		if r.msgID != "" {
-			parts = append(parts, r.msgID)
-		}
-		if r.model != "" {
-			parts = append(parts, "model "+r.model)
-		}
-		p.printf("  message: %s\n", strings.Join(parts, ", "))
-	}
-	if r.text.Len() > 0 {
-		p.printf("  text: %s\n", quote(r.text.String()))
-	}
-	if len(r.phases) > 0 {
-		p.printf("  phase: %s\n", strings.Join(r.phases, ", "))
-	}
-	if r.refusal.Len() > 0 {
-		p.printf("  refusal: %s\n", quote(r.refusal.String()))
-	}
-	for _, ri := range r.reasoning {
-		p.printf("  %s\n", describeReasoning(ri))
-		for k, s := range ri.summary {
-			p.printf("  reasoning %d summary %d: %s\n", ri.index, k, quote(s.String()))
-		}
-		if ri.text.Len() > 0 {
-			p.printf("  reasoning %d text: %s\n", ri.index, quote(ri.text.String()))
-		}
-	}
-	if r.thinking.Len() > 0 || r.signatures > 0 {
-		sig := ""
-		if r.signatures > 0 {
-			sig = plural(r.signatures, "signature")
-			if len(r.sigBytes) > 0 {
-				lens := make([]string, len(r.sigBytes))
-				for k, n := range r.sigBytes {
-					lens[k] = fmt.Sprintf("%d B", n)
-				}
-				sig += ": " + strings.Join(lens, ", ")
-			}
-			sig = " (" + sig + ")"
-		}
-		p.printf("  thinking: %s%s\n", quote(r.thinking.String()), sig)
-	}
-	for j, t := range r.tools {
-		id := ""
-		if t.id != "" {
-			id = " (" + t.id + ")"
-		}
-		args := t.args.String()
-		if strings.TrimSpace(args) == "" {
-			args = "{}" // no input streamed: the call's input is the empty object
-		}
-		p.printf("  tool call %d: %s %s%s\n", j, t.name, oneLine(args, 0), id)
-	}
-	if r.finish != "" {
-		p.printf("  finish: %s\n", r.finish)
-	}
-	if r.usage != nil {
-		p.printf("  usage: %s\n", describeUsage(r.usage))
-	}
-	for _, e := range r.errs {
-		if r.stream {
-			p.printf("  error event: %s\n", oneLine(e, 0))
-		} else {
-			p.printf("  error: %s\n", oneLine(e, 0))
-		}
-	}
-	if r.stream {
-		if r.unparsed > 0 {
-			p.printf("  unparsed events: %d\n", r.unparsed)
-		}
-		if r.partial > 0 {
-			p.printf("  unterminated event: %d B\n", r.partial)
-		}
-		if r.signal != "" {
-			p.printf("  signal: %s\n", r.signal)
-		} else {
-			p.printf("  signal: none (no completion signal)\n")
-		}
-	}
+	showReading(p, r)
 	switch {
-	case it.Stream != nil && it.Stream.Error != nil && it.Stream.Error.Kind == cassette.KindCancel && r.stream && r.signal != "":
+	case it.Stream != nil && it.Stream.Error != nil && it.Stream.Error.Kind == cassette.KindCancel && r.Stream && r.Signal != "":
 		// The response was whole: a client that has its completion signal
 		// hangs up (codex does), which the recorder sees as a cancel.
-		p.printf("  end: clean (the client closed the stream after %s)\n", r.signal)
+		p.printf("  end: clean (the client closed the stream after %s)\n", r.Signal)
 	case it.Stream != nil && it.Stream.Error != nil:
 		p.printf("  end: %s\n", describeError(it.Stream.Error))
 	default:
@@ -255,16 +189,104 @@ func showInteraction(p *printer, i int, it *cassette.Interaction) {
 	}
 }
 
-// chunkPreview is one line on a chunk: for a stream, what the events
+// showReading writes what a body says, as its wire read it: the
+// message's id and model, text, phases, refusal, reasoning items,
+// thinking, tool calls, finish, usage, errors, and for a stream its
+// unparsed events, unterminated tail and completion signal.
+func showReading(p *printer, r *codec.Reading) {
+	if r.MessageID != "" || r.Model != "" {
+		var parts []string
+		if r.MessageID != "" {
+			parts = append(parts, r.MessageID)
+		}
+		if r.Model != "" {
+			parts = append(parts, "model "+r.Model)
+		}
+		p.printf("  message: %s\n", strings.Join(parts, ", "))
+	}
+	if r.Text != "" {
+		p.printf("  text: %s\n", quote(r.Text))
+	}
+	if len(r.Phases) > 0 {
+		p.printf("  phase: %s\n", strings.Join(r.Phases, ", "))
+	}
+	if r.Refusal != "" {
+		p.printf("  refusal: %s\n", quote(r.Refusal))
+	}
+	for i := range r.Reasoning {
+		ri := &r.Reasoning[i]
+		p.printf("  %s\n", describeReasoning(ri))
+		for k, s := range ri.Summary {
+			p.printf("  reasoning %d summary %d: %s\n", ri.Index, k, quote(s))
+		}
+		if ri.Text != "" {
+			p.printf("  reasoning %d text: %s\n", ri.Index, quote(ri.Text))
+		}
+	}
+	if r.Thinking != "" || r.Signatures > 0 {
+		sig := ""
+		if r.Signatures > 0 {
+			sig = plural(r.Signatures, "signature")
+			if len(r.SignatureBytes) > 0 {
+				lens := make([]string, len(r.SignatureBytes))
+				for k, n := range r.SignatureBytes {
+					lens[k] = fmt.Sprintf("%d B", n)
+				}
+				sig += ": " + strings.Join(lens, ", ")
+			}
+			sig = " (" + sig + ")"
+		}
+		p.printf("  thinking: %s%s\n", quote(r.Thinking), sig)
+	}
+	for j, t := range r.Tools {
+		id := ""
+		if t.ID != "" {
+			id = " (" + t.ID + ")"
+		}
+		args := t.Args
+		if strings.TrimSpace(args) == "" {
+			args = "{}" // no input streamed: the call's input is the empty object
+		}
+		p.printf("  tool call %d: %s %s%s\n", j, t.Name, oneLine(args, 0), id)
+	}
+	if r.Finish != "" {
+		p.printf("  finish: %s\n", r.Finish)
+	}
+	if r.Usage != nil {
+		p.printf("  usage: %s\n", describeUsage(r.Usage))
+	}
+	for _, e := range r.Errors {
+		if r.Stream {
+			p.printf("  error event: %s\n", oneLine(e, 0))
+		} else {
+			p.printf("  error: %s\n", oneLine(e, 0))
+		}
+	}
+	if r.Stream {
+		if n := r.Unparsed(); n > 0 {
+			p.printf("  unparsed events: %d\n", n)
+		}
+		if r.Tail > 0 {
+			p.printf("  unterminated event: %d B\n", r.Tail)
+		}
+		if r.Signal != "" {
+			p.printf("  signal: %s\n", r.Signal)
+		} else {
+			p.printf("  signal: none (no completion signal)\n")
+		}
+	}
+}
+
+// chunkPreview is one line on chunk j: for a stream, what the events
 // that end in it say (and how much of it is an event that ends later, or
 // never); otherwise its first bytes.
-func chunkPreview(r *reconstruction, j int, data string) string {
-	if !r.stream || j >= len(r.chunkGists) || len(r.chunkGists[j]) == 0 {
+func chunkPreview(notes [][]codec.Note, rest []int, j int, data string) string {
+	if j >= len(notes) || len(notes[j]) == 0 {
 		return oneLine(data, previewRunes)
 	}
-	s := clip(describeGists(r.chunkGists[j]), 2*previewRunes)
-	if rest := r.chunkRest[j]; rest > 0 {
-		s += fmt.Sprintf(" + %d B of an open event: %s", rest, oneLine(data[len(data)-rest:], previewRunes/2))
+	s := clip(describeNotes(notes[j]), 2*previewRunes)
+	if n := rest[j]; n > 0 {
+		s += fmt.Sprintf(" + %d B of an open event: %s", n, oneLine(data[len(data)-n:], previewRunes/2))
 	}
 	return s
 }
@@ -345,9 +367,8 @@ func shownHeaders(h http.Header) []string {
 		l := strings.ToLower(k)
 		switch {
 		case l == "content-type", l == "date", l == "retry-after", l == "retry-after-ms", l == "x-should-retry",
-			strings.HasPrefix(l, "x-ratelimit-"), strings.HasPrefix(l, "anthropic-ratelimit-"),
 			strings.Contains(l, "request-id"), strings.Contains(l, "requestid"),
-			l == strings.ToLower(InjectedHeader):
+			l == strings.ToLower(InjectedHeader), codec.IsShownHeader(l):
 			names = append(names, k)
 		}
 	}
@@ -361,111 +382,21 @@ func shownHeaders(h http.Header) []string {
 	return names
 }
 
-// requestSummary describes a model request body of a wire: its size,
-// model, whether it streams, and its last message (for the Responses API,
-// see responsesRequestSummary).
-func requestSummary(wire, body string) string {
+// requestSummary describes an interaction's request body: its size, and
+// what its wire reads in it (model, stream, the last message or input
+// item, ...; see codec.Call.Summary).
+func requestSummary(w codec.Wire, it *cassette.Interaction) string {
+	body := it.Request.Body
 	if body == "" {
 		return ""
 	}
 	parts := []string{fmt.Sprintf("%d B", len(body))}
-	if wire == wireResponses {
-		more, _ := responsesRequestSummary(body)
-		return strings.Join(append(parts, more...), ", ")
-	}
-	var v struct {
-		Model    string `json:"model"`
-		Stream   bool   `json:"stream"`
-		Messages []struct {
-			Role    string          `json:"role"`
-			Content json.RawMessage `json:"content"`
-		} `json:"messages"`
-	}
-	if json.Unmarshal([]byte(body), &v) != nil {
-		return parts[0]
-	}
-	if v.Model != "" {
-		parts = append(parts, "model "+v.Model)
-	}
-	if v.Stream {
-		parts = append(parts, "stream")
-	}
-	if n := len(v.Messages); n > 0 {
-		parts = append(parts, plural(n, "message"))
-		last := v.Messages[n-1]
-		parts = append(parts, fmt.Sprintf("last %s %s", last.Role, quote(clip(contentText(last.Content), previewRunes))))
+	if w != nil {
+		if c, err := w.ReadRequest(recordedRequest(it), []byte(body)); err == nil {
+			parts = append(parts, c.Summary...)
+		}
 	}
 	return strings.Join(parts, ", ")
-}
-
-// contentText is the text of a message's content: a string, or the text
-// of its blocks (a block without text by its type, in brackets).
-func contentText(raw json.RawMessage) string {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s
-	}
-	var blocks []struct {
-		Type    string          `json:"type"`
-		Text    string          `json:"text"`
-		Content json.RawMessage `json:"content"`
-	}
-	if json.Unmarshal(raw, &blocks) != nil {
-		return ""
-	}
-	var out []string
-	for _, b := range blocks {
-		switch {
-		case b.Text != "":
-			out = append(out, b.Text)
-		case b.Type == "tool_result" && len(b.Content) > 0:
-			out = append(out, "[tool_result] "+contentText(b.Content))
-		default:
-			out = append(out, "["+b.Type+"]")
-		}
-	}
-	return strings.Join(out, " ")
-}
-
-// oneLine renders s on one line, control characters and invalid UTF-8
-// escaped, clipped to max runes (0 for no limit) with the size of what
-// was left off.
-func oneLine(s string, max int) string {
-	var b strings.Builder
-	runes := 0
-	for i := 0; i < len(s); {
-		if max > 0 && runes == max {
-			fmt.Fprintf(&b, "… (+%d B)", len(s)-i)
-			break
-		}
-		r, n := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && n == 1:
-			fmt.Fprintf(&b, `\x%02x`, s[i])
-		case r == '\n':
-			b.WriteString(`\n`)
-		case r == '\r':
-			b.WriteString(`\r`)
-		case r == '\t':
-			b.WriteString(`\t`)
-		case r < 0x20 || r == 0x7f:
-			fmt.Fprintf(&b, `\x%02x`, r)
-		default:
-			b.WriteString(s[i : i+n])
-		}
-		i += n
-		runes++
-	}
-	return b.String()
-}
-
-// clip cuts s to max runes, marking a cut with "…".
-func clip(s string, max int) string {
-	if utf8.RuneCountInString(s) <= max {
-		return s
-	}
-	r := []rune(s)
-	return string(r[:max]) + "…"
 }
 
 // quoteIfNeeded quotes s when it is empty or holds space or quotes.
@@ -474,13 +405,6 @@ func quoteIfNeeded(s string) string {
 		return quote(s)
 	}
 	return s
-}
-
-func plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return strconv.Itoa(n) + " " + noun + "s"
 }
 
 // printer writes formatted lines, keeping the first error.

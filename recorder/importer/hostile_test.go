@@ -102,3 +102,48 @@ func TestImportedTimingIsChecked(t *testing.T) {
 		}
 	}
 }
+
+// TestHostileRecordingsAreBounded: what every command loads through
+// (Load) refuses a hostile recording at once with a clear error, whether
+// it looks like one of ours or another tool's: one line of 1 GB (a sparse
+// file: the fast reader gives up on its first bytes, and it is too large
+// to decode whole), nesting past yaml.v3's depth limit in flow or block
+// style, and an alias in the recorder's layout.
+func TestHostileRecordingsAreBounded(t *testing.T) {
+	ours := "version: 1\ninteractions:\n  - request:\n      body: '"
+	theirs := "interactions:\n- request:\n    body: '"
+	recorded := "version: 1\ninteractions:\n  - request:\n      method: GET\n      url: http://h/\n    response:\n      code: 200\n    openmax:\n      start: 0s\n"
+	tests := []struct {
+		name   string
+		head   string
+		sparse int64 // the file's size, zeros after head; 0: head is all
+		want   string
+	}{
+		{"1 GB on one line, our layout", ours, 1e9, "the limit is 134217728 (128 MiB) (it is not in the layout openmax writes"},
+		{"1 GB on one line, vcrpy", theirs, 1e9, "the limit is 134217728 (128 MiB) (it is not in the layout openmax writes"},
+		{"deep block nesting", "version: 1\ninteractions:\n  - " + strings.Repeat("- ", 20000) + "a\n", 0, "exceeded max depth of 10000"},
+		{"deep flow nesting", "version: 1\ninteractions: " + strings.Repeat("[", 20000) + "\n", 0, "exceeded max depth of 10000"},
+		{"deep nesting in a session", recorded + "openmax:\n  commands: " + strings.Repeat("{a: ", 20000) + "\n", 0, "exceeded max depth of 10000"},
+		{"an alias in our layout", recorded + "openmax:\n  session_id: &s s1\n  seed: *s\n", 0, "a YAML alias (*s)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "c.yaml")
+			fh, err := os.Create(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fh.WriteString(tt.head)
+			if tt.sparse > 0 {
+				if err := fh.Truncate(tt.sparse); err != nil {
+					t.Fatal(err)
+				}
+			}
+			fh.Close()
+			_, _, err = Load(p)
+			if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), p) {
+				t.Fatalf("Load: %v; want an error naming the file and saying %q", err, tt.want)
+			}
+		})
+	}
+}

@@ -124,13 +124,20 @@ func Import(format string, data []byte) (*cassette.File, error) {
 // was recorded, one line each naming the interaction: a Content-Length
 // rewritten to fit the JSON text of a parsed_body (see parsedBody).
 func ImportNotes(format string, data []byte) (*cassette.File, []string, error) {
+	var doc *yamlDoc
 	if format == Auto {
-		f, err := Detect(data)
+		f, d, err := detect(data, nil)
 		if err != nil {
 			return nil, nil, err
 		}
-		format = f
+		format, doc = f, d
 	}
+	return convert(format, data, doc)
+}
+
+// convert is ImportNotes of a recording in format (not Auto), whose YAML
+// document is doc when it has been decoded already (nil: decode data).
+func convert(format string, data []byte, doc *yamlDoc) (*cassette.File, []string, error) {
 	var (
 		exs   []exchange
 		notes []string
@@ -138,7 +145,13 @@ func ImportNotes(format string, data []byte) (*cassette.File, []string, error) {
 	)
 	switch format {
 	case VCRPy, GoVCR1, GoVCR4:
-		exs, err = parseYAML(format, data)
+		if doc == nil {
+			if doc, err = decodeYAML(data, nil); err != nil {
+				err = fmt.Errorf("not a YAML cassette: %w", err)
+				break
+			}
+		}
+		exs, err = parseYAML(format, doc)
 	case HTTPRR:
 		exs, err = parseHTTPRR(data)
 	default:
@@ -170,31 +183,39 @@ func ImportNotes(format string, data []byte) (*cassette.File, []string, error) {
 // when they have go-vcr's (request.url). A version 1 cassette without
 // interactions is reported as GoVCR1 (either reads it the same).
 func Detect(data []byte) (string, error) {
+	format, _, err := detect(data, nil)
+	return format, err
+}
+
+// detect is Detect, also returning the YAML document it decoded (nil for
+// httprr). pre is what yaml.v3 made of data when it has read it already
+// (see decodeYAML).
+func detect(data []byte, pre *cassette.Foreign) (string, *yamlDoc, error) {
 	if bytes.HasPrefix(data, []byte(httprrMagic)) {
-		return HTTPRR, nil
+		return HTTPRR, nil, nil
 	}
-	doc, err := decodeYAML(data)
+	doc, err := decodeYAML(data, pre)
 	if err != nil {
-		return "", fmt.Errorf("%w: not an httprr trace, and not a YAML cassette: %w", ErrUnknownFormat, err)
+		return "", nil, fmt.Errorf("%w: not an httprr trace, and not a YAML cassette: %w", ErrUnknownFormat, err)
 	}
 	switch doc.Version {
 	case 2:
-		return GoVCR4, nil
+		return GoVCR4, doc, nil
 	case 1:
 		for _, in := range doc.Interactions {
 			switch {
 			case in.Request.URI != "" || in.Response.Status.Kind == mappingKind || in.Response.Body.Kind == mappingKind:
-				return VCRPy, nil
+				return VCRPy, doc, nil
 			case in.Request.URL != "":
-				return GoVCR1, nil
+				return GoVCR1, doc, nil
 			}
 		}
 		if len(doc.Interactions) > 0 {
-			return "", fmt.Errorf("%w: a version 1 cassette whose requests have neither uri (vcrpy) nor url (go-vcr)", ErrUnknownFormat)
+			return "", nil, fmt.Errorf("%w: a version 1 cassette whose requests have neither uri (vcrpy) nor url (go-vcr)", ErrUnknownFormat)
 		}
-		return GoVCR1, nil
+		return GoVCR1, doc, nil
 	}
-	return "", fmt.Errorf("%w: not an httprr trace, and the YAML has no cassette version 1 or 2 (version: %d)", ErrUnknownFormat, doc.Version)
+	return "", nil, fmt.Errorf("%w: not an httprr trace, and the YAML has no cassette version 1 or 2 (version: %d)", ErrUnknownFormat, doc.Version)
 }
 
 // exchange is one recorded exchange as read, before normalising.

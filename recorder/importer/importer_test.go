@@ -55,6 +55,14 @@ var responsesFixtures = []string{
 	"pydantic-ai-openai-responses__test_openai_responses_model_http_error.yaml",
 }
 
+// vendorFixtures are the recordings of wires whose vendor packages
+// reconstruct them (A14, A15: provider/bedrock); cmd/openmax's
+// TestCommandsReadEveryImportFormat imports and replays them.
+var vendorFixtures = []string{
+	"pydantic-ai-bedrock__test_bedrock_model_iter_stream.yaml",
+	"fantasy__bedrock-anthropic-claude-haiku-4-5__tool_streaming.yaml",
+}
+
 // secrets are values in the fixtures that must not survive an import.
 var secrets = []string{
 	"fake-api-key-for-testing-only", // A4 X-Api-Key
@@ -82,7 +90,7 @@ func TestFixturesListed(t *testing.T) {
 		t.Fatal(err)
 	}
 	listed := map[string]bool{}
-	for _, f := range responsesFixtures {
+	for _, f := range append(responsesFixtures, vendorFixtures...) {
 		listed[f] = true
 	}
 	for _, f := range fixtures {

@@ -1,10 +1,9 @@
 package importer
 
 import (
+	"bytes"
 	"fmt"
 	"strings"
-
-	"gopkg.in/yaml.v3"
 
 	"github.com/openmax/openmax/recorder/cassette"
 )
@@ -24,23 +23,23 @@ func Load(path string) (f *cassette.File, converted string, err error) {
 
 // LoadNotes is Load, also returning what the conversion changed of what
 // was recorded (see ImportNotes); none for an openmax cassette.
+//
+// The file is parsed once: an openmax cassette in the recorder's layout
+// is decoded as it is read (cassette.ReadAny), in memory well under one
+// and a half times its size and with no limit on its size but
+// cassette.MaxFileSize; anything else is read whole (up to
+// cassette.MaxYAMLSize), and the YAML document read to tell whether it is
+// an openmax cassette is the one the importer converts.
 func LoadNotes(path string) (f *cassette.File, converted string, notes []string, err error) {
-	data, err := cassette.ReadFile(path)
-	if err != nil {
-		return nil, "", nil, err
+	f, other, err := cassette.ReadAny(path, func(head []byte) bool { return bytes.HasPrefix(head, []byte(httprrMagic)) })
+	if err != nil || f != nil {
+		return f, "", nil, err
 	}
-	if native(data) {
-		f, err := cassette.Parse(data)
-		if err != nil {
-			return nil, "", nil, fmt.Errorf("cassette %s: %w", path, err)
-		}
-		return f, "", nil, nil
-	}
-	format, err := Detect(data)
+	format, doc, err := detect(other.Data, other)
 	if err != nil {
 		return nil, "", nil, fmt.Errorf("%s: neither an openmax cassette nor a recording openmax can import: %w", path, err)
 	}
-	f, notes, err = ImportNotes(format, data)
+	f, notes, err = convert(format, other.Data, doc)
 	if err != nil {
 		return nil, "", nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -64,44 +63,4 @@ func Note(path, format string, f *cassette.File) string {
 		b.WriteString(")")
 	}
 	return b.String()
-}
-
-// native reports whether data is an openmax cassette: a YAML mapping with
-// an openmax member at the top, or on one of its interactions.
-func native(data []byte) bool {
-	var root yaml.Node
-	if yaml.Unmarshal(data, &root) != nil || root.Kind != yaml.DocumentNode || len(root.Content) == 0 {
-		return false
-	}
-	m := root.Content[0]
-	if m.Kind != yaml.MappingNode {
-		return false
-	}
-	for i := 0; i+1 < len(m.Content); i += 2 {
-		switch m.Content[i].Value {
-		case "openmax":
-			return true
-		case "interactions":
-			if seq := m.Content[i+1]; seq.Kind == yaml.SequenceNode {
-				for _, in := range seq.Content {
-					if hasMember(in, "openmax") {
-						return true
-					}
-				}
-			}
-		}
-	}
-	return false
-}
-
-func hasMember(m *yaml.Node, name string) bool {
-	if m.Kind != yaml.MappingNode {
-		return false
-	}
-	for i := 0; i+1 < len(m.Content); i += 2 {
-		if m.Content[i].Value == name {
-			return true
-		}
-	}
-	return false
 }

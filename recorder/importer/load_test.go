@@ -183,7 +183,7 @@ func TestSessionWire(t *testing.T) {
 			in.Response.Code = 200
 			s, err := importer.Session(&cassette.File{Version: 1, Interactions: []*cassette.Interaction{&in}})
 			if tt.provider == "" {
-				if err == nil || !strings.Contains(err.Error(), "neither Chat Completions, Messages nor Responses") {
+				if err == nil || !strings.Contains(err.Error(), "wire") || !strings.Contains(err.Error(), "anthropic") {
 					t.Fatalf("session %+v, error %v: want an error naming the wires", s, err)
 				}
 				return

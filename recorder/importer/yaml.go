@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/openmax/openmax/recorder/cassette"
 )
 
 const mappingKind = yaml.MappingNode
@@ -42,12 +44,24 @@ type yamlDoc struct {
 	strayBodies [][]string
 }
 
-func decodeYAML(data []byte) (*yamlDoc, error) {
-	var root yaml.Node
-	if err := yaml.Unmarshal(data, &root); err != nil {
-		return nil, err
+// decodeYAML decodes the cassette data holds. pre is what yaml.v3 made
+// of data when it has read it already (a nil Doc and DocErr, or a nil
+// pre: read data).
+func decodeYAML(data []byte, pre *cassette.Foreign) (*yamlDoc, error) {
+	var root *yaml.Node
+	if pre != nil {
+		if pre.DocErr != nil {
+			return nil, pre.DocErr
+		}
+		root = pre.Doc
 	}
-	if err := checkExpansion(&root, len(data)); err != nil {
+	if root == nil {
+		root = new(yaml.Node)
+		if err := yaml.Unmarshal(data, root); err != nil {
+			return nil, err
+		}
+	}
+	if err := checkExpansion(root, len(data)); err != nil {
 		return nil, err
 	}
 	if root.Kind != yaml.DocumentNode || len(root.Content) == 0 || root.Content[0].Kind != yaml.MappingNode {
@@ -148,11 +162,7 @@ func strayBodies(seq *yaml.Node) [][]string {
 }
 
 // parseYAML reads a vcrpy or go-vcr cassette, checking it is of format.
-func parseYAML(format string, data []byte) ([]exchange, error) {
-	doc, err := decodeYAML(data)
-	if err != nil {
-		return nil, fmt.Errorf("not a YAML cassette: %w", err)
-	}
+func parseYAML(format string, doc *yamlDoc) ([]exchange, error) {
 	want := 1
 	if format == GoVCR4 {
 		want = 2

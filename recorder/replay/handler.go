@@ -11,9 +11,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/openmax/openmax/provider/anthropic"
 	"github.com/openmax/openmax/provider/clock"
-	"github.com/openmax/openmax/provider/openai/responses"
+	"github.com/openmax/openmax/provider/codec"
+	_ "github.com/openmax/openmax/provider/vendors" // every built-in wire
 	"github.com/openmax/openmax/recorder/cassette"
 )
 
@@ -44,17 +44,19 @@ type Handler struct {
 //     until the client gives up, as the recorded client did.
 //
 // A request no unserved interaction matches gets an HTTP 400 (MissStatus)
-// in the error shape of the vendor it was meant for, so that a client
-// prints its message: Anthropic's {"type": "error", "error": {"type":
+// in the error shape of the wire it was meant for, as the registry
+// (provider/codec) answers it, so that a client prints its message: the
+// wire's error for a 400 with the code replay_miss where its error has a
+// code (OpenAI's {"error": {"message": ..., "type":
+// "invalid_request_error", "param": null, "code": "replay_miss"}}, also
+// the Responses API's; Anthropic's {"type": "error", "error": {"type":
 // "invalid_request_error", "message": ...}} for a request to a /messages
-// path or one carrying an anthropic-version header, otherwise OpenAI's
-// {"error": {"message": ..., "type": "invalid_request_error", "param":
-// null, "code": "replay_miss"}}, which is also the error body of the
-// OpenAI Responses API (a request to a /responses path is OpenAI's
-// whatever headers it carries). The message is MissError.Summary; both
-// shapes add a "replay" member holding the request number, the nearest
-// interaction, whether it was already served, the differing fields and
-// the diff.
+// path, one below it, or one carrying an anthropic-version header). The
+// message is MissError.Summary; every shape adds a "replay" member holding
+// the request number, the nearest interaction, whether it was already
+// served, the differing fields and the diff. A request no wire claims gets
+// no vendor's shape: {"code", "message", "unknown_wire", "replay"}, the
+// unknown_wire member saying that no wire claims it.
 func NewHandler(f *cassette.File, opts Options) http.Handler {
 	clk := opts.Clock
 	if clk == nil {
@@ -89,11 +91,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		scheme = "https"
 	}
 	rawURL := scheme + "://" + r.Host + r.URL.RequestURI()
+	req := codec.NewRequest(r)
 	if r.ContentLength > MaxRequestBody {
 		// Refused unread: a declared size over the cap is never buffered.
 		err := fmt.Errorf("replay: the request body is %d bytes, over the limit of %d (%d MiB)", r.ContentLength, MaxRequestBody, MaxRequestBody>>20)
 		n := h.m.unreadable(r.Method, rawURL, err)
-		writeBody(w, http.StatusRequestEntityTooLarge, vendorError(r.URL.Path, r.Header, "request_too_large", err.Error(), map[string]any{"request": n}))
+		writeBody(w, http.StatusRequestEntityTooLarge, vendorError(req, "request_too_large", err.Error(), map[string]any{"request": n}))
 		return
 	}
 	body := http.MaxBytesReader(w, r.Body, MaxRequestBody)
@@ -106,19 +109,19 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			status, code = http.StatusRequestEntityTooLarge, "request_too_large"
 			err = fmt.Errorf("replay: the request body is over the limit of %d bytes (%d MiB)", MaxRequestBody, MaxRequestBody>>20)
 		}
-		writeBody(w, status, vendorError(r.URL.Path, r.Header, code, err.Error(), map[string]any{"request": n}))
+		writeBody(w, status, vendorError(req, code, err.Error(), map[string]any{"request": n}))
 		return
 	}
 	n, i, err := h.m.serve(q, raw)
 	if err != nil {
-		writeBody(w, MissStatus, missBody(r.URL.Path, r.Header, n, err))
+		writeBody(w, MissStatus, missBody(req, n, err))
 		return
 	}
 	it := h.m.f.Interactions[i]
 	if !it.Responded() {
 		e := it.Failure()
 		if e == nil {
-			writeBody(w, http.StatusInternalServerError, vendorError(r.URL.Path, r.Header, "replay_bad_cassette",
+			writeBody(w, http.StatusInternalServerError, vendorError(req, "replay_bad_cassette",
 				fmt.Sprintf("replay: interaction %d has neither a response nor a recorded error", i), map[string]any{"request": n}))
 			return
 		}
@@ -130,7 +133,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	code := it.Response.Code
 	if code < 100 || code > 999 {
-		writeBody(w, http.StatusInternalServerError, vendorError(r.URL.Path, r.Header, "replay_bad_cassette",
+		writeBody(w, http.StatusInternalServerError, vendorError(req, "replay_bad_cassette",
 			fmt.Sprintf("replay: interaction %d has status %d", i, code), map[string]any{"request": n}))
 		return
 	}
@@ -189,11 +192,14 @@ func end(ctx context.Context, w http.ResponseWriter, e *cassette.Error) {
 }
 
 // writeBody writes a JSON response.
-func writeBody(w http.ResponseWriter, code int, data []byte) {
+func writeBody(w http.ResponseWriter, code int, b errorBody) {
+	for k, v := range b.header {
+		w.Header()[k] = v
+	}
 	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(len(data)))
+	w.Header().Set("Content-Length", strconv.Itoa(len(b.data)))
 	w.WriteHeader(code)
-	w.Write(data) //nolint:errcheck // the client went away
+	w.Write(b.data) //nolint:errcheck // the client went away
 }
 
 // reset takes the connection over and closes it so that the peer sees a
@@ -227,28 +233,30 @@ func closeConn(w http.ResponseWriter) {
 // the client shows the error's message and stops.
 const MissStatus = http.StatusBadRequest
 
-// anthropicWire reports whether a request was meant for Anthropic's API:
-// a Messages path (anthropic.IsPath), one below it such as
-// /v1/messages/count_tokens, or an anthropic-version header
-// (anthropic.HasVersionHeader); never a request to OpenAI's Responses
-// endpoint (responses.IsPath).
-func anthropicWire(path string, h http.Header) bool {
-	if responses.IsPath(path) {
-		return false
-	}
-	return anthropic.IsPath(path) || strings.Contains(path, "/messages/") || anthropic.HasVersionHeader(h)
-}
-
-// vendorError is an error body in the shape of the vendor the request was
-// meant for (see NewHandler), with code as OpenAI's error code and extra
-// as the "replay" member when it is not nil. Anthropic has no code field;
-// its type is invalid_request_error, as for any 400.
-func vendorError(path string, h http.Header, code, message string, extra map[string]any) []byte {
+// vendorError is an error body in the shape of the wire the request was
+// meant for (provider/codec: ForRequest, a hint such as an
+// anthropic-version header enough), with code as the wire's error code
+// where its error has a field for one (OpenAI's code; Anthropic has none)
+// and extra as the "replay" member when it is not nil. The body is the
+// wire's error for a 400 (its type invalid_request_error on OpenAI's and
+// Anthropic's wires), whatever status it goes out with: the request is one
+// the replay could not serve. header holds the headers beyond
+// Content-Type that the wire's errors carry. A request no wire claims
+// gets no vendor's shape but one of its own, {"code", "message",
+// "unknown_wire", "replay"}, unknown_wire saying why.
+func vendorError(req *codec.Request, code, message string, extra map[string]any) errorBody {
 	var v map[string]any
-	if anthropicWire(path, h) {
-		v = map[string]any{"type": "error", "error": map[string]any{"type": "invalid_request_error", "message": message}}
+	var header http.Header
+	if w, _, err := codec.ForRequest(req); err != nil {
+		v = map[string]any{"code": code, "message": message, "unknown_wire": err.Error()}
 	} else {
-		v = map[string]any{"error": map[string]any{"message": message, "type": "invalid_request_error", "param": nil, "code": code}}
+		var b []byte
+		b, header = w.HTTPError(codec.Failure{Status: http.StatusBadRequest, Code: code, Message: message})
+		dec := json.NewDecoder(bytes.NewReader(b))
+		dec.UseNumber()
+		if dec.Decode(&v) != nil || v == nil {
+			return errorBody{b, header} // not an object: nowhere to add the replay member
+		}
 	}
 	if extra != nil {
 		v["replay"] = extra
@@ -259,11 +267,18 @@ func vendorError(path string, h http.Header, code, message string, extra map[str
 	if err := enc.Encode(v); err != nil {
 		panic(err) // maps of strings, ints and slices always encode
 	}
-	return buf.Bytes()
+	return errorBody{buf.Bytes(), header}
+}
+
+// errorBody is an error response's body and the headers beyond
+// Content-Type it goes out with.
+type errorBody struct {
+	data   []byte
+	header http.Header
 }
 
 // missBody is the answer to request n, which the cassette does not hold.
-func missBody(path string, h http.Header, n int, err error) []byte {
+func missBody(req *codec.Request, n int, err error) errorBody {
 	miss := &MissError{Nearest: -1}
 	errors.As(err, &miss)
 	msg := miss.Summary()
@@ -274,18 +289,23 @@ func missBody(path string, h http.Header, n int, err error) []byte {
 	if fields == nil {
 		fields = []string{}
 	}
-	return vendorError(path, h, "replay_miss", msg, map[string]any{
+	return vendorError(req, "replay_miss", msg, map[string]any{
 		"request": n, "nearest": miss.Nearest, "served": miss.Served, "fields": fields, "diff": miss.Diff,
 	})
 }
 
 // missResponse is missBody as the response to req.
 func missResponse(req *http.Request, n int, err error) *http.Response {
-	body := missBody(req.URL.Path, req.Header, n, err)
+	miss := missBody(codec.NewRequest(req), n, err)
+	body := miss.data
+	h := http.Header{"Content-Type": {"application/json"}}
+	for k, v := range miss.header {
+		h[k] = v
+	}
 	return &http.Response{
 		Status: "400 Bad Request", StatusCode: MissStatus,
 		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-		Header:        http.Header{"Content-Type": {"application/json"}},
+		Header:        h,
 		Body:          io.NopCloser(bytes.NewReader(body)),
 		ContentLength: int64(len(body)),
 		Request:       req,

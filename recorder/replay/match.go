@@ -14,6 +14,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	"github.com/openmax/openmax/internal/jsonnum"
 	"github.com/openmax/openmax/recorder/cassette"
 )
 
@@ -635,7 +636,7 @@ func diffPaths(a, b any, path string, out *[]string) {
 }
 
 // parseJSON parses a body that is exactly one JSON value, its numbers in
-// canonical spelling (see canonNumbers).
+// canonical spelling (see jsonnum.All).
 func parseJSON(body []byte) (any, bool) {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return nil, false
@@ -649,7 +650,7 @@ func parseJSON(body []byte) (any, bool) {
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, false
 	}
-	return canonNumbers(v), true
+	return jsonnum.All(v), true
 }
 
 // pretty renders a parsed JSON value indented, with sorted keys and

@@ -1,7 +1,9 @@
 // Package appserver plays codex app-server from a recorded transcript
-// (provider/codex's {"dir","msg"} lines), so a codex client can be tested
-// against it with no codex installed: it is the fake app-server behind
-// `openmax fake-app-server`.
+// (provider/codex/transcript's {"dir","msg"} lines, which provider/codex
+// records), so a codex client can be tested against it with no codex
+// installed: it is the fake app-server behind `openmax fake-app-server`.
+// It reads and writes codex's JSON-RPC through internal/jsonrpc (the Bare
+// dialect).
 //
 // # Replay
 //
@@ -24,7 +26,7 @@
 //	request id      top-level "id" of a line with "method"  not compared ("<request id>"); on a match the
 //	                                                        client's id is remembered for the recorded one,
 //	                                                        and recorded responses carrying that id are
-//	                                                        written with the client's id
+//	                                                        written with the client's id as it sent it
 //	response id     top-level "id" of a line without        compared: the client answers a server request
 //	                "method"                                with the id the fake wrote, the recorded one
 //	timestamps      values of TimestampKeys, at any depth,  compared as "<timestamp>"

@@ -6,6 +6,9 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/openmax/openmax/internal/jsonnum"
+	"github.com/openmax/openmax/provider/codex/transcript"
 )
 
 // The normalisation table (see the package doc). Matching applies it to
@@ -267,7 +270,7 @@ func norm(v any, p *pathMap) any {
 		for k, e := range x {
 			switch {
 			case k == emailKey && !isContainer(e):
-				n[k] = redacted
+				n[k] = transcript.Redacted
 			case slices.Contains(TimestampKeys, k) && isNumber(e):
 				n[k] = placeholderTime
 			default:
@@ -286,6 +289,10 @@ func norm(v any, p *pathMap) any {
 			s, _ := p.apply(x)
 			return s
 		}
+	case json.Number:
+		// Numbers compare by value: a client that sends 1.0 where 1 was
+		// recorded sent the same thing.
+		return json.Number(jsonnum.Canon(string(x)))
 	}
 	return v
 }

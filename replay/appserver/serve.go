@@ -12,8 +12,9 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/openmax/openmax/internal/jsonrpc"
 	"github.com/openmax/openmax/internal/linediff"
-	"github.com/openmax/openmax/internal/lines"
+	"github.com/openmax/openmax/provider/codex/transcript"
 )
 
 // Options tune Serve.
@@ -103,7 +104,7 @@ type server struct {
 	in    io.Reader
 	out   io.Writer
 	opts  Options
-	ids   map[string]json.RawMessage // recorded request id → the client's
+	ids   map[string]jsonrpc.ID // recorded request id (matchID) → the client's, as it sent it
 	paths *pathMap
 	n     int // client lines read
 
@@ -122,7 +123,7 @@ func newServer(t *Transcript, in io.Reader, out io.Writer, opts Options) *server
 	if opts.MaxLine <= 0 {
 		opts.MaxLine = DefaultMaxLine
 	}
-	return &server{t: t, in: in, out: out, opts: opts, ids: map[string]json.RawMessage{}, paths: &pathMap{},
+	return &server{t: t, in: in, out: out, opts: opts, ids: map[string]jsonrpc.ID{}, paths: &pathMap{},
 		ready: make(chan struct{}, 1), writes: make(chan []byte, 64), wdone: make(chan struct{})}
 }
 
@@ -148,9 +149,9 @@ func (s *server) run(ctx context.Context) error {
 // read queues the client's lines, then the error ending them.
 func (s *server) read() {
 	defer s.wg.Done()
-	lr := lines.NewReader(s.in, s.opts.MaxLine)
+	lr := jsonrpc.NewReader(s.in, s.opts.MaxLine)
 	for {
-		b, err := lr.Next()
+		b, err := lr.ReadLine()
 		s.mu.Lock()
 		s.queue = append(s.queue, clientLine{b: b, err: err})
 		s.mu.Unlock()
@@ -221,7 +222,7 @@ func (s *server) next(ctx context.Context) (*received, error) {
 		return nil, io.EOF
 	}
 	s.n++
-	var tl *lines.TooLongError
+	var tl *jsonrpc.TooLongError
 	if errors.As(cl.err, &tl) {
 		return nil, &MissError{ClientLine: s.n, Reason: fmt.Sprintf("client line %d: %v", s.n, tl)}
 	}
@@ -236,7 +237,7 @@ func (s *server) next(ctx context.Context) (*received, error) {
 func (s *server) walk(ctx context.Context) error {
 	ls := s.t.Lines
 	for i := 0; i < len(ls); {
-		if ls[i].Dir == dirRecv {
+		if ls[i].Dir == transcript.DirRecv {
 			if err := s.emit(ctx, s.outgoing(&ls[i])); err != nil {
 				return err
 			}
@@ -246,7 +247,7 @@ func (s *server) walk(ctx context.Context) error {
 		}
 		// A group of consecutive client lines, matched in any order.
 		j := i
-		for j < len(ls) && ls[j].Dir == dirSend {
+		for j < len(ls) && ls[j].Dir == transcript.DirSend {
 			j++
 		}
 		pending := make([]*Line, 0, j-i)
@@ -286,8 +287,8 @@ func (s *server) outgoing(l *Line) []byte {
 	case kindRaw:
 		return []byte(l.raw())
 	case kindResponse:
-		if id, ok := s.ids[l.id]; ok && string(id) != l.id {
-			return rewrite(l.Msg, id, s.paths)
+		if id, ok := s.ids[l.id]; ok && id.String() != l.id {
+			return rewrite(l.Msg, id.Raw(), s.paths)
 		}
 	}
 	return rewrite(l.Msg, nil, s.paths)
@@ -300,7 +301,8 @@ type received struct {
 	v      any  // the parsed value when isJSON
 	isJSON bool // b is one JSON value
 	kind   kind
-	id     string
+	sentID jsonrpc.ID // a request's or a response's id, as the client sent it
+	id     string     // sentID as matched (matchID)
 	method string
 }
 
@@ -316,23 +318,10 @@ func parseReceived(n int, b []byte) *received {
 		return r // more than one value: not a JSON line
 	}
 	r.v, r.isJSON = v, true
-	switch x := v.(type) {
-	case string:
-		// As a recorded line that was not JSON.
-	case map[string]any:
-		id, hasID := x["id"]
-		m, hasMethod := x["method"]
-		method, isString := m.(string)
-		if hasMethod && !isString {
-			r.kind = kindOther
-			break
-		}
-		r.kind, r.method = kindOf(hasID, hasMethod), method
-		if hasID {
-			r.id = canonical(id)
-		}
-	default:
-		r.kind = kindOther
+	// A JSON string stays kindRaw: as a recorded line that was not JSON.
+	r.kind, r.sentID, r.method, _ = classify(b)
+	if r.sentID.IsValid() {
+		r.id = matchID(r.sentID)
 	}
 	return r
 }
@@ -371,7 +360,7 @@ func (s *server) match(r *received, pending []*Line) int {
 		}
 		s.paths = paths
 		if l.kind == kindRequest {
-			s.ids[l.id] = json.RawMessage(r.id)
+			s.ids[l.id] = r.sentID
 		}
 		return k
 	}
@@ -406,16 +395,8 @@ func (s *server) miss(ctx context.Context, r *received, pending []*Line) error {
 		}
 	}
 	if r.kind == kindRequest {
-		answer, err := json.Marshal(struct {
-			ID    json.RawMessage `json:"id"`
-			Error struct {
-				Code    int    `json:"code"`
-				Message string `json:"message"`
-			} `json:"error"`
-		}{ID: json.RawMessage(r.id), Error: struct {
-			Code    int    `json:"code"`
-			Message string `json:"message"`
-		}{MissCode, AnswerPrefix + e.Error()}})
+		answer, err := jsonrpc.Bare.Encode(&jsonrpc.Response{ID: r.sentID,
+			Error: &jsonrpc.Error{Code: MissCode, Message: AnswerPrefix + e.Error()}})
 		if err == nil {
 			if werr := s.emit(ctx, answer); werr != nil {
 				return errors.Join(e, werr)
@@ -461,7 +442,7 @@ func (s *server) leftover(pending []*Line, rest []Line) error {
 	e := &LeftoverError{list: summary(left, 10)}
 	for _, l := range left {
 		e.Lines = append(e.Lines, l.Num)
-		if l.Dir == dirSend {
+		if l.Dir == transcript.DirSend {
 			e.Sends++
 		}
 	}

@@ -9,7 +9,8 @@ import (
 	"os"
 	"strings"
 
-	"github.com/openmax/openmax/internal/lines"
+	"github.com/openmax/openmax/internal/jsonrpc"
+	"github.com/openmax/openmax/provider/codex/transcript"
 )
 
 // DefaultMaxLine caps one line from the client when Options give no other
@@ -22,17 +23,7 @@ const (
 	DefaultMaxTranscriptLine = 2 * DefaultMaxLine
 )
 
-// The transcript's vocabulary, as provider/codex records it
-// (codex.DirSend, codex.DirRecv, codex.Redacted; a test checks they agree).
-// It is spelled out here rather than imported so that provider/codex's own
-// tests can serve transcripts with this package without an import cycle.
-const (
-	dirSend  = "send" // a line the client wrote
-	dirRecv  = "recv" // a line the client read
-	redacted = "[redacted]"
-)
-
-// kind is what a message is, by its top-level members.
+// kind is what a line's message is (classify).
 type kind uint8
 
 const (
@@ -43,14 +34,15 @@ const (
 	kindRaw                      // a line that was not JSON (recorded as a JSON string)
 )
 
-// Line is one line of a transcript.
+// Line is one line of a transcript (provider/codex/transcript's Line: its
+// Dir, DirSend or DirRecv, and its Msg as compact JSON, a JSON string for
+// a line that was not JSON), with its number and what its message is.
 type Line struct {
-	Num int             // the 1-based line number in the transcript
-	Dir string          // "send" (client → app-server) or "recv"
-	Msg json.RawMessage // the message as compact JSON; a JSON string for a line that was not JSON
+	Num int // the 1-based line number in the transcript
+	transcript.Line
 
 	kind   kind
-	id     string // the compact top-level "id", "" when absent
+	id     string // the top-level "id" as matched (matchID), "" when absent
 	method string
 }
 
@@ -61,13 +53,7 @@ type Transcript struct {
 }
 
 // ParseError is a transcript line that could not be used.
-type ParseError struct {
-	Line int // 1-based
-	Err  error
-}
-
-func (e *ParseError) Error() string { return fmt.Sprintf("transcript line %d: %v", e.Line, e.Err) }
-func (e *ParseError) Unwrap() error { return e.Err }
+type ParseError = transcript.ParseError
 
 // ParseFile reads the transcript at path (see Parse).
 func ParseFile(path string, maxLine int) (*Transcript, error) {
@@ -84,256 +70,91 @@ func ParseFile(path string, maxLine int) (*Transcript, error) {
 }
 
 // Parse reads a transcript: one {"dir":"send"|"recv","msg":...} object a
-// line, as provider/codex records them; blank lines are skipped. A line
-// longer than maxLine bytes (0 means DefaultMaxTranscriptLine), one that is not such
-// an object, or one with another member is a *ParseError naming its line.
+// line, as provider/codex records them (provider/codex/transcript reads
+// each); blank lines are skipped. A line longer than maxLine bytes (0
+// means DefaultMaxTranscriptLine), one that is not such an object, or one
+// with another member is a *ParseError naming its line.
 func Parse(r io.Reader, maxLine int) (*Transcript, error) {
 	if maxLine <= 0 {
 		maxLine = DefaultMaxTranscriptLine
 	}
-	lr := lines.NewReader(r, maxLine)
+	tr := transcript.NewReader(r, maxLine)
 	t := &Transcript{}
-	for n := 1; ; n++ {
-		b, err := lr.Next()
+	for {
+		tl, n, err := tr.Next()
 		if errors.Is(err, io.EOF) {
 			return t, nil
 		}
 		if err != nil {
+			return nil, err
+		}
+		l := Line{Num: n, Line: tl}
+		if err := l.classify(); err != nil {
 			return nil, &ParseError{Line: n, Err: err}
 		}
-		if len(bytes.TrimSpace(b)) == 0 {
-			continue
-		}
-		l, err := parseLine(b)
-		if err != nil {
-			return nil, &ParseError{Line: n, Err: err}
-		}
-		l.Num = n
 		t.Lines = append(t.Lines, l)
 	}
 }
 
-// parseLine decodes one transcript line.
-func parseLine(b []byte) (Line, error) {
-	var buf bytes.Buffer
-	buf.Grow(len(b))
-	if err := json.Compact(&buf, b); err != nil {
-		return Line{}, lineError(b)
-	}
-	c := buf.Bytes()
-	if c[0] != '{' {
-		return Line{}, lineError(b)
-	}
-	var dir, msg []byte
-	err := members(c, func(key, val []byte) error {
-		switch string(key) {
-		case `"dir"`:
-			if dir != nil {
-				return errors.New(`two "dir" members`)
-			}
-			dir = val
-		case `"msg"`:
-			if msg != nil {
-				return errors.New(`two "msg" members`)
-			}
-			msg = val
-		default:
-			return fmt.Errorf("not a {\"dir\",\"msg\"} object: unknown field %s", key)
-		}
-		return nil
-	})
-	if err != nil {
-		return Line{}, err
-	}
-	var d string
-	if dir != nil {
-		if err := json.Unmarshal(dir, &d); err != nil {
-			return Line{}, fmt.Errorf("dir is %s, not a string", dir)
-		}
-	}
-	if d != dirSend && d != dirRecv {
-		return Line{}, fmt.Errorf("dir is %q, neither %q nor %q", d, dirSend, dirRecv)
-	}
-	if msg == nil {
-		return Line{}, errors.New("no msg")
-	}
-	l := Line{Dir: d, Msg: msg}
-	if err := l.classify(); err != nil {
-		return Line{}, err
-	}
-	return l, nil
-}
-
-// lineError says why b, which json.Compact refused or which is not an
-// object, is not a transcript line.
-func lineError(b []byte) error {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return fmt.Errorf("not a {\"dir\",\"msg\"} object: %w", err)
-	}
-	if _, ok := v.(map[string]any); !ok {
-		return fmt.Errorf("not a {\"dir\",\"msg\"} object: %.40s", bytes.TrimSpace(b))
-	}
-	return errors.New("more than one JSON value on the line")
-}
-
-// members calls fn with the raw key and value of each top-level member
-// of the compact JSON object obj, in order, until fn fails.
-func members(obj []byte, fn func(key, val []byte) error) error {
-	for i := 1; i < len(obj) && obj[i] != '}'; {
-		if obj[i] == ',' {
-			i++
-		}
-		kEnd := stringEnd(obj, i)
-		vEnd := valueEnd(obj, kEnd+1) // past the ':'
-		if err := fn(obj[i:kEnd], obj[kEnd+1:vEnd]); err != nil {
-			return err
-		}
-		i = vEnd
-	}
-	return nil
-}
-
-// classify fills in the line's kind, id and method.
+// classify fills in the line's kind, id and method. A recorded message
+// whose method is not a string is refused.
 func (l *Line) classify() error {
-	switch l.Msg[0] {
-	case '"':
-		l.kind = kindRaw
-		return nil
-	case '{':
-	default:
-		l.kind = kindOther
-		return nil
-	}
-	idRaw, methodRaw := topMembers(l.Msg)
-	id, err := canonicalID(idRaw)
+	k, id, method, err := classify(l.Msg)
 	if err != nil {
-		return fmt.Errorf("msg: id: %w", err)
-	}
-	var method string
-	if methodRaw != nil {
-		if err := json.Unmarshal(methodRaw, &method); err != nil {
-			return fmt.Errorf("msg: method is not a string: %s", methodRaw)
+		var m struct{ Method json.RawMessage }
+		if json.Unmarshal(l.Msg, &m) == nil && len(m.Method) > 0 && m.Method[0] != '"' && string(m.Method) != "null" {
+			return fmt.Errorf("msg: method is not a string: %s", m.Method)
 		}
 	}
-	l.kind, l.id, l.method = kindOf(idRaw != nil, methodRaw != nil), id, method
+	l.kind, l.method = k, method
+	if id.IsValid() {
+		l.id = matchID(id)
+	}
 	return nil
 }
 
-// kindOf is the kind of a JSON object by the members it has.
-func kindOf(hasID, hasMethod bool) kind {
+// classify is what the JSON value msg is as a message of codex's
+// JSON-RPC (internal/jsonrpc's Bare dialect): its kind, its id as sent and
+// its method. A JSON string is kindRaw (a line recorded as not JSON); a
+// value jsonrpc refuses is kindOther, with its error when it is an object.
+func classify(msg []byte) (kind, jsonrpc.ID, string, error) {
+	msg = bytes.TrimSpace(msg)
 	switch {
-	case hasMethod && hasID:
-		return kindRequest
-	case hasMethod:
-		return kindNotification
-	case hasID:
-		return kindResponse
+	case len(msg) > 0 && msg[0] == '"':
+		return kindRaw, jsonrpc.ID{}, "", nil
+	case len(msg) == 0 || msg[0] != '{':
+		return kindOther, jsonrpc.ID{}, "", nil
 	}
-	return kindOther
+	m, err := jsonrpc.Bare.Decode(msg)
+	switch m := m.(type) {
+	case *jsonrpc.Request:
+		return kindRequest, m.ID, m.Method, nil
+	case *jsonrpc.Notification:
+		return kindNotification, jsonrpc.ID{}, m.Method, nil
+	case *jsonrpc.Response:
+		return kindResponse, m.ID, "", nil
+	}
+	return kindOther, jsonrpc.ID{}, "", err
 }
 
-// canonicalID is an id's value as Go encodes it, so that two spellings of
-// one id (escapes, white space) compare equal; "" for none.
-func canonicalID(raw []byte) (string, error) {
-	if raw == nil {
-		return "", nil
-	}
-	if simpleID(raw) {
-		return string(raw), nil
-	}
-	v, err := decode(raw)
-	if err != nil {
-		return "", err
-	}
-	return canonical(v), nil
-}
-
-// simpleID reports whether raw is already canonical: digits, or a string
-// of plain printable ASCII.
-func simpleID(raw []byte) bool {
-	if len(raw) == 0 {
-		return false
-	}
-	if raw[0] == '"' {
-		if len(raw) < 2 || raw[len(raw)-1] != '"' {
-			return false
+// matchID is an id as lines are matched by, so that two spellings of one
+// id compare equal: a string by its value (encoded without escapes it
+// does not need), a number or null as sent, any other value as
+// encoding/json writes it back (keys sorted).
+func matchID(id jsonrpc.ID) string {
+	switch id.Kind() {
+	case jsonrpc.IDString:
+		if s, ok := id.Text(); ok {
+			return string(quote(s))
 		}
-		for _, c := range raw[1 : len(raw)-1] {
-			if c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-				return false
+	case jsonrpc.IDOther:
+		if v, err := decode(id.Raw()); err == nil {
+			if b, err := json.Marshal(v); err == nil {
+				return string(b)
 			}
 		}
-		return true
 	}
-	for i, c := range raw {
-		if (c < '0' || c > '9') && !(i == 0 && c == '-' && len(raw) > 1) {
-			return false
-		}
-	}
-	return true
-}
-
-// canonical encodes a decoded id.
-func canonical(v any) string {
-	if s, ok := v.(string); ok {
-		return string(quote(s))
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Sprint(v)
-	}
-	return string(b)
-}
-
-// topMembers returns the raw values of the top-level "id" and "method"
-// members of the compact JSON object obj (nil when absent).
-func topMembers(obj []byte) (id, method []byte) {
-	_ = members(obj, func(key, val []byte) error {
-		switch string(key) {
-		case `"id"`:
-			id = val
-		case `"method"`:
-			method = val
-		}
-		return nil
-	})
-	return id, method
-}
-
-// valueEnd returns the index just past the compact JSON value at i.
-func valueEnd(b []byte, i int) int {
-	if i >= len(b) {
-		return i
-	}
-	switch b[i] {
-	case '"':
-		return stringEnd(b, i)
-	case '{', '[':
-		depth := 0
-		for j := i; j < len(b); {
-			switch b[j] {
-			case '"':
-				j = stringEnd(b, j)
-				continue
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return j + 1
-				}
-			}
-			j++
-		}
-		return len(b)
-	}
-	j := i
-	for j < len(b) && b[j] != ',' && b[j] != '}' && b[j] != ']' {
-		j++
-	}
-	return j
+	return id.String()
 }
 
 // raw is the text of a line recorded as not JSON.

@@ -26,7 +26,7 @@ func sse(chunks ...string) *cassette.Interaction {
 // plain is a JSON interaction with a body of one piece (no chunks).
 func plain(body string) *cassette.Interaction {
 	it := &cassette.Interaction{}
-	it.Request.Method, it.Request.URL = "POST", "http://127.0.0.1/v1/x"
+	it.Request.Method, it.Request.URL = "POST", "http://127.0.0.1/v1/chat/completions"
 	it.Request.Body = `{}`
 	it.Response.Code, it.Response.Status = 200, "200 OK"
 	it.Response.Headers = http.Header{"Content-Type": {"application/json"}}
@@ -37,7 +37,7 @@ func plain(body string) *cassette.Interaction {
 // refused is an interaction that got no response.
 func refused() *cassette.Interaction {
 	it := &cassette.Interaction{Stream: &cassette.Stream{Error: &cassette.Error{Kind: cassette.KindRefused, Message: "refused"}}}
-	it.Request.Method, it.Request.URL = "POST", "http://127.0.0.1/v1/x"
+	it.Request.Method, it.Request.URL = "POST", "http://127.0.0.1/v1/chat/completions"
 	return it
 }
 

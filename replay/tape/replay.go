@@ -17,6 +17,7 @@ import (
 	"github.com/openmax/openmax/core/harness"
 	"github.com/openmax/openmax/core/stdio"
 	"github.com/openmax/openmax/core/tool"
+	"github.com/openmax/openmax/provider/codec"
 	"github.com/openmax/openmax/recorder"
 	"github.com/openmax/openmax/recorder/cassette"
 	"github.com/openmax/openmax/recorder/replay"
@@ -139,7 +140,7 @@ func Replay(ctx context.Context, f *cassette.File, o ReplayOptions) (Result, err
 		h, err := harness.New(cfg, harness.Deps{
 			Transport: transport, Clock: hk.clock, Seed: sess.Seed, Log: log,
 			Getenv: func(k string) string {
-				if strings.HasSuffix(k, "_API_KEY") {
+				if strings.HasSuffix(k, "_API_KEY") || slices.Contains(codec.CredentialEnv(), k) {
 					return PlaceholderKey
 				}
 				return ""

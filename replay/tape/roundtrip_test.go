@@ -6,10 +6,12 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -95,7 +97,29 @@ func live(t fataler, dir string, replies []string, steps []clientStep, quit bool
 		t.Fatal(err)
 	}
 	vendorClock := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	srv := httptest.NewServer(fake.New(scen, fake.Options{Clock: vendorClock}).Handler())
+	// The vendor's handlers are counted, so a step can wait until none of
+	// an earlier turn's is left (see settle).
+	var (
+		vmu     sync.Mutex
+		vactive int
+	)
+	vexited := make(chan struct{}, 1)
+	fh := fake.New(scen, fake.Options{Clock: vendorClock}).Handler()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		vmu.Lock()
+		vactive++
+		vmu.Unlock()
+		defer func() {
+			vmu.Lock()
+			vactive--
+			vmu.Unlock()
+			select {
+			case vexited <- struct{}{}:
+			default:
+			}
+		}()
+		fh.ServeHTTP(w, r)
+	}))
 	defer srv.Close()
 
 	project := filepath.Join(dir, "project")
@@ -170,27 +194,83 @@ func live(t fataler, dir string, replies []string, steps []clientStep, quit bool
 		}()
 		return func() { cancel(); <-finished }
 	}
+	// asleep is closed once a vendor handler sleeps on the vendor's clock
+	// (or ctx2 ends).
+	asleep := func(ctx2 context.Context) <-chan struct{} {
+		c := make(chan struct{})
+		go func() {
+			defer close(c)
+			vendorClock.BlockUntil(ctx2, 1)
+		}()
+		return c
+	}
+	// settle lets every handler of an earlier turn run out: a reply whose
+	// turn was cancelled may still be asleep before a part, on the
+	// vendor's clock; each is woken until it ends (writing to a closed
+	// connection, or finishing), so the pump below moves only this step's
+	// reply. A handler still running and not asleep is waited for.
+	settle := func() {
+		for {
+			vmu.Lock()
+			n := vactive
+			vmu.Unlock()
+			if n == 0 {
+				return
+			}
+			if vendorClock.Waiters() > 0 {
+				vendorClock.Advance(pause)
+				continue
+			}
+			wctx, wcancel := context.WithCancel(ctx)
+			slept := asleep(wctx)
+			select {
+			case <-slept:
+			case <-vexited:
+			case <-ctx.Done():
+				wcancel()
+				t.Fatalf("the vendor's handlers never ended")
+			}
+			wcancel()
+			<-slept
+		}
+	}
 	for _, s := range steps {
 		for len(tokens) > 0 {
 			<-tokens
 		}
-		// A reply whose turn was cancelled after its first part may still
-		// be asleep before its second, on the vendor's clock: wake it now
-		// (it then writes to a closed connection and ends, with no pause
-		// left), so the pump below lets only this step's reply move.
-		for vendorClock.Waiters() > 0 {
-			vendorClock.Advance(pause)
-		}
+		settle()
 		var stop func()
 		switch {
 		case s.wait:
 			stop = pump(-1)
 		case s.cancelAfterToken:
 			stop = pump(1)
-		default: // a cancel at once: no part of the reply ever comes
+		default: // a cancel at once (see below): no part of the reply ever comes
 			stop = pump(0)
 		}
 		io.WriteString(inW, s.line+"\n")
+		ended := false // the turn's done was read here already
+		if s.cancel {
+			// A cancel "at once" goes out once the turn's request has
+			// reached the vendor (its handler asleep before the first
+			// part, which never comes), or the turn ended without one. A
+			// cancel sent earlier could overtake the request, which would
+			// then reach the vendor at a moment nothing here can know, and
+			// sleep where a later step's pump would wake it instead of
+			// its own reply.
+			wctx, wcancel := context.WithCancel(ctx)
+			slept := asleep(wctx)
+			select {
+			case <-slept:
+			case <-dones:
+				ended = true
+			case <-ctx.Done():
+				wcancel()
+				t.Fatalf("no request and no done")
+			}
+			wcancel()
+			<-slept
+		}
 		if s.cancelAfterToken {
 			select {
 			case <-tokens:
@@ -204,7 +284,7 @@ func live(t fataler, dir string, replies []string, steps []clientStep, quit bool
 		if s.cancel || s.cancelAfterToken {
 			io.WriteString(inW, `{"cmd":"cancel"}`+"\n")
 		}
-		if s.wait || s.cancel || s.cancelAfterToken {
+		if (s.wait || s.cancel || s.cancelAfterToken) && !ended {
 			waitDone()
 		}
 		stop()

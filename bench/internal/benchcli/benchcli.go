@@ -1,6 +1,6 @@
 // Package benchcli holds what the bench commands share: running one of
-// their modes from the command line, and splitting a mode's flags from the
-// command it times (after "--").
+// their modes from the command line, splitting a mode's flags from the
+// command it times (after "--"), and building the openmax binary.
 package benchcli
 
 import (
@@ -8,6 +8,10 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
 )
 
 // Main runs the mode os.Args[1] names with the arguments after it; an
@@ -34,4 +38,27 @@ func Command(fs *flag.FlagSet, args []string) ([]string, error) {
 		return nil, errors.New("no command to run (put it after --)")
 	}
 	return fs.Args(), nil
+}
+
+// BuildOpenmax builds the openmax binary into dir and returns its path.
+func BuildOpenmax(dir string) (string, error) {
+	bin := filepath.Join(dir, "openmax")
+	build := exec.Command("go", "build", "-o", bin, "github.com/openmax/openmax/cmd/openmax")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		return "", fmt.Errorf("go build ./cmd/openmax: %w", err)
+	}
+	return bin, nil
+}
+
+// Ints reads a comma-separated list of positive integers ("50,100"),
+// skipping what is not one.
+func Ints(s string) []int {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		if n, err := strconv.Atoi(strings.TrimSpace(f)); err == nil && n > 0 {
+			out = append(out, n)
+		}
+	}
+	return out
 }

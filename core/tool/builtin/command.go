@@ -16,6 +16,7 @@ import (
 	"github.com/openmax/openmax/core/tool"
 	"github.com/openmax/openmax/internal/procgroup"
 	"github.com/openmax/openmax/provider"
+	"github.com/openmax/openmax/provider/clock"
 )
 
 // pipeDrainWait is how long run_command waits, once the command has exited
@@ -107,7 +108,7 @@ func (t runCommand) Run(ctx context.Context, raw json.RawMessage) tool.Result {
 	// exited; on Linux the kernel kills the command itself when openmax
 	// dies (what it started is then orphaned, not killed).
 	out := &procgroup.Capture{Max: t.p.cap}
-	run, err := procgroup.Run(ctx, cmd, out, procgroup.Options{Timeout: timeout, Clock: t.p.clock})
+	run, err := procgroup.Run(ctx, cmd, out, procgroup.Options{Timeout: timeout, Sleep: clock.Sleeper(t.p.clock)})
 	if err != nil {
 		return tool.Failed("cannot run %s: %v", a.Argv[0], unwrapPath(err))
 	}

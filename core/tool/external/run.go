@@ -14,6 +14,7 @@ import (
 
 	"github.com/openmax/openmax/core/tool"
 	"github.com/openmax/openmax/internal/procgroup"
+	"github.com/openmax/openmax/provider/clock"
 )
 
 // Run runs one call: the tool's program with the call's arguments (a JSON
@@ -71,7 +72,7 @@ func (t *Tool) run(ctx context.Context, args json.RawMessage, approvedOnly bool)
 	// the injected clock), at a cancel and once it exited; on Linux the
 	// kernel kills it when openmax dies.
 	out := &procgroup.Capture{Max: OutputCap}
-	run, err := procgroup.Run(ctx, cmd, out, procgroup.Options{Timeout: t.timeout, Clock: t.opts.Clock})
+	run, err := procgroup.Run(ctx, cmd, out, procgroup.Options{Timeout: t.timeout, Sleep: clock.Sleeper(t.opts.Clock)})
 	if err != nil {
 		return tool.Failed("cannot run %s: %v", t.m.Name, err)
 	}

@@ -1,8 +1,9 @@
 // Package codectest generates replies for the round-trip properties of the
 // vendor codecs (provider/openai, provider/anthropic, provider/gemini, ...):
 // a reply as the parts an encoder is given, and the parts the vendor's
-// parser must give back; and folds parsed parts the two ways the tests
-// compare them (Flatten, Fold).
+// parser must give back; CheckParse checks a registered wire's reading of a
+// recording (provider/codec) against them; Flatten and Fold fold parsed
+// parts the two ways the tests compare them.
 package codectest
 
 import (
@@ -18,6 +19,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/openmax/openmax/provider"
+	"github.com/openmax/openmax/provider/codec"
 )
 
 // Wire says what a vendor's wire carries.
@@ -243,4 +245,70 @@ func CheckWhole(t *rapid.T, r Reply, whole func([]provider.Part) ([]byte, bool),
 	if want := Flatten(r.Want); !reflect.DeepEqual(got, want) {
 		t.Fatalf("parts %#v\nencoded: %s\nparsed %#v\nwant   %#v", r.Parts, body, got, want)
 	}
+}
+
+// CheckParse checks a registered wire's reading of its own encoding
+// (codec.Wire.Parse of what codec.Wire.NewEncoder wrote for r), whole and
+// cut at a byte it draws:
+//
+//   - the whole body is a stream of events that tile it: the first starts
+//     at 0, each starts where the one before ended, the last ends at the
+//     end, none is unparsed and nothing is left unterminated; read without
+//     its Content-Type (by how it starts) it reads the same;
+//   - the parts of its events, then its EndParts, are r.Want: what the
+//     vendor's client yields for the body;
+//   - the wire claims the body (codec.Wire.ClaimBody);
+//   - the body cut short reads as the events of the whole body that end
+//     by the cut, with the same offsets and notes, the rest its Tail.
+//
+// It returns the whole body.
+func CheckParse(t *rapid.T, w codec.Wire, r Reply) []byte {
+	e := w.NewEncoder(codec.Reply{Seq: 1, Model: "m", Created: 1767225600, Parts: r.Parts})
+	body := Encode(e, r.Parts)
+	ct := w.Info().StreamType
+	rd := w.Parse(ct, body)
+	if !rd.Stream || rd.Tail != 0 || rd.Unparsed() != 0 {
+		t.Fatalf("%s: stream %v, tail %d, %d unparsed in\n%s", w.Info().Name, rd.Stream, rd.Tail, rd.Unparsed(), body)
+	}
+	end := 0
+	var parts []provider.Part
+	for i, ev := range rd.Events {
+		if ev.Start != end || ev.End <= ev.Start {
+			t.Fatalf("%s: event %d spans [%d, %d) after %d", w.Info().Name, i, ev.Start, ev.End, end)
+		}
+		end = ev.End
+		parts = append(parts, ev.Parts...)
+	}
+	if end != len(body) {
+		t.Fatalf("%s: the events end at %d of %d bytes", w.Info().Name, end, len(body))
+	}
+	parts = append(parts, rd.EndParts...)
+	if !reflect.DeepEqual(parts, r.Want) {
+		t.Fatalf("%s: parts %#v\nencoded:\n%s\nread   %#v\nwant   %#v", w.Info().Name, r.Parts, body, parts, r.Want)
+	}
+	if bare := w.Parse("", body); !reflect.DeepEqual(bare, rd) {
+		t.Fatalf("%s: read without a Content-Type: %#v\nwith: %#v", w.Info().Name, bare, rd)
+	}
+	if !w.ClaimBody(ct, body) {
+		t.Fatalf("%s: does not claim its own body\n%s", w.Info().Name, body)
+	}
+	cut := rapid.IntRange(0, len(body)).Draw(t, "cut")
+	short := w.Parse(ct, body[:cut])
+	var whole []codec.Event
+	last := 0
+	for _, ev := range rd.Events {
+		if ev.End <= cut {
+			whole = append(whole, ev)
+			last = ev.End
+		}
+	}
+	if len(short.Events) != len(whole) || short.Tail != cut-last {
+		t.Fatalf("%s: cut at %d of %d: %d events and a %d B tail, want %d and %d", w.Info().Name, cut, len(body), len(short.Events), short.Tail, len(whole), cut-last)
+	}
+	for i, ev := range short.Events {
+		if ev.Start != whole[i].Start || ev.End != whole[i].End || !reflect.DeepEqual(ev.Notes, whole[i].Notes) {
+			t.Fatalf("%s: cut at %d: event %d is %+v, want %+v", w.Info().Name, cut, i, ev, whole[i])
+		}
+	}
+	return body
 }

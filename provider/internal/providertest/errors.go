@@ -70,6 +70,7 @@ func testHTTPErrors(t *testing.T, v Vendor) {
 					return
 				}
 				w.Header().Set("Content-Type", "application/json")
+				v.errorHeader(w, tt.status, tt.code)
 				w.WriteHeader(tt.status)
 				w.Write(v.HTTPErrorBody(tt.status, tt.code, tt.msg))
 			})
@@ -164,6 +165,7 @@ func testStreamErrors(t *testing.T, v Vendor) {
 	t.Run("error body with status 200", func(t *testing.T) {
 		srv, _ := serve(t, func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "application/json")
+			v.errorHeader(w, 529, se.Type)
 			w.Write(v.HTTPErrorBody(529, se.Type, se.Message))
 		})
 		r := collect(t, context.Background(), v.client(t, srv.URL, nil), nil)
@@ -180,18 +182,19 @@ func testKeyNeverLeaks(t *testing.T, v Vendor) {
 		name   string
 		status int
 		ctype  string
+		code   string // the error type the headers name, for a JSON body
 		body   []byte
 		want   error
 	}{
-		{"JSON error body", 401, "application/json",
+		{"JSON error body", 401, "application/json", "invalid_api_key",
 			v.HTTPErrorBody(401, "invalid_api_key", "Incorrect API key provided: "+Key+"."),
 			&provider.HTTPError{Status: 401, Code: "invalid_api_key", Message: "Incorrect API key provided: [redacted]."}},
-		{"plain-text error body", 403, "text/plain", []byte("bad key " + Key),
+		{"plain-text error body", 403, "text/plain", "", []byte("bad key " + Key),
 			&provider.HTTPError{Status: 403, Message: "bad key [redacted]"}},
-		{"error event", 200, "text/event-stream",
+		{"error event", 200, "text/event-stream", "",
 			append(v.Encoder(nil).Open(), v.ErrorEvent(&provider.StreamError{Type: "api_error", Message: "key " + Key + " revoked"})...),
 			&provider.StreamError{Type: "api_error", Message: "key [redacted] revoked"}},
-		{"error body with status 200", 200, "application/json",
+		{"error body with status 200", 200, "application/json", "authentication_error",
 			v.HTTPErrorBody(401, "authentication_error", "no such key: "+Key),
 			&provider.StreamError{Type: "authentication_error", Message: "no such key: [redacted]"}},
 	}
@@ -199,6 +202,9 @@ func testKeyNeverLeaks(t *testing.T, v Vendor) {
 		t.Run(tt.name, func(t *testing.T) {
 			srv, _ := serve(t, func(w http.ResponseWriter, r *http.Request) {
 				w.Header().Set("Content-Type", tt.ctype)
+				if tt.code != "" {
+					v.errorHeader(w, tt.status, tt.code)
+				}
 				w.WriteHeader(tt.status)
 				w.Write(tt.body)
 			})

@@ -136,15 +136,7 @@ func testEndless(t *testing.T, v Vendor) {
 	open := string(e.Open())
 	head := open + string(e.Part(provider.TextDelta{Text: "tok "}))
 	token := string(e.Part(provider.TextDelta{Text: "tok "}))
-	type endless struct {
-		name       string
-		head, unit string
-		zip        bool
-		decodeSelf bool // the transport leaves the gzip to the client
-		max        int64
-		want       string
-		text       bool // some reply text streams first
-	}
+	type endless = Endless
 	tests := []endless{
 		{"data lines with no blank line", open, "data: " + strings.Repeat("x", 1000) + "\n", false, false, 0, "SSE event cap", false},
 		{"one endless line", open + "data: ", "yyyyyyyyyyyyyyyy", false, false, 0, "SSE line cap", false},
@@ -155,19 +147,28 @@ func testEndless(t *testing.T, v Vendor) {
 		{"gzip of newlines, decoded by the client", open, "\n\n\n\n\n\n\n\n", true, true, capBytes, "max reply bytes", false},
 		{"gzip of data lines, decoded by the client", open, "data: zzzzzzzzzzzzzzzzzzzzzzzzz\n", true, true, capBytes, "max reply bytes", false},
 	}
+	if v.Binary {
+		// No SSE lines: only the bodies made of the encoder's events.
+		tests = []endless{
+			{"endless tokens", head, token, false, false, capBytes, "max reply bytes", true},
+			{"gzip of tokens, decoded by the transport", head, token, true, false, capBytes, "max reply bytes", true},
+			{"gzip of tokens, decoded by the client", head, token, true, true, capBytes, "max reply bytes", true},
+		}
+	}
 	if v.Ping != nil {
 		tests = append(tests, endless{"endless keep-alive events", open, string(v.Ping), false, false, capBytes, "max reply bytes", false})
 	}
+	tests = append(tests, v.Endless...)
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			srv := hostiletest.EndlessServer(t, tt.head, tt.unit, tt.zip)
-			hc := &httpx.Client{MaxReplyBytes: tt.max}
-			if tt.decodeSelf {
+		t.Run(tt.Name, func(t *testing.T) {
+			srv := hostiletest.EndlessServer(t, tt.Head, tt.Unit, tt.Zip)
+			hc := &httpx.Client{MaxReplyBytes: tt.Max}
+			if tt.DecodeSelf {
 				hc.HTTP = &http.Client{Transport: &http.Transport{DisableCompression: true}}
 			}
 			r := collect(t, context.Background(), v.client(t, srv.URL, hc), nil)
-			checkLimit(t, r.err, tt.want)
-			if (r.text != "") != tt.text || r.finish != nil {
+			checkLimit(t, r.err, tt.Want)
+			if (r.text != "") != tt.Text || r.finish != nil {
 				t.Errorf("%s", r)
 			}
 		})

@@ -60,6 +60,22 @@ type Vendor struct {
 	Encoder func(u *provider.Usage) codectest.Encoder
 	// HTTPErrorBody is the body the vendor answers an error status with.
 	HTTPErrorBody func(status int, code, message string) []byte
+	// HTTPErrorHeader, when set, is the headers the vendor sends with
+	// that body (AWS names the error's type in x-amzn-ErrorType, not in
+	// the body); nil means none.
+	HTTPErrorHeader func(status int, code string) http.Header
+	// RequestFields, when set, reads the model a request names and
+	// whether it asks for a stream from its path and body (Bedrock names
+	// both in the path); nil reads the body's model and stream fields.
+	RequestFields func(path string, body []byte) (model string, stream bool)
+	// Binary says the wire's events are binary frames, not SSE: the
+	// endless bodies made of SSE lines, comments and blank lines do not
+	// apply to it, only those made of the encoder's own events and
+	// Endless.
+	Binary bool
+	// Endless are more bodies that never end, the wire's own, run by the
+	// endless-bodies test besides the common ones.
+	Endless []Endless
 	// ErrorEvent is the vendor's in-stream error event.
 	ErrorEvent func(*provider.StreamError) []byte
 	// Ping is a keep-alive event of the wire (Anthropic's ping); nil when
@@ -79,6 +95,29 @@ type Vendor struct {
 	NoEvents string
 	// Malformed is what the error of an event that is not JSON says.
 	Malformed string
+}
+
+// Endless is a body that never ends: Head, then Unit over and over,
+// gzip-compressed when Zip (decoded by the client rather than the
+// transport when DecodeSelf), read under a reply byte cap of Max (0:
+// none). The reply must end with a client limit naming Want, after some
+// text when Text.
+type Endless struct {
+	Name, Head, Unit string
+	Zip, DecodeSelf  bool
+	Max              int64
+	Want             string
+	Text             bool
+}
+
+// errorHeader writes the headers the vendor sends with an error body.
+func (v Vendor) errorHeader(w http.ResponseWriter, status int, code string) {
+	if v.HTTPErrorHeader == nil {
+		return
+	}
+	for k, vs := range v.HTTPErrorHeader(status, code) {
+		w.Header()[k] = vs
+	}
 }
 
 // Run runs every behaviour of the contract against v as a subtest.

@@ -111,7 +111,13 @@ func testRequest(t *testing.T, v Vendor) {
 		Model  string `json:"model"`
 		Stream bool   `json:"stream"`
 	}
-	if err := json.Unmarshal(cp.body, &fields); err != nil || fields.Model != "contract-model" || !fields.Stream {
+	var err error
+	if v.RequestFields != nil {
+		fields.Model, fields.Stream = v.RequestFields(cp.path, cp.body)
+	} else {
+		err = json.Unmarshal(cp.body, &fields)
+	}
+	if err != nil || fields.Model != "contract-model" || !fields.Stream {
 		t.Errorf("request body %s: model %q stream %v (%v)", cp.body, fields.Model, fields.Stream, err)
 	}
 }

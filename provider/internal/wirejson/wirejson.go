@@ -21,6 +21,17 @@ func Marshal(v any) []byte {
 	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
 }
 
+// Object is a tool call's arguments as the JSON object a vendor wants
+// sent back as the call's input (Anthropic's tool_use.input, Bedrock's
+// toolUse.input, Gemini's functionCall.args): the model's own JSON when it is an object, else {}.
+func Object(args json.RawMessage) json.RawMessage {
+	var obj map[string]json.RawMessage
+	if len(bytes.TrimSpace(args)) == 0 || json.Unmarshal(args, &obj) != nil || obj == nil {
+		return json.RawMessage(`{}`)
+	}
+	return args
+}
+
 // String is s as a JSON string, encoded like Marshal.
 func String(s string) json.RawMessage { return Marshal(s) }
 
@@ -47,15 +58,4 @@ func Split(s string, n int) []string {
 		out = append(out, s)
 	}
 	return out
-}
-
-// Object is a tool call's arguments as the JSON object a wire's call
-// must carry (Anthropic's tool_use.input, Gemini's functionCall.args):
-// the model's own JSON when it is an object, else {}.
-func Object(args json.RawMessage) json.RawMessage {
-	var obj map[string]json.RawMessage
-	if len(bytes.TrimSpace(args)) == 0 || json.Unmarshal(args, &obj) != nil || obj == nil {
-		return json.RawMessage(`{}`)
-	}
-	return args
 }

@@ -137,3 +137,11 @@ func TestRoundTripPhase(t *testing.T) {
 		t.Fatalf("parsed %#v from\n%s", got, body)
 	}
 }
+
+// TestParseRecorded: the registered wire reads its own encoding back
+// event by event, whole and cut anywhere (codectest.CheckParse).
+func TestParseRecorded(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		codectest.CheckParse(t, Wire{}, drawReply(t))
+	})
+}

@@ -177,40 +177,53 @@ func readStream(ctx context.Context, body io.Reader, contentType string, yield f
 		}
 		ev, err := events.Next()
 		if err != nil {
-			switch {
-			case ctx.Err() != nil:
-			case errors.Is(err, io.EOF):
-				what := truncated
-				if st.nEvents == 0 {
-					what = fmt.Sprintf("response ended with no events (Content-Type %q)", contentType)
-				} else {
-					what += fmt.Sprintf(", after %d events (last %s)", st.nEvents, st.lastType)
-				}
-				yield(provider.Error{Err: fmt.Errorf("%w: %s", provider.ErrIncomplete, what)})
-			default:
-				yield(provider.Error{Err: httpx.ReadFailure(err, "stream broke before response.completed")})
+			if ctx.Err() == nil {
+				st.end(err, contentType, yield)
 			}
 			return
 		}
-		data := strings.TrimSpace(ev.Data)
-		if data == "" || data == "[DONE]" {
-			continue
-		}
-		var e Event
-		if err := json.Unmarshal([]byte(data), &e); err != nil {
-			yield(provider.Error{Err: fmt.Errorf("responses: bad %s event: %w", ev.Type, err)})
-			return
-		}
-		typ := e.Type
-		if typ == "" {
-			typ = ev.Type
-		}
-		st.nEvents++
-		st.lastType = typ
-		if done := st.apply(typ, &e, []byte(data), yield); done {
+		if !st.event(ev, yield) {
 			return
 		}
 	}
+}
+
+// event folds one SSE event into the state, yielding the parts it
+// carries. It reports false once the reply is over (its terminal event, a
+// failure, or yield returned false).
+func (st *state) event(ev sse.Event, yield func(provider.Part) bool) bool {
+	data := strings.TrimSpace(ev.Data)
+	if data == "" || data == "[DONE]" {
+		return true
+	}
+	var e Event
+	if err := json.Unmarshal([]byte(data), &e); err != nil {
+		yield(provider.Error{Err: fmt.Errorf("responses: bad %s event: %w", ev.Type, err)})
+		return false
+	}
+	typ := e.Type
+	if typ == "" {
+		typ = ev.Type
+	}
+	st.nEvents++
+	st.lastType = typ
+	return !st.apply(typ, &e, []byte(data), yield)
+}
+
+// end ends a stream whose events stopped with err (io.EOF at the end of
+// the body) before its terminal event.
+func (st *state) end(err error, contentType string, yield func(provider.Part) bool) {
+	if !errors.Is(err, io.EOF) {
+		yield(provider.Error{Err: httpx.ReadFailure(err, "stream broke before response.completed")})
+		return
+	}
+	what := truncated
+	if st.nEvents == 0 {
+		what = fmt.Sprintf("response ended with no events (Content-Type %q)", contentType)
+	} else {
+		what += fmt.Sprintf(", after %d events (last %s)", st.nEvents, st.lastType)
+	}
+	yield(provider.Error{Err: fmt.Errorf("%w: %s", provider.ErrIncomplete, what)})
 }
 
 // apply folds one event into the state, yielding what it carries. It
