@@ -7,12 +7,14 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -171,22 +173,34 @@ func TestRealRecordings(t *testing.T) {
 				}
 				checkReply(t, i, r, e)
 
-				evs, rest := gemini.Events(string(recs[i].body))
-				if len(evs) != e.Events || rest != 0 {
-					t.Errorf("#%d: %d events and a tail of %d, want %d and none", i, len(evs), rest, e.Events)
+				rd := gemini.Wire{}.Parse("text/event-stream", recs[i].body)
+				evs := rd.Events
+				if len(evs) != e.Events || rd.Tail != 0 || rd.Unparsed() != 0 {
+					t.Errorf("#%d: %d events (%d unparsed) and a tail of %d, want %d and none", i, len(evs), rd.Unparsed(), rd.Tail, e.Events)
 				}
 				end := 0
 				for k, ev := range evs {
-					if ev.Start != end || ev.Meta.ResponseID != e.ResponseID || ev.Meta.ModelVersion != e.ModelVersion {
-						t.Errorf("#%d event %d: [%d,%d) after %d, %+v", i, k, ev.Start, ev.End, end, ev.Meta)
+					if ev.Start != end {
+						t.Errorf("#%d event %d: [%d,%d) after %d", i, k, ev.Start, ev.End, end)
 					}
 					end = ev.End
 				}
 				if end != len(recs[i].body) {
 					t.Errorf("#%d: the events end at %d of %d bytes", i, end, len(recs[i].body))
 				}
-				if last := evs[len(evs)-1]; !reflect.DeepEqual(last.Parts[len(last.Parts)-1], provider.Finish{Reason: e.FinishReason}) || last.Meta.FinishMessage != e.FinishMessage {
-					t.Errorf("#%d: the last event carries %#v, %+v", i, last.Parts, last.Meta)
+				if rd.MessageID != e.ResponseID || rd.Model != e.ModelVersion || rd.Finish != e.FinishReason {
+					t.Errorf("#%d: read as %q %q %q", i, rd.MessageID, rd.Model, rd.Finish)
+				}
+				if last := evs[len(evs)-1]; !strings.Contains(fmt.Sprint(last.Notes), "finish "+e.FinishReason+" "+strconv.Quote(e.FinishMessage)) && e.FinishMessage != "" {
+					t.Errorf("#%d: the last event says %v", i, last.Notes)
+				}
+				// The registry's reading yields what the client does.
+				var all []provider.Part
+				for _, ev := range evs {
+					all = append(all, ev.Parts...)
+				}
+				if all = append(all, rd.EndParts...); !reflect.DeepEqual(all, parts) {
+					t.Errorf("#%d: the reading's parts\n%#v\nthe client's\n%#v", i, all, parts)
 				}
 			}
 		})

@@ -102,6 +102,9 @@ type state struct {
 	finished   bool
 	finishMsg  string
 	nEvents    int
+	// contentType is the reply's, for the error of a stream with no
+	// events.
+	contentType string
 }
 
 // callID is the id of the reply's next call when the wire gave none.
@@ -301,7 +304,7 @@ func ParseResponse(body io.Reader) iter.Seq[provider.Part] { return httpx.ParseW
 
 // readStream parses an SSE body.
 func readStream(ctx context.Context, body io.Reader, contentType string, yield func(provider.Part) bool) {
-	st := &state{}
+	st := &state{contentType: contentType}
 	events := sse.NewReader(body)
 	for {
 		if ctx.Err() != nil {
@@ -309,37 +312,53 @@ func readStream(ctx context.Context, body io.Reader, contentType string, yield f
 		}
 		ev, err := events.Next()
 		if err != nil {
-			switch {
-			case ctx.Err() != nil:
-			case st.finished:
-				// The reply finished; only what might have followed is lost.
-				st.complete(yield)
-			case errors.Is(err, io.EOF):
-				what := truncated
-				if st.nEvents == 0 {
-					what = fmt.Sprintf("response ended with no events (Content-Type %q)", contentType)
-				} else {
-					what += fmt.Sprintf(", after %d events", st.nEvents)
-				}
-				yield(provider.Error{Err: fmt.Errorf("%w: %s", provider.ErrIncomplete, what)})
-			default:
-				yield(provider.Error{Err: httpx.ReadFailure(err, "stream broke before finishReason")})
+			if ctx.Err() == nil {
+				st.End(err, yield)
 			}
 			return
 		}
-		data := strings.TrimSpace(ev.Data)
-		if data == "" || data == "[DONE]" {
-			continue
-		}
-		st.nEvents++
-		var ch Response
-		if err := json.Unmarshal([]byte(data), &ch); err != nil {
-			yield(provider.Error{Err: fmt.Errorf("gemini: bad event: %w", err)})
+		if !st.Event(ev, yield) {
 			return
 		}
-		if !st.emit(st.apply(&ch), yield) {
-			return
+	}
+}
+
+// Event folds one event of the stream into the reply and yields what it
+// streams (text, thoughts, signatures) or the failure it reports; false
+// when the reply ends there. An event with no data, or [DONE], is
+// skipped.
+func (st *state) Event(ev sse.Event, yield func(provider.Part) bool) bool {
+	data := strings.TrimSpace(ev.Data)
+	if data == "" || data == "[DONE]" {
+		return true
+	}
+	st.nEvents++
+	var ch Response
+	if err := json.Unmarshal([]byte(data), &ch); err != nil {
+		yield(provider.Error{Err: fmt.Errorf("gemini: bad event: %w", err)})
+		return false
+	}
+	return st.emit(st.apply(&ch), yield)
+}
+
+// End ends a stream that stopped with err (io.EOF when it just ended): a
+// reply that finished yields its calls, usage and finish; any other ends
+// with the error of a stream cut short.
+func (st *state) End(err error, yield func(provider.Part) bool) {
+	switch {
+	case st.finished:
+		// The reply finished; only what might have followed is lost.
+		st.complete(yield)
+	case errors.Is(err, io.EOF):
+		what := truncated
+		if st.nEvents == 0 {
+			what = fmt.Sprintf("response ended with no events (Content-Type %q)", st.contentType)
+		} else {
+			what += fmt.Sprintf(", after %d events", st.nEvents)
 		}
+		yield(provider.Error{Err: fmt.Errorf("%w: %s", provider.ErrIncomplete, what)})
+	default:
+		yield(provider.Error{Err: httpx.ReadFailure(err, "stream broke before finishReason")})
 	}
 }
 

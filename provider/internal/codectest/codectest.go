@@ -259,7 +259,8 @@ func CheckWhole(t *rapid.T, r Reply, whole func([]provider.Part) ([]byte, bool),
 //     vendor's client yields for the body;
 //   - the wire claims the body (codec.Wire.ClaimBody);
 //   - the body cut short reads as the events of the whole body that end
-//     by the cut, with the same offsets and notes, the rest its Tail.
+//     by the cut, with the same offsets and notes, the rest its Tail (a
+//     cut between the CR and the LF of a CRLF moves past the LF).
 //
 // It returns the whole body.
 func CheckParse(t *rapid.T, w codec.Wire, r Reply) []byte {
@@ -293,6 +294,12 @@ func CheckParse(t *rapid.T, w codec.Wire, r Reply) []byte {
 		t.Fatalf("%s: does not claim its own body\n%s", w.Info().Name, body)
 	}
 	cut := rapid.IntRange(0, len(body)).Draw(t, "cut")
+	if cut > 0 && cut < len(body) && body[cut-1] == '\r' && body[cut] == '\n' {
+		// SSE ends a line at a lone CR, so a body cut between the CR and
+		// the LF of a CRLF ends its event a byte early: the event is
+		// whole either way, and the cut moves past the LF.
+		cut++
+	}
 	short := w.Parse(ct, body[:cut])
 	var whole []codec.Event
 	last := 0

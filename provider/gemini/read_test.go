@@ -2,27 +2,34 @@ package gemini_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"testing"
 
 	"github.com/openmax/openmax/provider"
+	"github.com/openmax/openmax/provider/codec"
 	"github.com/openmax/openmax/provider/gemini"
 )
 
-// TestEvents: a recorded body splits into its events with offsets that
-// tile it (a comment belongs to the event after it), each with what it
-// carries as the client reads it and its metadata; data that is not a
-// chunk is marked unparsed; an unterminated last event is the tail.
-func TestEvents(t *testing.T) {
+// TestParseEvents: the registry's reading of a recorded body splits it
+// into its events with offsets that tile it (a comment belongs to the
+// event after it), each with what the client yields from it as it
+// streams (text, thoughts, signatures, a failure) and notes for a
+// person; the calls, usage and finish come once the stream has ended
+// (EndParts); data that is not a chunk is marked unparsed; an
+// unterminated last event is the tail; and the reply's id, model, text,
+// thinking, signatures, call, finish, usage and errors are read.
+func TestParseEvents(t *testing.T) {
 	e1 := "data: {\"candidates\": [{\"content\": {\"parts\": [{\"text\": \"**Plan**\",\"thought\": true,\"thoughtSignature\": \"U0lH\"}],\"role\": \"model\"},\"index\": 0}],\"responseId\": \"r1\",\"modelVersion\": \"gemini-2.5-pro\"}\r\n\r\n"
-	e2 := ": keep-alive\r\n" + "data: {\"candidates\": [{\"content\": {\"parts\": [{\"text\": \"Hi\"},{\"functionCall\": {\"name\": \"f\",\"args\": {\"a\": 1}},\"thoughtSignature\": \"Q0FMTA==\"}],\"role\": \"model\"},\"finishReason\": \"STOP\",\"finishMessage\": \"Model generated function call(s).\",\"index\": 0}],\"usageMetadata\": {\"promptTokenCount\": 7,\"candidatesTokenCount\": 2,\"thoughtsTokenCount\": 3},\"responseId\": \"r1\",\"modelVersion\": \"gemini-2.5-pro\"}\r\n\r\n"
+	e2 := ": keep-alive\r\n" + "data: {\"candidates\": [{\"content\": {\"parts\": [{\"text\": \"Hi\"},{\"functionCall\": {\"name\": \"f\",\"args\": {\"a\": 1}},\"thoughtSignature\": \"Q0FMTA==\"}],\"role\": \"model\"},\"finishReason\": \"STOP\",\"finishMessage\": \"Model generated function call(s).\",\"index\": 0}],\"usageMetadata\": {\"promptTokenCount\": 7,\"candidatesTokenCount\": 2,\"thoughtsTokenCount\": 3,\"totalTokenCount\": 12},\"responseId\": \"r1\",\"modelVersion\": \"gemini-2.5-pro\"}\r\n\r\n"
 	e3 := "data: not json\r\n\r\n"
 	e4 := "data: {\"promptFeedback\": {\"blockReason\": \"SAFETY\"}}\r\n\r\n"
 	tail := "data: {\"candidates\": []}\r\n"
 	body := e1 + e2 + e3 + e4 + tail
-	evs, rest := gemini.Events(body)
-	if rest != len(tail) || len(evs) != 4 {
-		t.Fatalf("%d events, tail %d; want 4 and %d", len(evs), rest, len(tail))
+	r := gemini.Wire{}.Parse("text/event-stream", []byte(body))
+	evs := r.Events
+	if !r.Stream || r.Tail != len(tail) || len(evs) != 4 {
+		t.Fatalf("stream %v, %d events, tail %d; want 4 and %d", r.Stream, len(evs), r.Tail, len(tail))
 	}
 	bounds := [][2]int{{0, len(e1)}, {len(e1), len(e1 + e2)}, {len(e1 + e2), len(e1 + e2 + e3)}, {len(e1 + e2 + e3), len(e1 + e2 + e3 + e4)}}
 	for i, ev := range evs {
@@ -30,18 +37,16 @@ func TestEvents(t *testing.T) {
 			t.Errorf("event %d at [%d,%d), want [%d,%d)", i, ev.Start, ev.End, bounds[i][0], bounds[i][1])
 		}
 	}
-	call := provider.ToolCall{ID: "call_r1_1", Name: "f", Args: json.RawMessage(`{"a": 1}`)}
 	want := [][]provider.Part{
 		{provider.ThinkingDelta{Text: "**Plan**"}, provider.ThinkingDelta{Signature: "U0lH"}},
-		{provider.TextDelta{Text: "Hi"}, provider.ThinkingDelta{Signature: gemini.CallSignature("call_r1_1", "Q0FMTA==")},
-			provider.ToolCallPart{Call: call}, provider.Usage{PromptTokens: 7, CompletionTokens: 5, ReasoningTokens: intp(3)}, provider.Finish{Reason: "STOP"}},
+		{provider.TextDelta{Text: "Hi"}, provider.ThinkingDelta{Signature: gemini.CallSignature("call_r1_1", "Q0FMTA==")}},
 		nil,
-		{provider.Error{Err: &provider.StreamError{Type: "SAFETY", Message: "the prompt was blocked"}}},
+		nil,
 	}
 	for i := range want {
 		if i == 2 {
 			if !evs[2].Unparsed || len(evs[2].Parts) != 1 {
-				t.Errorf("event 2: %+v, want unparsed", evs[2])
+				t.Errorf("event 2: %+v, want unparsed with the client's error", evs[2])
 			}
 			continue
 		}
@@ -49,11 +54,38 @@ func TestEvents(t *testing.T) {
 			t.Errorf("event %d carries %#v\nwant %#v", i, evs[i].Parts, want[i])
 		}
 	}
-	if m := evs[1].Meta; m != (gemini.Meta{ResponseID: "r1", ModelVersion: "gemini-2.5-pro", FinishMessage: "Model generated function call(s)."}) {
-		t.Errorf("event 1 meta %+v", m)
+	// The client stops at the bad event: nothing after it, no EndParts.
+	if len(r.EndParts) != 0 {
+		t.Errorf("end parts %#v after the client stopped", r.EndParts)
 	}
-	if evs[3].Meta.BlockReason != "SAFETY" {
-		t.Errorf("event 3 meta %+v", evs[3].Meta)
+	if got := fmt.Sprint(evs[1].Notes); got != `[{text Hi} {call f } {args {"a": 1}} {signature } {finish STOP "Model generated function call(s)." } {usage }]` {
+		t.Errorf("event 1 notes %s", got)
+	}
+	if got := fmt.Sprint(evs[3].Notes); got != "[{prompt blocked SAFETY }]" {
+		t.Errorf("event 3 notes %s", got)
+	}
+	if r.MessageID != "r1" || r.Model != "gemini-2.5-pro" || r.Text != "Hi" || r.Thinking != "**Plan**" || r.Signatures != 2 ||
+		!reflect.DeepEqual(r.SignatureBytes, []int{4, 8}) || r.Finish != "STOP" ||
+		!reflect.DeepEqual(r.Tools, []codec.ToolCall{{Name: "f", Args: `{"a": 1}`}}) ||
+		!reflect.DeepEqual(r.Errors, []string{"prompt blocked SAFETY"}) {
+		t.Errorf("reading %+v", r)
+	}
+	if u := r.Usage; u == nil || u.Input != 7 || u.Output != 5 || u.Total != 12 || u.Reasoning == nil || *u.Reasoning != 3 || u.Cached != nil {
+		t.Errorf("usage %+v", u)
+	}
+
+	// Without the bad event, the finished reply's calls, usage and finish
+	// come at the end.
+	r = gemini.Wire{}.Parse("", []byte(e1+e2))
+	call := provider.ToolCall{ID: "call_r1_1", Name: "f", Args: json.RawMessage(`{"a": 1}`)}
+	if wantEnd := []provider.Part{provider.ToolCallPart{Call: call}, provider.Usage{PromptTokens: 7, CompletionTokens: 5, ReasoningTokens: intp(3)},
+		provider.Finish{Reason: "STOP"}}; !r.Stream || !reflect.DeepEqual(r.EndParts, wantEnd) {
+		t.Errorf("end parts %#v\nwant %#v", r.EndParts, wantEnd)
+	}
+	// A blocked prompt alone fails the reply in its event.
+	r = gemini.Wire{}.Parse("text/event-stream", []byte(e4))
+	if len(r.Events) != 1 || !reflect.DeepEqual(r.Events[0].Parts, []provider.Part{provider.Error{Err: &provider.StreamError{Type: "SAFETY", Message: "the prompt was blocked"}}}) {
+		t.Errorf("blocked: %#v", r.Events)
 	}
 }
 
