@@ -71,6 +71,8 @@ func TestCommandsReadEveryImportFormat(t *testing.T) {
 		{"pydantic-ai-openai-responses__test_openai_responses_model_http_error.yaml", "vcrpy", ""},
 		{"fantasy__bedrock-anthropic-claude-haiku-4-5__tool_streaming.yaml", "govcr4", ""},
 		{"pydantic-ai-bedrock__test_bedrock_model_iter_stream.yaml", "vcrpy", ""},
+		{"pydantic-ai-google__test_google_streaming_tool_call_thought_signature.yaml", "vcrpy", ""},
+		{"fantasy__gemini-2.5-flash__thinking-streaming.yaml", "govcr4", ""},
 	}
 	entries, err := os.ReadDir(fixture.RealDir())
 	if err != nil {

@@ -117,6 +117,7 @@ func TestUsageErrorsStayOffStdout(t *testing.T) {
 		{[]string{"--stdio", "--provider", "anthropic"}, "needs an API key: set ANTHROPIC_API_KEY"},
 		{[]string{"--stdio", "--provider", "bedrock"}, "--provider bedrock needs AWS credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"},
 		{[]string{"--stdio", "--provider", "bedrock", "--api", "streaming"}, `unknown --api "streaming" (known: converse, invoke)`},
+		{[]string{"--stdio", "--provider", "gemini"}, "--provider gemini needs an API key: set GEMINI_API_KEY (or GOOGLE_API_KEY)"},
 		{[]string{"--stdio", "--provider", "echo", "--base-url", "http://127.0.0.1:1"}, "--base-url is only for"},
 		{[]string{"--stdio", "--provider", "echo", "--max-attempts", "0"}, "at least 1"},
 		{[]string{"fake-provider"}, "give --scenario FILE or --cassette FILE"},

@@ -291,7 +291,7 @@ func runSession(t *testing.T, path string, prefix []string) (transcript, stdin [
 	}
 	out.Reset()
 	out.Write(normalised)
-	for _, key := range []string{testOpenAIKey, testAnthropicKey} {
+	for _, key := range []string{testOpenAIKey, testAnthropicKey, testAWSSecret, testGeminiKey} {
 		if bytes.Contains(out.Bytes(), []byte(key)) || strings.Contains(stderr.String(), key) {
 			t.Errorf("the API key leaked into the transcript or stderr")
 		}
@@ -304,6 +304,7 @@ const (
 	testAnthropicKey = "sk-ant-test-secret-0123456789"
 	testAWSKeyID     = "AKIDOPENMAXTEST0001"
 	testAWSSecret    = "aws-test-secret-0123456789"
+	testGeminiKey    = "gemini-test-secret-0123456789"
 )
 
 var loopbackPort = regexp.MustCompile(`127\.0\.0\.1:\d+`)
@@ -341,6 +342,8 @@ func testEnv(k string) string {
 		return testAWSKeyID
 	case "AWS_SECRET_ACCESS_KEY":
 		return testAWSSecret
+	case "GEMINI_API_KEY":
+		return testGeminiKey
 	}
 	return ""
 }

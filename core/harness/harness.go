@@ -131,7 +131,7 @@ func assemble(cfg Config, deps Deps) (*Harness, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	prov, window, err := newProvider(cfg, deps)
+	prov, window, err := newProvider(&cfg, deps)
 	if err != nil {
 		return nil, err
 	}

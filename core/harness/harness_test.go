@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -75,7 +76,7 @@ func types(t *testing.T, out []byte) []string {
 
 func TestDefaultsAreTheFlagDefaults(t *testing.T) {
 	cfg, err := harness.FromArgs(nil)
-	if err != nil || cfg != harness.Defaults() {
+	if err != nil || !reflect.DeepEqual(cfg, harness.Defaults()) {
 		t.Fatalf("FromArgs(nil) = %+v, %v; want the defaults %+v", cfg, err, harness.Defaults())
 	}
 	// Every flag bound to the Config is documented and parses its own
@@ -91,7 +92,7 @@ func TestDefaultsAreTheFlagDefaults(t *testing.T) {
 			t.Errorf("--%s does not read its own default %q back: %v", f.Name, f.DefValue, err)
 		}
 	})
-	if c != harness.Defaults() {
+	if !reflect.DeepEqual(c, harness.Defaults()) {
 		t.Errorf("setting each flag to its default changed the Config: %+v", c)
 	}
 }

@@ -23,8 +23,10 @@ import (
 // and the context window to report (0 for the default). A vendor provider
 // is the client of the wire the registry (provider/codec) has for
 // --provider and --api; echo, script and codex are the harness's own.
-// Errors are configuration mistakes, reported before the handshake.
-func newProvider(cfg Config, d Deps) (provider.Provider, int, error) {
+// Errors are configuration mistakes, reported before the handshake. A
+// vendor client reads the environment through cfg.Env first; what else it
+// read (credentials aside) is put in cfg.Env, for the recording.
+func newProvider(cfg *Config, d Deps) (provider.Provider, int, error) {
 	hc := &httpx.Client{HTTP: &http.Client{Transport: d.Transport}, Clock: d.Clock, IdleTimeout: cfg.IdleTimeout,
 		HeaderTimeout: cfg.HeaderTimeout, ReplyTimeout: cfg.ReplyTimeout, MaxReplyBytes: cfg.MaxReplyBytes}
 	var inner provider.Provider
@@ -36,7 +38,7 @@ func newProvider(cfg Config, d Deps) (provider.Provider, int, error) {
 			return nil, 0, fmt.Errorf("--base-url is only for --provider %s", orList(codec.Providers()))
 		}
 		if cfg.API != "" {
-			return nil, 0, apiError(cfg)
+			return nil, 0, apiError(*cfg)
 		}
 	}
 	switch cfg.Provider {
@@ -59,13 +61,17 @@ func newProvider(cfg Config, d Deps) (provider.Provider, int, error) {
 	case "":
 		return nil, 0, fmt.Errorf("--stdio needs --provider (%s)", orList(providerNames()))
 	default:
-		w, err := vendorWire(cfg)
+		w, err := vendorWire(*cfg)
 		if err != nil {
 			return nil, 0, err
 		}
-		c, err := w.NewClient(codec.ClientConfig{BaseURL: cfg.BaseURL, Model: cfg.Model, HTTP: hc, Getenv: d.getenv})
+		getenv, read := recordedEnv(cfg.Env, d.getenv)
+		c, err := w.NewClient(codec.ClientConfig{BaseURL: cfg.BaseURL, Model: cfg.Model, HTTP: hc, Getenv: getenv})
 		if err != nil {
 			return nil, 0, configError(err)
+		}
+		if len(read) > 0 {
+			cfg.Env = read
 		}
 		inner = c
 		for _, env := range w.Info().CredentialEnv {
@@ -79,6 +85,39 @@ func newProvider(cfg Config, d Deps) (provider.Provider, int, error) {
 		return redact.Provider(p, keys...), window, nil
 	}
 	return p, window, nil
+}
+
+// recordedEnv is the environment a vendor client reads: kept, the
+// values a recorded session holds; else getenv's. read collects what was
+// read and found, credentials aside (see Config.Env).
+func recordedEnv(kept map[string]string, getenv func(string) string) (func(string) string, map[string]string) {
+	read := map[string]string{}
+	return func(k string) string {
+		v, ok := kept[k]
+		if !ok {
+			v = getenv(k)
+		}
+		if v != "" && !credentialEnv(k) {
+			read[k] = v
+		}
+		return v
+	}, read
+}
+
+// credentialEnv reports whether an environment variable holds a
+// credential: a wire names it so, or its name says key, token, secret,
+// password or credential.
+func credentialEnv(k string) bool {
+	if slices.Contains(codec.CredentialEnv(), k) {
+		return true
+	}
+	u := strings.ToUpper(k)
+	for _, s := range []string{"KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL"} {
+		if strings.Contains(u, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // vendorWire is the registered wire --provider and --api select.

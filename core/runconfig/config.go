@@ -63,6 +63,16 @@ type Config struct {
 	// variable ($OPENAI_BASE_URL, $ANTHROPIC_BASE_URL, ...), else the
 	// vendor's.
 	BaseURL string `yaml:"base_url,omitempty"`
+	// Env is the environment the vendor's client read besides its
+	// credentials, as the session began: what shapes its requests
+	// (Vertex AI's switch, project and location; a region; a base URL
+	// variable). The harness fills it in, so a recording keeps it, and a
+	// client built from a Config that has it reads these values instead
+	// of the process's, so a replay sends the requests the recording
+	// holds. Variables that name a key, token, secret, password or
+	// credential, or that a wire lists as its credentials, are never
+	// kept.
+	Env map[string]string `yaml:"env,omitempty"`
 	// API picks the wire of a provider that has several (codec.Info.API):
 	// for openai, chat (Chat Completions, also when empty) or responses
 	// (the Responses API, POST /responses). The harness checks it against

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"mime"
 	"net/http"
 	"strings"
@@ -89,9 +90,7 @@ const MaxWholeReply = 64 << 20
 // (up to MaxWholeReply) for whole; otherwise it hands the body to stream.
 // A body that cannot be decoded or read ends the reply with one Error
 // part, a decoding error prefixed by vendor.
-func ReadReply(ctx context.Context, resp *http.Response, maxBytes int64, vendor string,
-	whole func(ctx context.Context, data []byte, yield func(provider.Part) bool),
-	stream func(ctx context.Context, body io.Reader, contentType string, yield func(provider.Part) bool),
+func ReadReply(ctx context.Context, resp *http.Response, maxBytes int64, vendor string, whole WholeFunc, stream StreamFunc,
 	yield func(provider.Part) bool) {
 	body, err := DecodeBody(resp, maxBytes)
 	if err != nil {
@@ -111,4 +110,53 @@ func ReadReply(ctx context.Context, resp *http.Response, maxBytes int64, vendor 
 		return
 	}
 	whole(ctx, data, yield)
+}
+
+// WholeFunc parses a whole JSON reply body; StreamFunc an event stream.
+// Each yields the reply's parts; ReadReply picks one by Content-Type.
+type (
+	WholeFunc  = func(ctx context.Context, data []byte, yield func(provider.Part) bool)
+	StreamFunc = func(ctx context.Context, body io.Reader, contentType string, yield func(provider.Part) bool)
+)
+
+// Reply yields the reply of one attempt whose Post returned resp and err:
+// a failed Post is one Error part (nothing when ctx was cancelled), a 2xx
+// body is read as ReadReply reads it, capped at c.MaxReplyBytes, and
+// closed. Every Error part's error goes through scrub (the vendor client
+// removing its key) first.
+func (c *Client) Reply(ctx context.Context, resp *http.Response, err error, vendor string, whole WholeFunc, stream StreamFunc,
+	scrub func(error) error, yield func(provider.Part) bool) {
+	if err != nil {
+		if ctx.Err() == nil {
+			yield(provider.Error{Err: scrub(err)})
+		}
+		return
+	}
+	defer resp.Body.Close()
+	ReadReply(ctx, resp, c.MaxReplyBytes, vendor, whole, stream, func(p provider.Part) bool {
+		if e, ok := p.(provider.Error); ok {
+			p = provider.Error{Err: scrub(e.Err)}
+		}
+		return yield(p)
+	})
+}
+
+// ParseWhole reads a whole recorded reply body (up to MaxWholeReply) and
+// yields what whole makes of it; a body that breaks is one Error part.
+func ParseWhole(body io.Reader, whole WholeFunc) iter.Seq[provider.Part] {
+	return func(yield func(provider.Part) bool) {
+		data, err := io.ReadAll(io.LimitReader(body, MaxWholeReply))
+		if err != nil {
+			yield(provider.Error{Err: ReadFailure(err, "response body broke")})
+			return
+		}
+		whole(context.Background(), data, yield)
+	}
+}
+
+// ParseStream yields what stream makes of a recorded event stream body.
+func ParseStream(body io.Reader, stream StreamFunc) iter.Seq[provider.Part] {
+	return func(yield func(provider.Part) bool) {
+		stream(context.Background(), body, "text/event-stream", yield)
+	}
 }

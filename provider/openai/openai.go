@@ -121,20 +121,7 @@ func (c *Client) Stream(ctx context.Context, req provider.Request) iter.Seq[prov
 		}
 		header := http.Header{"Authorization": {"Bearer " + c.key}}
 		resp, err := c.http.Post(ctx, c.url, header, body)
-		if err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			fail(err)
-			return
-		}
-		defer resp.Body.Close()
-		read(ctx, resp, c.http.MaxReplyBytes, func(p provider.Part) bool {
-			if e, ok := p.(provider.Error); ok {
-				p = provider.Error{Err: c.scrub(e.Err)}
-			}
-			return yield(p)
-		})
+		c.http.Reply(ctx, resp, err, "openai", readWhole, readStream, c.scrub, yield)
 	}
 }
 

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"iter"
-	"net/http"
 	"sort"
 	"strings"
 
@@ -16,12 +15,6 @@ import (
 	"github.com/openmax/openmax/provider/httpx"
 	"github.com/openmax/openmax/provider/sse"
 )
-
-// read turns a 2xx response into parts. maxBytes caps the body once
-// decoded (0: no cap).
-func read(ctx context.Context, resp *http.Response, maxBytes int64, yield func(provider.Part) bool) {
-	httpx.ReadReply(ctx, resp, maxBytes, "openai", readWhole, readStream, yield)
-}
 
 // reply accumulates one reply.
 type reply struct {
@@ -140,11 +133,7 @@ func content(raw json.RawMessage) (text, thinking string, err error) {
 // stream, then, once the reply completed, the tool calls in index order,
 // Usage and Finish; a stream that fails or ends early ends with one Error
 // part.
-func ParseStream(body io.Reader) iter.Seq[provider.Part] {
-	return func(yield func(provider.Part) bool) {
-		readStream(context.Background(), body, "text/event-stream", yield)
-	}
-}
+func ParseStream(body io.Reader) iter.Seq[provider.Part] { return httpx.ParseStream(body, readStream) }
 
 // readStream parses an SSE body.
 func readStream(ctx context.Context, body io.Reader, contentType string, yield func(provider.Part) bool) {

@@ -195,13 +195,16 @@ func classify(err error, sawText bool) decision {
 
 // transientStreamError reports a provider-reported rate limit (Bedrock's
 // throttlingException among them), overload or server fault (and not an
-// exhausted quota).
+// exhausted quota). Google's status names (RESOURCE_EXHAUSTED, INTERNAL,
+// UNAVAILABLE, DEADLINE_EXCEEDED) count as the HTTP statuses they stand for
+// (429, 500, 503, 504).
 func transientStreamError(se *provider.StreamError) bool {
 	t := strings.ToLower(se.Type)
 	if provider.IsQuota(t) {
 		return false
 	}
-	for _, s := range []string{"rate_limit", "overloaded", "api_error", "server_error", "internal", "unavailable", "timeout", "throttl"} {
+	for _, s := range []string{"rate_limit", "overloaded", "api_error", "server_error", "internal", "unavailable", "timeout",
+		"resource_exhausted", "deadline_exceeded", "throttl"} {
 		if strings.Contains(t, s) {
 			return true
 		}

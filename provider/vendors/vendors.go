@@ -13,6 +13,7 @@ package vendors
 import (
 	_ "github.com/openmax/openmax/provider/anthropic"        // Messages
 	_ "github.com/openmax/openmax/provider/bedrock"          // ConverseStream, InvokeModelWithResponseStream
+	_ "github.com/openmax/openmax/provider/gemini"           // the Gemini API and Vertex AI
 	_ "github.com/openmax/openmax/provider/openai"           // Chat Completions
 	_ "github.com/openmax/openmax/provider/openai/responses" // the Responses API
 )

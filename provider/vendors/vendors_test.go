@@ -22,6 +22,9 @@ var carries = map[string]codectest.Wire{
 	// Converse streams every part the fake provider can send.
 	"bedrock":        {Signatures: true, Finishes: []string{"end_turn", "tool_use", "max_tokens"}},
 	"bedrock-invoke": {Signatures: true, Finishes: []string{"end_turn", "tool_use", "max_tokens"}},
+	// Only the finish reasons that run calls: another one turns the
+	// calls into UnrunCall parts (the vendor's own test covers it).
+	"gemini": {Signatures: true, Finishes: []string{"STOP", "MAX_TOKENS"}},
 }
 
 // TestEveryWire: each registered wire reads its own encoding back

@@ -1,6 +1,7 @@
 package cassette
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -24,7 +25,7 @@ func TestSessionConfigFromLegacyArgs(t *testing.T) {
 	}
 	want := harness.Defaults()
 	want.Project, want.Provider, want.Model, want.MaxAttempts, want.IdleTimeout, want.MaxReplyBytes = "/p", "openai", "gpt-x", 2, 5*time.Second, 1<<20
-	if s := f.Session; s.Config == nil || *s.Config != want || s.Args != nil {
+	if s := f.Session; s.Config == nil || !reflect.DeepEqual(*s.Config, want) || s.Args != nil {
 		t.Fatalf("session after Parse: config %+v, args %q; want config %+v and no args", s.Config, s.Args, want)
 	}
 	out, err := f.Marshal()
@@ -43,7 +44,7 @@ func TestSessionConfigFromLegacyArgs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if *again.Session.Config != want {
+	if !reflect.DeepEqual(*again.Session.Config, want) {
 		t.Errorf("round trip: %+v, want %+v", *again.Session.Config, want)
 	}
 }

@@ -56,9 +56,11 @@ var responsesFixtures = []string{
 }
 
 // vendorFixtures are the recordings of wires whose vendor packages
-// reconstruct them (A14, A15: provider/bedrock); cmd/openmax's
-// TestCommandsReadEveryImportFormat imports and replays them.
+// reconstruct them (A12, A13: provider/gemini; A14, A15: provider/bedrock);
+// cmd/openmax's TestCommandsReadEveryImportFormat imports and replays them.
 var vendorFixtures = []string{
+	"pydantic-ai-google__test_google_streaming_tool_call_thought_signature.yaml",
+	"fantasy__gemini-2.5-flash__thinking-streaming.yaml",
 	"pydantic-ai-bedrock__test_bedrock_model_iter_stream.yaml",
 	"fantasy__bedrock-anthropic-claude-haiku-4-5__tool_streaming.yaml",
 }

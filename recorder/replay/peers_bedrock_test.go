@@ -216,7 +216,7 @@ func sdkRetrying(t *testing.T, api bedrock.API, setup func() (base string, hc *h
 	}
 }
 
-func bedrockFake(t *testing.T, yaml string) string {
+func serveScenario(t *testing.T, yaml string) string {
 	t.Helper()
 	sc, err := script.Parse([]byte(yaml))
 	if err != nil {
@@ -263,9 +263,9 @@ func TestPeersBedrock(t *testing.T) {
 		for _, tt := range tests {
 			t.Run(string(api)+"/"+tt.name, func(t *testing.T) {
 				want := tt.want
-				ours := viaOurs(t, api, bedrockFake(t, tt.yaml))
+				ours := viaOurs(t, api, serveScenario(t, tt.yaml))
 				theirs := sdkRetrying(t, api, func() (string, *http.Client, func()) {
-					return bedrockFake(t, tt.yaml), &http.Client{Transport: &http.Transport{}}, func() {}
+					return serveScenario(t, tt.yaml), &http.Client{Transport: &http.Transport{}}, func() {}
 				})
 				// AWS's client names an in-stream exception by its
 				// shape (ThrottlingException), the frame by its event
@@ -286,7 +286,7 @@ func TestPeersBedrock(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					return bedrockFake(t, tt.yaml), &http.Client{Transport: rec}, func() {
+					return serveScenario(t, tt.yaml), &http.Client{Transport: rec}, func() {
 						if err := rec.Close(); err != nil {
 							t.Fatal(err)
 						}

@@ -45,6 +45,13 @@ type Vendor struct {
 	New func(base string, hc *httpx.Client, key string) (provider.Provider, error)
 	// Path is the request path below the API root.
 	Path string
+	// PathFor, when set, is the request path below the API root for a
+	// model, for a wire that names the model (and streaming) in the path
+	// rather than in the body (Gemini, Bedrock); Path is then the path of
+	// any model, for the record. Query is the query such a request
+	// carries ("alt=sse"), "" for none.
+	PathFor func(model string) string
+	Query   string
 	// Headers are the headers every request carries for key: the key's
 	// own header and any fixed ones (an API version).
 	Headers func(key string) http.Header
@@ -379,5 +386,12 @@ func checkParts(t *testing.T, r reply, want []provider.Part) {
 	}
 }
 
-// trimLast drops the last n bytes of b.
-func trimLast(b []byte, n int) []byte { return bytes.Clone(b[:len(b)-n]) }
+// unterminate drops the line end of b's last line (LF, CRLF or CR): the
+// blank line that ended its last event, which is then no event at all.
+func unterminate(b []byte) []byte {
+	n := 1
+	if bytes.HasSuffix(b, []byte("\r\n")) {
+		n = 2
+	}
+	return bytes.Clone(b[:len(b)-n])
+}

@@ -47,7 +47,8 @@ func fullReply(v Vendor) (sent, want []provider.Part) {
 
 // testRequest: a request is a POST of JSON to the API root (a trailing
 // slash or not) followed by the vendor's path, asking for a stream, with
-// the request's model, carrying the vendor's headers; the key is in those
+// the request's model (in the body, or in the path and query of a wire
+// with PathFor), carrying the vendor's headers; the key is in those
 // headers and nowhere else.
 func testRequest(t *testing.T, v Vendor) {
 	type captured struct {
@@ -72,8 +73,15 @@ func testRequest(t *testing.T, v Vendor) {
 		t.Fatalf("parts %#v, want %#v", parts, want)
 	}
 	cp := <-got
-	if cp.method != http.MethodPost || cp.path != "/root"+v.Path {
-		t.Errorf("request %s %s, want POST %s", cp.method, cp.path, "/root"+v.Path)
+	wantPath := "/root" + v.Path
+	if v.PathFor != nil {
+		wantPath = "/root" + v.PathFor("contract-model")
+		if cp.query != v.Query {
+			t.Errorf("query %q, want %q", cp.query, v.Query)
+		}
+	}
+	if cp.method != http.MethodPost || cp.path != wantPath {
+		t.Errorf("request %s %s, want POST %s", cp.method, cp.path, wantPath)
 	}
 	if ct := cp.header.Get("Content-Type"); ct != "application/json" {
 		t.Errorf("Content-Type %q", ct)
@@ -91,6 +99,13 @@ func testRequest(t *testing.T, v Vendor) {
 	}
 	if strings.Contains(cp.query, Key) || bytes.Contains(cp.body, []byte(Key)) {
 		t.Errorf("the key appears in the URL or the body")
+	}
+	if v.PathFor != nil {
+		// The path names the model and the stream; the body is the rest.
+		if !json.Valid(cp.body) {
+			t.Errorf("request body %s is not JSON", cp.body)
+		}
+		return
 	}
 	var fields struct {
 		Model  string `json:"model"`
@@ -163,7 +178,7 @@ func testTruncation(t *testing.T, v Vendor) {
 		// The event that completes the reply lacks its closing blank line,
 		// so it is no event at all.
 		parts := []provider.Part{provider.TextDelta{Text: "a"}, provider.Finish{Reason: v.Stop}}
-		body := trimLast(v.encode(parts, !v.FinishEndsReply), 1)
+		body := unterminate(v.encode(parts, !v.FinishEndsReply))
 		srv := sseServer(t, body)
 		r := collect(t, context.Background(), v.client(t, srv.URL, nil), nil)
 		checkIncomplete(t, r.err, v.Truncated)

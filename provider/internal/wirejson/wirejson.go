@@ -23,7 +23,7 @@ func Marshal(v any) []byte {
 
 // Object is a tool call's arguments as the JSON object a vendor wants
 // sent back as the call's input (Anthropic's tool_use.input, Bedrock's
-// toolUse.input): the model's own JSON when it is an object, else {}.
+// toolUse.input, Gemini's functionCall.args): the model's own JSON when it is an object, else {}.
 func Object(args json.RawMessage) json.RawMessage {
 	var obj map[string]json.RawMessage
 	if len(bytes.TrimSpace(args)) == 0 || json.Unmarshal(args, &obj) != nil || obj == nil {

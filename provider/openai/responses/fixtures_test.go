@@ -13,8 +13,6 @@ import (
 	"strings"
 	"testing"
 
-	"gopkg.in/yaml.v3"
-
 	"github.com/openmax/openmax/internal/fixture"
 	"github.com/openmax/openmax/provider"
 	"github.com/openmax/openmax/provider/openai/responses"
@@ -30,71 +28,13 @@ type recording struct {
 	body   []byte
 }
 
-// loadRecording reads the responses of a go-vcr v4 cassette (version 2)
-// or a vcrpy one (version 1), whose body is a string or (pydantic-ai's
-// serializer) a parsed_body mapping, written back as JSON here.
+// loadRecording reads the responses of a recording (see
+// fixture.Exchanges).
 func loadRecording(t *testing.T, name string) []recording {
 	t.Helper()
-	var doc struct {
-		Version      int `yaml:"version"`
-		Interactions []struct {
-			Response struct {
-				Code       int                 `yaml:"code"`
-				Status     yaml.Node           `yaml:"status"` // vcrpy: {code, message}
-				Headers    map[string][]string `yaml:"headers"`
-				Body       yaml.Node           `yaml:"body"`
-				ParsedBody any                 `yaml:"parsed_body"`
-			} `yaml:"response"`
-		} `yaml:"interactions"`
-	}
-	if err := yaml.Unmarshal(fixture.ReadReal(t, name), &doc); err != nil {
-		t.Fatalf("%s: %v", name, err)
-	}
 	var out []recording
-	for k, in := range doc.Interactions {
-		r := in.Response
-		rec := recording{status: r.Code, header: http.Header{}}
-		if doc.Version == 1 {
-			var st struct {
-				Code int `yaml:"code"`
-			}
-			if err := r.Status.Decode(&st); err != nil {
-				t.Fatalf("%s #%d: status: %v", name, k, err)
-			}
-			rec.status = st.Code
-		}
-		for key, vs := range r.Headers {
-			for _, v := range vs {
-				rec.header.Add(key, v)
-			}
-		}
-		switch {
-		case r.ParsedBody != nil:
-			b, err := json.MarshalIndent(r.ParsedBody, "", "  ")
-			if err != nil {
-				t.Fatalf("%s #%d: %v", name, k, err)
-			}
-			rec.body = b
-		case r.Body.Kind == yaml.ScalarNode:
-			rec.body = []byte(r.Body.Value)
-		case r.Body.Kind == yaml.MappingNode:
-			var b struct {
-				String string `yaml:"string"`
-			}
-			if err := r.Body.Decode(&b); err != nil {
-				t.Fatalf("%s #%d: %v", name, k, err)
-			}
-			rec.body = []byte(b.String)
-		default:
-			t.Fatalf("%s #%d: no body", name, k)
-		}
-		if rec.status == 0 {
-			t.Fatalf("%s #%d: no status", name, k)
-		}
-		out = append(out, rec)
-	}
-	if len(out) == 0 {
-		t.Fatalf("%s: no interactions", name)
+	for _, x := range fixture.Exchanges(t, name) {
+		out = append(out, recording{status: x.Status, header: x.Header, body: x.Body})
 	}
 	return out
 }

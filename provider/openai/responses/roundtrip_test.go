@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"reflect"
 	"slices"
-	"strings"
 	"testing"
 
 	"pgregory.net/rapid"
@@ -93,53 +92,12 @@ func TestRoundTripSummaryParts(t *testing.T) {
 	})
 }
 
-// folded is a reply reduced to what a whole response keeps: the text and
-// the reasoning joined, the signatures, calls, usage and finish in order.
-type folded struct {
-	Text, Thinking string
-	Signatures     []string
-	Rest           []provider.Part
-}
-
-func fold(parts []provider.Part) folded {
-	var f folded
-	var text, thinking strings.Builder
-	for _, p := range parts {
-		switch p := p.(type) {
-		case provider.TextDelta:
-			text.WriteString(p.Text)
-		case provider.ThinkingDelta:
-			thinking.WriteString(p.Text)
-			if p.Signature != "" {
-				f.Signatures = append(f.Signatures, p.Signature)
-			}
-		case provider.Error:
-		default:
-			f.Rest = append(f.Rest, p)
-		}
-	}
-	f.Text, f.Thinking = text.String(), thinking.String()
-	return f
-}
-
 // TestRoundTripWhole: parsing the whole response Whole wrote (the reply to
 // a request without stream) gives the reply's text, reasoning, signatures,
 // calls, usage and finish back; a reply with no finish has none.
 func TestRoundTripWhole(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		r := drawReply(t)
-		body, ok := Whole("resp_1", "m", 1767225600, r.Parts)
-		_, finished := r.Want[len(r.Want)-1].(provider.Finish)
-		if ok != finished {
-			t.Fatalf("Whole ok=%v for a reply that finished=%v", ok, finished)
-		}
-		if !ok {
-			return
-		}
-		got := fold(slices.Collect(ParseResponse(bytes.NewReader(body))))
-		if want := fold(r.Want); !reflect.DeepEqual(got, want) {
-			t.Fatalf("parts %#v\nencoded: %s\nparsed %#v\nwant   %#v", r.Parts, body, got, want)
-		}
+		codectest.CheckWhole(t, drawReply(t), func(parts []provider.Part) ([]byte, bool) { return Whole("resp_1", "m", 1767225600, parts) }, ParseResponse)
 	})
 }
 

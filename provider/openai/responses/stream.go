@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"iter"
-	"net/http"
 	"slices"
 	"strings"
 
@@ -43,38 +42,19 @@ const FinishCompleted = "completed"
 // terminal event says.
 const truncated = "stream ended before response.completed"
 
-// read turns a 2xx response into parts. maxBytes caps the body once
-// decoded (0: no cap).
-func read(ctx context.Context, resp *http.Response, maxBytes int64, yield func(provider.Part) bool) {
-	httpx.ReadReply(ctx, resp, maxBytes, "responses", readWhole, readStream, yield)
-}
-
 // ParseStream reads the event stream of a Responses reply and yields its
 // parts as Client.Stream does: text and reasoning as they stream (and a
 // reasoning item's encrypted content as a signature when the item is
 // done), then, once response.completed arrived, the function calls in
 // output order, Usage and Finish; a reply that failed or ended early ends
 // with one Error part.
-func ParseStream(body io.Reader) iter.Seq[provider.Part] {
-	return func(yield func(provider.Part) bool) {
-		readStream(context.Background(), body, "text/event-stream", yield)
-	}
-}
+func ParseStream(body io.Reader) iter.Seq[provider.Part] { return httpx.ParseStream(body, readStream) }
 
 // ParseResponse reads a whole (non-streamed) Responses body, the one a
 // server ignoring stream:true sends, and yields the parts Client.Stream
 // yields for it. An error object in place of a response is one Error part
 // holding a provider.StreamError.
-func ParseResponse(body io.Reader) iter.Seq[provider.Part] {
-	return func(yield func(provider.Part) bool) {
-		data, err := io.ReadAll(io.LimitReader(body, httpx.MaxWholeReply))
-		if err != nil {
-			yield(provider.Error{Err: httpx.ReadFailure(err, "response body broke")})
-			return
-		}
-		readWhole(context.Background(), data, yield)
-	}
-}
+func ParseResponse(body io.Reader) iter.Seq[provider.Part] { return httpx.ParseWhole(body, readWhole) }
 
 // item is one output item of the reply, by output_index.
 type item struct {
