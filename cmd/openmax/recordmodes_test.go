@@ -413,3 +413,111 @@ func TestModeHelpFromOneTable(t *testing.T) {
 		}
 	}
 }
+
+// TestCassettePrune: a session re-recorded with --mode missing after its
+// second prompt changed leaves two interactions no replay uses; prune
+// --check reports them (exit 1, nothing written), prune removes them (the
+// rest byte for byte, the file loading in stock go-vcr and replaying clean
+// without --allow-unused), and a second prune finds nothing.
+func TestCassettePrune(t *testing.T) {
+	r := newModesRig(t)
+	first := r.fake("One.", "Two.", "Three.")
+	cas := filepath.Join(t.TempDir(), "p.yaml")
+	r.record(cas, first.URL, "first", "second", "third")
+	first.stop(t)
+	editCommand(t, cas, "second", "second, edited")
+	live := r.fake("Two, again.", "Three, again.")
+	if _, stderr, code := r.run("replay", cas, "--mode", "missing", "--base-url", live.URL+"/v1"); code != 0 {
+		t.Fatalf("replay --mode missing: exit %d\n%s", code, stderr)
+	}
+	live.stop(t)
+	before, f := items(t, cas)
+	orig, _ := os.ReadFile(cas)
+	if _, _, code := r.run("replay", cas); code != 1 {
+		t.Fatalf("the cassette with leftovers replays without complaint (exit %d)", code)
+	}
+
+	stdout, stderr, code := r.run("cassette", "prune", cas, "--check")
+	if code != 1 || stderr != "" {
+		t.Fatalf("--check: exit %d, stderr %q", code, stderr)
+	}
+	for _, i := range []int{1, 2} {
+		want := fmt.Sprintf("would remove interaction %d: POST %s: never requested: the session goes from interaction 0 to 3 without it", i, f.Interactions[i].Request.URL)
+		if !strings.Contains(stdout, want) {
+			t.Errorf("--check does not say %q:\n%s", want, stdout)
+		}
+	}
+	if got, _ := os.ReadFile(cas); !bytes.Equal(got, orig) {
+		t.Fatalf("--check wrote the cassette")
+	}
+
+	stdout, stderr, code = r.run("cassette", "prune", cas)
+	if code != 0 || !strings.Contains(stdout, "removed interaction 1") || !strings.Contains(stdout, "kept 3 interaction(s), removed 2") {
+		t.Fatalf("prune: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	after, pf := items(t, cas)
+	if len(after) != 3 || !bytes.Equal(after[0], before[0]) || !bytes.Equal(after[1], before[3]) || !bytes.Equal(after[2], before[4]) {
+		t.Fatalf("pruned: %d interactions, not 0, 3 and 4 byte for byte", len(after))
+	}
+	if pf.Session == nil || len(pf.Session.Commands) != len(f.Session.Commands) {
+		t.Errorf("the session was not kept")
+	}
+	if _, stderr, code := r.run("replay", cas); code != 0 {
+		t.Errorf("the pruned cassette does not replay clean: exit %d\n%s", code, stderr)
+	}
+	pruned, _ := os.ReadFile(cas)
+	if stdout, _, code := r.run("cassette", "prune", cas, "--check"); code != 0 || !strings.Contains(stdout, "nothing to prune") {
+		t.Errorf("prune --check after prune: exit %d\n%s", code, stdout)
+	}
+	if got, _ := os.ReadFile(cas); !bytes.Equal(got, pruned) {
+		t.Errorf("a prune with nothing to do changed the file")
+	}
+}
+
+// TestCassettePruneRefuses: a cassette whose replay does not reproduce
+// its recording, or that holds no session, is not pruned (exit 1, the
+// file as it was); a directory is pruned cassette by cassette.
+func TestCassettePruneRefuses(t *testing.T) {
+	r := newModesRig(t)
+	first := r.fake("One.", "Two.")
+	dir := t.TempDir()
+	cas := filepath.Join(dir, "a.yaml")
+	r.record(cas, first.URL, "first", "second")
+	first.stop(t)
+	editCommand(t, cas, "second", "second, edited")
+	orig, _ := os.ReadFile(cas)
+	if _, stderr, code := r.run("cassette", "prune", cas); code != 1 || !strings.Contains(stderr, "does not reproduce the recording") || !strings.Contains(stderr, "request 1 missed") {
+		t.Errorf("a replay that misses: exit %d\n%s", code, stderr)
+	}
+	if got, _ := os.ReadFile(cas); !bytes.Equal(got, orig) {
+		t.Errorf("a refused prune changed the file")
+	}
+	noSession := filepath.Join(t.TempDir(), "proxy.yaml")
+	data, _ := os.ReadFile(cas)
+	f, _ := cassette.Parse(data)
+	f.Session = nil
+	if err := f.Save(noSession); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, code := r.run("cassette", "prune", noSession); code != 1 || !strings.Contains(stderr, "no recorded harness session") {
+		t.Errorf("a cassette without a session: exit %d\n%s", code, stderr)
+	}
+	foreign := filepath.Join(t.TempDir(), "vcrpy.yaml")
+	vcrpy, err := os.ReadFile(filepath.Join(libraryDir, "real", "autogpt-cassettes-206c0689__test_write_file.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(foreign, vcrpy, 0o644)
+	if _, stderr, code := r.run("cassette", "prune", foreign); code != 1 || !strings.Contains(stderr, "made up") {
+		t.Errorf("another tool's recording: exit %d\n%s", code, stderr)
+	}
+	if got, _ := os.ReadFile(foreign); !bytes.Equal(got, vcrpy) {
+		t.Errorf("another tool's recording was changed")
+	}
+	if stdout, stderr, code := r.run("cassette", "prune", libraryDir, "--check"); code != 0 {
+		t.Errorf("the library has interactions no replay uses, or does not replay: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if _, stderr, code := r.run("cassette", "prune"); code != 2 || !strings.Contains(stderr, "usage") {
+		t.Errorf("no argument: exit %d\n%s", code, stderr)
+	}
+}

@@ -352,3 +352,47 @@ func TestModeMissingKilled(t *testing.T) {
 		t.Logf("iteration %d: killed after request %d: %d interactions", it, done, len(f.Interactions))
 	}
 }
+
+// TestPrune: a replay with Prune that served every request removes the
+// interactions it never asked for, keeping the others byte for byte; the
+// test does not fail on them, and the next replay is clean.
+func TestPrune(t *testing.T) {
+	noModeEnv(t)
+	t.Setenv(vcr.PruneEnv, "")
+	srv, _ := upstream(t)
+	path := filepath.Join(t.TempDir(), "p.yaml")
+	run("TestP", func(tb vcr.TB) {
+		rt := vcr.New(tb, vcr.WithCassette(path))
+		for _, b := range []string{`{"n":1}`, `{"n":2}`, `{"n":3}`} {
+			post(t, rt, srv.URL, b)
+		}
+	})
+	before := itemTexts(t, path)
+	replayOnly := func(opts ...vcr.Option) *fakeT {
+		ft, msg := run("TestP", func(tb vcr.TB) {
+			rt := vcr.New(tb, append([]vcr.Option{vcr.WithCassette(path), vcr.WithMode(vcr.ReplayOnly)}, opts...)...)
+			post(t, rt, srv.URL, `{"n":1}`)
+			post(t, rt, srv.URL, `{"n":3}`)
+		})
+		if msg != "" {
+			t.Fatalf("fatal %q", msg)
+		}
+		return ft
+	}
+	if ft := replayOnly(); !strings.Contains(ft.failures(), "never requested") {
+		t.Fatalf("without Prune an unused interaction does not fail the test: %q", ft.failures())
+	}
+	if ft := replayOnly(vcr.Prune()); len(ft.errs) > 0 {
+		t.Fatalf("with Prune: %s", ft.failures())
+	}
+	after := itemTexts(t, path)
+	if len(after) != 2 || !bytes.Equal(after[0], before[0]) || !bytes.Equal(after[1], before[2]) {
+		t.Fatalf("pruned to %d interactions, not 0 and 2 byte for byte", len(after))
+	}
+	if _, err := stock.Load(strings.TrimSuffix(path, ".yaml")); err != nil {
+		t.Errorf("stock go-vcr: %v", err)
+	}
+	if ft := replayOnly(); len(ft.errs) > 0 {
+		t.Errorf("the replay after pruning: %s", ft.failures())
+	}
+}

@@ -34,10 +34,12 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/openmax/openmax/internal/atomicfile"
 	"github.com/openmax/openmax/recorder"
 	"github.com/openmax/openmax/recorder/cassette"
 	"github.com/openmax/openmax/recorder/importer"
@@ -96,6 +98,8 @@ type config struct {
 	scrub       []*regexp.Regexp
 	allowUnused bool
 	inOrder     bool
+	prune       bool
+	foreign     string // the format a loaded recording was converted from
 }
 
 // WithCassette sets the cassette file (default testdata/<TestName>.yaml,
@@ -137,6 +141,17 @@ func WithScrub(patterns ...*regexp.Regexp) Option {
 // AllowUnused lets a replay end with recorded interactions never asked for.
 func AllowUnused() Option { return func(c *config) { c.allowUnused = true } }
 
+// PruneEnv, set to 1 (or true), makes every replaying test Prune.
+const PruneEnv = "OPENMAX_PRUNE"
+
+// Prune makes a replay that ends with every request served remove the
+// recorded interactions nobody asked for from the cassette (rewritten
+// atomically, the others byte for byte), instead of failing the test on
+// them: the cassette keeps what the test uses (as openmax cassette prune
+// does for a recorded session). A recording of another tool's format is
+// never rewritten.
+func Prune() Option { return func(c *config) { c.prune = true } }
+
 // InOrder serves interactions in recorded order matching only method and
 // path: for recordings made by another client, or imported from vcrpy,
 // go-vcr or httprr, whose request bodies the test cannot reproduce.
@@ -153,6 +168,9 @@ func configure(t TB, opts []Option) config {
 		if v := strings.ToLower(os.Getenv(RecordEnv)); v == "1" || v == "true" {
 			explicit = Record
 		}
+	}
+	if v := strings.ToLower(os.Getenv(PruneEnv)); v == "1" || v == "true" {
+		c.prune = true
 	}
 	if v := os.Getenv(ModeEnv); strings.TrimSpace(v) != "" {
 		explicit = "" // Resolve reads it
@@ -196,9 +214,18 @@ func New(t TB, opts ...Option) http.RoundTripper {
 	case c.mode == RecordMissing:
 		rt = newMissing(t, c)
 	default:
-		f := load(t, c)
+		f := load(t, &c)
 		r := replay.New(f, c.replayOptions(true))
-		t.Cleanup(func() { check(t, c, r.Misses(), r.Unused()) })
+		t.Cleanup(func() {
+			misses, unused := r.Misses(), r.Unused()
+			if c.prune && len(misses) == 0 && len(unused) > 0 {
+				if err := prune(c, f, unused); err != nil {
+					t.Errorf("vcr: pruning %s: %v", c.path, err)
+				}
+				unused = nil
+			}
+			check(t, c, misses, unused)
+		})
 		rt = r
 	}
 	return c.passing(rt)
@@ -233,7 +260,7 @@ func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { retu
 // misses, the file is not touched.
 func newMissing(t TB, c config) http.RoundTripper {
 	t.Helper()
-	f := load(t, c)
+	f := load(t, &c)
 	data, err := os.ReadFile(c.path)
 	if err != nil {
 		t.Fatalf("vcr: %v", err)
@@ -295,10 +322,45 @@ func newRecorder(t TB, c config) http.RoundTripper {
 	return rec
 }
 
+// prune rewrites the cassette without the interactions unused.
+func prune(c config, f *cassette.File, unused []int) error {
+	if c.foreign != "" {
+		return fmt.Errorf("it is a %s recording; only an openmax cassette is rewritten", c.foreign)
+	}
+	data, err := os.ReadFile(c.path)
+	if err != nil {
+		return err
+	}
+	items, err := cassette.Items(data, f)
+	if err != nil {
+		return err
+	}
+	var texts [][]byte
+	for i, it := range items {
+		if !slices.Contains(unused, i) {
+			texts = append(texts, it.Text)
+		}
+	}
+	out, err := cassette.PlainText(texts, f.Session)
+	if err != nil {
+		return err
+	}
+	perm := os.FileMode(0o644)
+	if fi, err := os.Stat(c.path); err == nil {
+		perm = fi.Mode().Perm()
+	}
+	if err := atomicfile.Write(c.path, out, perm); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "vcr: %s: pruned %d interaction(s) never requested: %v\n", c.path, len(unused), unused)
+	return nil
+}
+
 // load reads the cassette, converting a foreign recording in memory.
-func load(t TB, c config) *cassette.File {
+func load(t TB, c *config) *cassette.File {
 	t.Helper()
-	f, _, err := importer.Load(c.path)
+	f, converted, err := importer.Load(c.path)
+	c.foreign = converted
 	if errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("vcr: no cassette at %s to replay (mode %s, %s; record it with %s=1 or %s=once)", c.path, c.mode, c.why, RecordEnv, ModeEnv)
 	}
@@ -333,7 +395,7 @@ func check(t TB, c config, misses []replay.Miss, unused []int) {
 func Server(t TB, opts ...Option) string {
 	t.Helper()
 	c := configure(t, opts)
-	f := load(t, c)
+	f := load(t, &c)
 	var (
 		mu     sync.Mutex // OnRequest runs on the handlers' goroutines
 		misses []replay.Miss
