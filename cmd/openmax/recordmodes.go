@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 
@@ -114,21 +115,12 @@ func replayingEnv(e env) env {
 	get := e.env
 	e.getenv = func(k string) string {
 		v := get(k)
-		if v == "" && (strings.HasSuffix(k, "_API_KEY") || contains(codec.CredentialEnv(), k)) {
+		if v == "" && (strings.HasSuffix(k, "_API_KEY") || slices.Contains(codec.CredentialEnv(), k)) {
 			return tape.PlaceholderKey
 		}
 		return v
 	}
 	return e
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // runRecordServing is `openmax record --mode replay|once` on a cassette
@@ -137,10 +129,9 @@ func contains(list []string, s string) bool {
 // the cassette does not hold is answered as the vendor's 400 and reported
 // on stderr; the exit code is then 1.
 func runRecordServing(ctx context.Context, rf recordFlags, rest []string, stdin io.Reader, stdout, stderr io.Writer, e env) int {
-	o, err := parse(append([]string{"--stdio"}, withoutFlag(rest, "stdio")...), stderr)
-	if err != nil {
-		fmt.Fprintf(stderr, "openmax record: %v\n", err)
-		return 2
+	o, code := recordHarnessFlags(rest, stderr)
+	if o == nil {
+		return code
 	}
 	f, err := loadCassette(rf.cassette, "openmax record", stderr)
 	if err != nil {
@@ -157,7 +148,7 @@ func runRecordServing(ctx context.Context, rf recordFlags, rest []string, stdin 
 	if err != nil {
 		return configError(err, stderr)
 	}
-	code, err := h.Serve(ctx, stdin, stdout)
+	code, err = h.Serve(ctx, stdin, stdout)
 	if err != nil {
 		fmt.Fprintf(stderr, "openmax record: %v\n", err)
 		return 1
@@ -177,10 +168,9 @@ func runRecordServing(ctx context.Context, rf recordFlags, rest []string, stdin 
 // every interaction it had, byte for byte, then the new ones, appended as
 // each completes; the session is the one just run.
 func runRecordMissing(ctx context.Context, rf recordFlags, rest []string, stdin io.Reader, stdout, stderr io.Writer, e env) int {
-	o, err := parse(append([]string{"--stdio"}, withoutFlag(rest, "stdio")...), stderr)
-	if err != nil {
-		fmt.Fprintf(stderr, "openmax record: %v\n", err)
-		return 2
+	o, code := recordHarnessFlags(rest, stderr)
+	if o == nil {
+		return code
 	}
 	f, items, err := loadItems(rf.cassette, "openmax record", stderr)
 	if err != nil {
@@ -204,7 +194,7 @@ func runRecordMissing(ctx context.Context, rf recordFlags, rest []string, stdin 
 		(*matchFlags)(nil).apply(&ro)
 		return passing(rf.passthrough, e.transport, replay.New(f, ro))
 	}
-	code, err := tape.Record(ctx, stdin, stdout, tape.RecordOptions{
+	code, err = tape.Record(ctx, stdin, stdout, tape.RecordOptions{
 		Config: o.cfg, Deps: e.deps(stderr), Front: front,
 		Cassette: recorder.Options{Path: rf.cassette, Scrub: rf.scrub, Overwrite: true, Keep: items},
 	})
@@ -287,10 +277,29 @@ func runFromChange(ctx context.Context, rf recordFlags, rest []string, stdout, s
 		fmt.Fprintf(stderr, "openmax record: request %d changed: %v\n", lr.Changed.Request, lr.Changed.MissError)
 		fmt.Fprintf(stderr, "openmax record: kept %d interaction(s) byte for byte%s, recorded %d live; wrote %s\n", len(lr.Kept), indexList(lr.Kept), lr.Sent, out)
 	}
+	return liveResult(r, "openmax record", in, stdout, stderr)
+}
+
+// recordHarnessFlags parses record's harness flags as --stdio's; on a
+// mistake it says so and returns nil and exit code 2.
+func recordHarnessFlags(rest []string, stderr io.Writer) (*options, int) {
+	o, err := parse(append([]string{"--stdio"}, withoutFlag(rest, "stdio")...), stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "openmax record: %v\n", err)
+		return nil, 2
+	}
+	return o, 0
+}
+
+// liveResult ends a replay that went (partly) live: the transcript on
+// stdout, on stderr what did not replay as recorded (refused commands,
+// hooks and reloads otherwise than recorded: the requests that missed went
+// live), and the exit code: 1 for such a problem, else the harness's.
+func liveResult(r tape.Result, who, path string, stdout, stderr io.Writer) int {
 	stdout.Write(r.Stdout)
 	problems := append(append(append([]string(nil), r.Refused...), r.Hooks...), r.Reloads...)
 	for _, p := range problems {
-		fmt.Fprintf(stderr, "openmax record: %s did not replay as recorded: %s\n", in, p)
+		fmt.Fprintf(stderr, "%s: %s did not replay as recorded: %s\n", who, path, p)
 	}
 	if len(problems) > 0 {
 		return 1

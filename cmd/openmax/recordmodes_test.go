@@ -88,6 +88,25 @@ func (r *modesRig) record(cas, base string, texts ...string) {
 	}
 }
 
+// turns are the prompts and replies of the sessions these tests record.
+var turns = []struct{ prompt, reply string }{{"first", "One."}, {"second", "Two."}, {"third", "Three."}}
+
+// recorded records the first n turns into cas against a fake provider,
+// stops it (so nothing more can reach it) and returns its base URL.
+func (r *modesRig) recorded(cas string, n int) string {
+	r.t.Helper()
+	var prompts, replies []string
+	for _, tn := range turns[:n] {
+		prompts, replies = append(prompts, tn.prompt), append(replies, tn.reply)
+	}
+	fp := r.fake(replies...)
+	r.record(cas, fp.URL, prompts...)
+	if code := fp.stop(r.t); code != 0 {
+		r.t.Fatalf("the fake provider exited %d", code)
+	}
+	return fp.URL
+}
+
 // run runs the binary to its end and returns stdout, stderr, exit code.
 func (r *modesRig) run(args ...string) (string, string, int) {
 	r.t.Helper()
@@ -155,10 +174,8 @@ func editCommand(t *testing.T, path, from, to string) {
 // request with the miss diff, and the new cassette replays clean.
 func TestRecordFromChange(t *testing.T) {
 	r := newModesRig(t)
-	first := r.fake("One.", "Two.", "Three.")
 	cas := filepath.Join(t.TempDir(), "three.yaml")
-	r.record(cas, first.URL, "first", "second", "third")
-	first.stop(t)
+	r.recorded(cas, 3)
 	before, _ := items(t, cas)
 	if len(before) != 3 {
 		t.Fatalf("recorded %d interactions, want 3", len(before))
@@ -219,11 +236,9 @@ func TestRecordFromChange(t *testing.T) {
 // rule; a refusal is a usage error that leaves every file as it was.
 func TestRecordFromChangeOutput(t *testing.T) {
 	r := newModesRig(t)
-	first := r.fake("One.", "Two.")
 	dir := t.TempDir()
 	cas := filepath.Join(dir, "c.yaml")
-	r.record(cas, first.URL, "first", "second")
-	first.stop(t)
+	r.recorded(cas, 2)
 	editCommand(t, cas, "second", "second, edited")
 	orig, _ := os.ReadFile(cas)
 	existing := filepath.Join(dir, "existing.yaml")
@@ -272,10 +287,8 @@ func TestRecordFromChangeOutput(t *testing.T) {
 // byte for byte, holds the new one, and replays the session just run.
 func TestRecordModeMissingKilled(t *testing.T) {
 	r := newModesRig(t)
-	first := r.fake("One.")
 	cas := filepath.Join(t.TempDir(), "m.yaml")
-	r.record(cas, first.URL, "first")
-	first.stop(t)
+	r.recorded(cas, 1)
 	before, _ := items(t, cas)
 
 	live := r.fake("Two.")
@@ -308,18 +321,20 @@ func TestRecordModeMissingKilled(t *testing.T) {
 // cassette is a failure, exit 1.
 func TestRecordModeReplay(t *testing.T) {
 	r := newModesRig(t)
-	first := r.fake("One.")
 	cas := filepath.Join(t.TempDir(), "r.yaml")
-	r.record(cas, first.URL, "first")
-	first.stop(t)
+	gone := r.recorded(cas, 1)
 	orig, _ := os.ReadFile(cas)
 	args := func(m string) []string {
-		return []string{"record", "--mode", m, "--cassette", cas, "--provider", "openai", "--base-url", first.URL + "/v1", "--project", r.project, "--session-id", "s"}
+		return []string{"record", "--mode", m, "--cassette", cas, "--provider", "openai", "--base-url", gone + "/v1", "--project", r.project, "--session-id", "s"}
 	}
+	keyless := *r
+	keyless.env = append(append([]string(nil), r.env...), "OPENAI_API_KEY=")
 	for _, m := range []string{"replay", "once"} {
-		s := r.session([]string{"first"}, args(m)...)
-		if code := s.finish(); code != 0 || !strings.Contains(strings.Join(s.seen, "\n"), "One.") {
-			t.Errorf("mode %s: exit %d\n%s\n%s", m, code, strings.Join(s.seen, "\n"), s.stderr.String())
+		for _, rig := range []*modesRig{r, &keyless} {
+			s := rig.session([]string{"first"}, args(m)...)
+			if code := s.finish(); code != 0 || !strings.Contains(strings.Join(s.seen, "\n"), "One.") {
+				t.Errorf("mode %s: exit %d\n%s\n%s", m, code, strings.Join(s.seen, "\n"), s.stderr.String())
+			}
 		}
 	}
 	s := startLive(t, r.ctx, r.bin, r.env, args("replay")...)
@@ -345,10 +360,8 @@ func TestRecordModeReplay(t *testing.T) {
 // new session no longer uses too: prune's work).
 func TestReplayModeMissing(t *testing.T) {
 	r := newModesRig(t)
-	first := r.fake("One.", "Two.", "Three.")
 	cas := filepath.Join(t.TempDir(), "m.yaml")
-	r.record(cas, first.URL, "first", "second", "third")
-	first.stop(t)
+	r.recorded(cas, 3)
 	before, _ := items(t, cas)
 	editCommand(t, cas, "second", "second, edited")
 	live := r.fake("Two, again.", "Three, again.")
@@ -375,10 +388,8 @@ func TestReplayModeMissing(t *testing.T) {
 // recording it after the interactions the cassette had.
 func TestFakeProviderModeMissing(t *testing.T) {
 	r := newModesRig(t)
-	first := r.fake("One.")
 	cas := filepath.Join(t.TempDir(), "f.yaml")
-	r.record(cas, first.URL, "first")
-	first.stop(t)
+	r.recorded(cas, 1)
 	before, _ := items(t, cas)
 	up := r.fake("Two.")
 	fp := startServer(t, r.ctx, r.bin, "fake-provider", "--cassette", cas, "--mode", "missing", "--upstream", up.URL, "--pace", "instant")
@@ -421,10 +432,8 @@ func TestModeHelpFromOneTable(t *testing.T) {
 // without --allow-unused), and a second prune finds nothing.
 func TestCassettePrune(t *testing.T) {
 	r := newModesRig(t)
-	first := r.fake("One.", "Two.", "Three.")
 	cas := filepath.Join(t.TempDir(), "p.yaml")
-	r.record(cas, first.URL, "first", "second", "third")
-	first.stop(t)
+	r.recorded(cas, 3)
 	editCommand(t, cas, "second", "second, edited")
 	live := r.fake("Two, again.", "Three, again.")
 	if _, stderr, code := r.run("replay", cas, "--mode", "missing", "--base-url", live.URL+"/v1"); code != 0 {
@@ -479,11 +488,9 @@ func TestCassettePrune(t *testing.T) {
 // file as it was); a directory is pruned cassette by cassette.
 func TestCassettePruneRefuses(t *testing.T) {
 	r := newModesRig(t)
-	first := r.fake("One.", "Two.")
 	dir := t.TempDir()
 	cas := filepath.Join(dir, "a.yaml")
-	r.record(cas, first.URL, "first", "second")
-	first.stop(t)
+	r.recorded(cas, 2)
 	editCommand(t, cas, "second", "second, edited")
 	orig, _ := os.ReadFile(cas)
 	if _, stderr, code := r.run("cassette", "prune", cas); code != 1 || !strings.Contains(stderr, "does not reproduce the recording") || !strings.Contains(stderr, "request 1 missed") {

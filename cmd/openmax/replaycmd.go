@@ -189,15 +189,7 @@ func replayLive(ctx context.Context, path string, policy tape.Policy, m mode.Mod
 	} else {
 		fmt.Fprintf(stderr, "openmax replay: mode %s: %s: every request was in the cassette; nothing written\n", m, path)
 	}
-	stdout.Write(r.Stdout)
-	problems := append(append(append([]string(nil), r.Refused...), r.Hooks...), r.Reloads...)
-	for _, p := range problems {
-		fmt.Fprintf(stderr, "openmax replay: %s did not replay as recorded: %s\n", path, p)
-	}
-	if len(problems) > 0 {
-		return 1
-	}
-	return r.Exit
+	return liveResult(r, "openmax replay", path, stdout, stderr)
 }
 
 // replayOne replays a cassette and returns its transcript: the stdout
