@@ -132,6 +132,10 @@ func runRecord(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	if rf.fromChange != "" {
 		return runFromChange(ctx, rf, rest, stdout, stderr, e)
 	}
+	if rf.proxy && len(rf.passthrough) > 0 {
+		fmt.Fprintln(stderr, "openmax record --proxy: --passthrough does not go with --proxy (everything a proxy gets is addressed to it)")
+		return 2
+	}
 	if rf.proxy && rf.mode != "" && rf.mode != mode.Refresh {
 		fmt.Fprintf(stderr, "openmax record --proxy: --mode %s does not go with --proxy (a proxy records everything: serve a cassette with openmax fake-provider --cassette FILE --mode %s --upstream URL)\n", rf.mode, rf.mode)
 		return 2
