@@ -209,9 +209,10 @@ func entropy(s string) float64 {
 
 // highEntropy reports whether the whole of v looks like a random secret:
 // 20 to 256 bytes of base64, base64url or hex characters (and ._~), with
-// upper and lower case letters (hex: letters and digits), not a UUID, not a run of consecutive characters (an
-// alphabet used as padding), and with the entropy of a random string of
-// its length and alphabet (entropyBar).
+// digits and letters of both cases (hex: digits and letters), not a
+// UUID, not a run of consecutive characters (an alphabet used as
+// padding), and with the entropy of a random string of its length and
+// alphabet (entropyBar).
 func highEntropy(v string) bool {
 	if len(v) < entropyMinLen || len(v) > entropyMaxLen {
 		return false
@@ -245,7 +246,7 @@ func highEntropy(v string) bool {
 		// Hex is mostly hashes and ids; only a long one counts.
 		return len(v) >= 32 && entropy(v) >= entropyBar(len(v), true)
 	}
-	if !upper || !lower {
+	if !upper || !lower || !digit {
 		return false
 	}
 	return entropy(v) >= entropyBar(len(v), false)

@@ -207,8 +207,8 @@ type scanner struct {
 }
 
 type seenKey struct {
-	rule, value string
-	line        int
+	rule, value, where string
+	line               int
 }
 
 // place is where values come from: an interaction (or -1), what of it,
@@ -246,7 +246,7 @@ func (s *scanner) report(p place, rule, value string) {
 	if !p.exact {
 		line = s.locate(p, value)
 	}
-	k := seenKey{rule, value, line}
+	k := seenKey{rule: rule, value: value, line: line, where: p.where}
 	if s.seen[k] {
 		return
 	}
