@@ -318,6 +318,7 @@ func (s *scanner) yamlFile() {
 			s.problem(0, fmt.Sprintf("not well-formed YAML (%v): scanned as text", err))
 			s.res.Kind = "text"
 			s.res.Findings = s.res.Findings[:0]
+			s.seen = map[seenKey]bool{}
 			s.text(bytes.NewReader(s.data), 0, place{ix: -1, where: "text"})
 			return
 		}
@@ -1198,7 +1199,9 @@ func (s *scanner) textBlock(p place, buf []byte, limit, line int) {
 		}
 		l := str[off : off+end]
 		if k, v, ok := strings.Cut(l, ": "); ok && len(l) < 8<<10 && headerName(k) && (recorder.SecretHeader(k) || strings.EqualFold(k, "set-cookie")) {
-			s.header(place{ix: p.ix, where: p.where + " header " + safeKey(k), from: lineOf(off), exact: true}, k, strings.TrimRight(v, "\r"))
+			// The same where as the named matches above, so one found by both
+			// is reported once.
+			s.header(place{ix: p.ix, where: p.where, from: lineOf(off), exact: true}, k, strings.TrimRight(v, "\r"))
 		}
 		off += end + 1
 	}
