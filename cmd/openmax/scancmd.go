@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
+	"sync"
 	"time"
 
 	"github.com/openmax/openmax/recorder/scan"
@@ -62,8 +64,9 @@ func runScan(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "openmax cassette scan: %v\n", err)
 	}
 	rep := scanReport{Findings: []scan.Finding{}, Problems: []scan.Problem{}}
-	for _, f := range files {
-		res, err := scan.File(f, opt)
+	results := scanAll(files, opt)
+	for _, r := range results {
+		res, err := r.res, r.err
 		if err != nil {
 			fmt.Fprintf(stderr, "openmax cassette scan: %v\n", err)
 			failed = true
@@ -97,4 +100,32 @@ func runScan(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+type scanResult struct {
+	res scan.Result
+	err error
+}
+
+// scanAll scans files on GOMAXPROCS goroutines and returns the results
+// in the files' order, so the output is the same every run.
+func scanAll(files []string, opt scan.Options) []scanResult {
+	out := make([]scanResult, len(files))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(files)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				out[i].res, out[i].err = scan.File(files[i], opt)
+			}
+		}()
+	}
+	for i := range files {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return out
 }

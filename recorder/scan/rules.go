@@ -38,12 +38,13 @@ func Rules() []string {
 		RuleSecretHeader, RuleSecretQuery, RuleSecretField, RuleURLUser, RuleEntropy}
 }
 
-// textRule is a named pattern looked for in any text. hint is a substring
-// every match contains (compared case-sensitively), so most text is
-// passed over without running the expression.
+// textRule is a named pattern looked for in any text. hints are
+// substrings one of which every match contains (compared
+// case-sensitively), so most text is passed over without running the
+// expression.
 type textRule struct {
 	name  string
-	hint  string
+	hints []string
 	re    *regexp.Regexp
 	group int                   // the submatch that is the secret (0: the whole match)
 	check func(s string) bool   // a further test of the secret, or nil
@@ -55,15 +56,15 @@ type textRule struct {
 const keyChars = `[A-Za-z0-9_\-]`
 
 var textRules = []textRule{
-	{name: RuleAnthropic, hint: "sk-ant-", re: regexp.MustCompile(`(?:^|[^A-Za-z0-9_\-])(sk-ant-` + keyChars + `{20,})`), group: 1},
-	{name: RuleOpenAI, hint: "sk-", re: regexp.MustCompile(`(?:^|[^A-Za-z0-9_\-])(sk-(?:proj-|svcacct-|admin-|None-)?` + keyChars + `{20,})`), group: 1,
+	{name: RuleAnthropic, hints: []string{"sk-ant-"}, re: regexp.MustCompile(`(?:^|[^A-Za-z0-9_\-])(sk-ant-` + keyChars + `{20,})`), group: 1},
+	{name: RuleOpenAI, hints: []string{"sk-"}, re: regexp.MustCompile(`(?:^|[^A-Za-z0-9_\-])(sk-(?:proj-|svcacct-|admin-|None-)?` + keyChars + `{20,})`), group: 1,
 		check: func(s string) bool { return !strings.HasPrefix(s, "sk-ant-") && mixed(s[3:]) }},
-	{name: RuleGoogle, hint: "AIza", re: regexp.MustCompile(`(?:^|[^A-Za-z0-9_\-])(AIza` + keyChars + `{35})(?:$|[^A-Za-z0-9_\-])`), group: 1},
-	{name: RuleAWSKeyID, hint: "IA", re: regexp.MustCompile(`(?:^|[^A-Za-z0-9])((?:AKIA|ASIA)[A-Z0-9]{16})(?:$|[^A-Za-z0-9])`), group: 1},
-	{name: RuleGitHub, hint: "_", re: regexp.MustCompile(`(?:^|[^A-Za-z0-9_])(gh[pousr]_[A-Za-z0-9]{36,})`), group: 1},
-	{name: RuleJWT, hint: "eyJ", re: regexp.MustCompile(`(?:^|[^A-Za-z0-9_\-])(eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{2,}\.[A-Za-z0-9_\-]*)`), group: 1, check: jwtHeader},
-	{name: RulePrivateKey, hint: "-----BEGIN", re: regexp.MustCompile(`-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----(?:\s|\\[rn])*[A-Za-z0-9+/=]{0,64}`)},
-	{name: RuleBearer, hint: "earer ", re: regexp.MustCompile(`(?:^|[^A-Za-z0-9])[Bb]earer +([A-Za-z0-9_\-.~+/]{16,}=*)`), group: 1, check: func(s string) bool { return !placeholder(s) && mixed(s) }},
+	{name: RuleGoogle, hints: []string{"AIza"}, re: regexp.MustCompile(`(?:^|[^A-Za-z0-9_\-])(AIza` + keyChars + `{35})(?:$|[^A-Za-z0-9_\-])`), group: 1},
+	{name: RuleAWSKeyID, hints: []string{"AKIA", "ASIA"}, re: regexp.MustCompile(`(?:^|[^A-Za-z0-9])((?:AKIA|ASIA)[A-Z0-9]{16})(?:$|[^A-Za-z0-9])`), group: 1},
+	{name: RuleGitHub, hints: []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_"}, re: regexp.MustCompile(`(?:^|[^A-Za-z0-9_])(gh[pousr]_[A-Za-z0-9]{36,})`), group: 1},
+	{name: RuleJWT, hints: []string{"eyJ"}, re: regexp.MustCompile(`(?:^|[^A-Za-z0-9_\-])(eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{2,}\.[A-Za-z0-9_\-]*)`), group: 1, check: jwtHeader},
+	{name: RulePrivateKey, hints: []string{"-----BEGIN"}, re: regexp.MustCompile(`-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----(?:\s|\\[rn])*[A-Za-z0-9+/=]{0,64}`)},
+	{name: RuleBearer, hints: []string{"earer "}, re: regexp.MustCompile(`(?:^|[^A-Za-z0-9])[Bb]earer +([A-Za-z0-9_\-.~+/]{16,}=*)`), group: 1, check: func(s string) bool { return !placeholder(s) && mixed(s) }},
 }
 
 // mixed reports whether s has both a letter and a digit: a key does, a
@@ -98,6 +99,15 @@ func jwtHeader(tok string) bool {
 	return ok
 }
 
+func containsAny(s string, subs []string) bool {
+	for _, sub := range subs {
+		if strings.Contains(s, sub) {
+			return true
+		}
+	}
+	return false
+}
+
 // match is one secret found in a text: its rule, the secret, and its byte
 // offset in the text.
 type match struct {
@@ -112,7 +122,7 @@ func textMatches(s string) []match {
 	var out []match
 	for i := range textRules {
 		r := &textRules[i]
-		if !strings.Contains(s, r.hint) {
+		if !containsAny(s, r.hints) {
 			continue
 		}
 		for _, loc := range r.re.FindAllStringSubmatchIndex(s, -1) {

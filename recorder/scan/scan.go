@@ -162,7 +162,7 @@ func File(path string, opt Options) (Result, error) {
 	s := newScanner(path, opt)
 	if fi.Size() > opt.maxYAML() || !isYAMLName(path) {
 		s.res.Kind = "text"
-		n, err := s.text(f, 0, place{ix: -1, where: "text"})
+		n, err := s.text(f, fi.Size(), 0, place{ix: -1, where: "text"})
 		s.res.Bytes = n
 		if err != nil {
 			return Result{}, fmt.Errorf("%s: %w", path, err)
@@ -319,7 +319,7 @@ func (s *scanner) yamlFile() {
 			s.res.Kind = "text"
 			s.res.Findings = s.res.Findings[:0]
 			s.seen = map[seenKey]bool{}
-			s.text(bytes.NewReader(s.data), 0, place{ix: -1, where: "text"})
+			s.text(bytes.NewReader(s.data), int64(len(s.data)), 0, place{ix: -1, where: "text"})
 			return
 		}
 		if len(doc.Content) == 0 {
@@ -334,7 +334,7 @@ func (s *scanner) yamlFile() {
 		}
 	}
 	if len(tail) > 0 {
-		s.text(bytes.NewReader(tail), tailLine, place{ix: -1, where: "after the document end"})
+		s.text(bytes.NewReader(tail), int64(len(tail)), tailLine, place{ix: -1, where: "after the document end"})
 	}
 }
 
@@ -1148,10 +1148,11 @@ const (
 
 // text scans r as text, streaming, with the named rules and, on lines
 // that read as an HTTP header (an httprr dump), the header rules. Its
-// lines are numbered from base+1. It returns the bytes read.
-func (s *scanner) text(r io.Reader, base int, p place) (int64, error) {
+// lines are numbered from base+1. size is how long r is expected to be
+// (the buffer is no bigger than it needs). It returns the bytes read.
+func (s *scanner) text(r io.Reader, size int64, base int, p place) (int64, error) {
 	br := bufio.NewReaderSize(r, 64<<10)
-	buf := make([]byte, 0, textChunk+textOverlap)
+	buf := make([]byte, 0, min(size+1, textChunk)+textOverlap)
 	line := base + 1 // the line buf[0] is on
 	var total int64
 	for {

@@ -198,6 +198,11 @@ func TestLibraryScansClean(t *testing.T) {
 // moduleRoot is the directory of go.mod above the test's directory.
 func moduleRoot(t *testing.T) string {
 	t.Helper()
+	return moduleRootB(t)
+}
+
+func moduleRootB(t testing.TB) string {
+	t.Helper()
 	dir, err := filepath.Abs(".")
 	if err != nil {
 		t.Fatal(err)
