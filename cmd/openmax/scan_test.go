@@ -226,3 +226,60 @@ func TestScanHugeCassette(t *testing.T) {
 	}
 	t.Logf("peak RSS %d MiB", r.maxRSS>>20)
 }
+
+// TestScanAsPreCommitHook: the pre-commit hook docs/record-replay.md
+// gives, installed in a fresh git repository with this binary on PATH,
+// lets a clean recording be committed (a name with a space included) and
+// refuses one holding a key, naming its line.
+func TestScanAsPreCommitHook(t *testing.T) {
+	git, err := exec.LookPath("git")
+	if err != nil {
+		t.Skip("no git")
+	}
+	doc, err := os.ReadFile("../../docs/record-replay.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, after, _ := strings.Cut(string(doc), "**As a pre-commit hook.**")
+	_, block, _ := strings.Cut(after, "```sh\n")
+	hook, _, _ := strings.Cut(block, "```")
+	if !strings.Contains(hook, "openmax cassette scan") {
+		t.Fatalf("no hook in the docs: %q", hook)
+	}
+	bin := buildBinary(t)
+	repo := t.TempDir()
+	env := append(os.Environ(), "PATH="+filepath.Dir(bin)+string(os.PathListSeparator)+os.Getenv("PATH"),
+		"GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1", "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.test",
+		"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.test", "XDG_CONFIG_HOME="+t.TempDir())
+	gitRun := func(args ...string) (string, error) {
+		cmd := exec.Command(git, args...)
+		cmd.Dir, cmd.Env = repo, env
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	if out, err := gitRun("init", "-q", "."); err != nil {
+		t.Fatalf("git init: %v\n%s", err, out)
+	}
+	if err := os.WriteFile(filepath.Join(repo, ".git", "hooks", "pre-commit"), []byte(hook), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	clean, err := os.ReadFile(filepath.Join(libraryDir, "openai_plain.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(repo, "clean one.yaml"), clean, 0o644)
+	gitRun("add", ".")
+	if out, err := gitRun("commit", "-q", "-m", "clean"); err != nil {
+		t.Fatalf("the clean recording was refused: %v\n%s", err, out)
+	}
+	key := fakeKey(3)
+	os.WriteFile(filepath.Join(repo, "leak.yaml"), []byte(leakyCassette(key)), 0o644)
+	gitRun("add", "leak.yaml")
+	out, err := gitRun("commit", "-q", "-m", "leak")
+	if err == nil || !strings.Contains(out, "leak.yaml:9: openai-key") || strings.Contains(out, key[:12]) {
+		t.Errorf("the leak: err %v, output:\n%s", err, out)
+	}
+	if log, _ := gitRun("log", "--format=%s"); strings.TrimSpace(log) != "clean" {
+		t.Errorf("commits: %q; want only the clean one", log)
+	}
+}
