@@ -91,6 +91,14 @@ func TestHostileFiles(t *testing.T) {
 		}
 	})
 
+	t.Run("text after the document end line is scanned", func(t *testing.T) {
+		data := "version: 1\ninteractions: []\n...\n  - request:\n      body: '" + secret + "\n"
+		res := Bytes("torn.yaml", []byte(data), Options{})
+		if got := lineFPs(res); len(got) != 1 || got[0] != "5 "+Fingerprint(RuleOpenAI, secret) || res.Findings[0].Where != "after the document end" {
+			t.Errorf("findings %v", res.Findings)
+		}
+	})
+
 	t.Run("aliases are not expanded", func(t *testing.T) {
 		var b strings.Builder
 		b.WriteString("a: &a [\"" + secret + "\"]\n")

@@ -341,16 +341,14 @@ func (s *scanner) yamlFile() {
 // docEnd is the offset of a line "..." that ends the first YAML document
 // (the recorder's working layout), or -1.
 func docEnd(data []byte) int {
-	off := 0
-	for off < len(data) {
-		i := bytes.Index(data[off:], []byte("\n...\n"))
-		if i < 0 {
-			if bytes.HasSuffix(data, []byte("\n...")) {
-				return len(data) - 3
-			}
-			return -1
-		}
-		return off + i + 1
+	if bytes.HasPrefix(data, []byte("...\n")) {
+		return 0
+	}
+	if i := bytes.Index(data, []byte("\n...\n")); i >= 0 {
+		return i + 1
+	}
+	if bytes.HasSuffix(data, []byte("\n...")) {
+		return len(data) - 3
 	}
 	return -1
 }
