@@ -283,3 +283,31 @@ func TestScanAsPreCommitHook(t *testing.T) {
 		t.Errorf("commits: %q; want only the clean one", log)
 	}
 }
+
+// TestScanOutputInOrder: files are scanned concurrently, yet the findings
+// come out in the order of the files and of their lines, every run the
+// same bytes.
+func TestScanOutputInOrder(t *testing.T) {
+	dir := t.TempDir()
+	var want strings.Builder
+	for i := range 24 {
+		p := filepath.Join(dir, fmt.Sprintf("t%02d.yaml", i))
+		body := leakyCassette(fakeKey(uint64(100 + i)))
+		if i%3 == 0 {
+			body = strings.ReplaceAll(body, fakeKey(uint64(100+i)), "[scrubbed]")
+		} else {
+			fp := scan.Fingerprint(scan.RuleOpenAI, fakeKey(uint64(100+i)))
+			fmt.Fprintf(&want, "%[1]s:9: openai-key: interaction 0, request header X-Debug: sk-p… (%[2]s)\n"+
+				"%[1]s:16: openai-key: interaction 0, response body event 1 (data) $.choices[0].delta.content: sk-p… (%[2]s)\n", p, fp)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 3 {
+		var stdout, stderr bytes.Buffer
+		if code := runScan([]string{"--allow", os.DevNull, dir}, &stdout, &stderr); code != 1 || stdout.String() != want.String() {
+			t.Fatalf("exit %d\nstdout %s\nwant   %s\nstderr %s", code, stdout.String(), want.String(), stderr.String())
+		}
+	}
+}
