@@ -143,6 +143,17 @@ func (c *cassetteBuilder) request(headers [][2]string, body, rawURL string) map[
 
 func (c *cassetteBuilder) end() { c.ix++ }
 
+// responseEnd writes a response's one header, its status, and ends the
+// interaction.
+func (c *cassetteBuilder) responseEnd(name, value string) {
+	c.w("      headers:")
+	c.w("        %s:", name)
+	c.w("          - %s", value)
+	c.w("      status: 200 OK")
+	c.w("      code: 200")
+	c.end()
+}
+
 // gzipBytes is data gzip-compressed.
 func gzipBytes(data []byte) []byte {
 	var buf bytes.Buffer
@@ -206,7 +217,7 @@ func buildCorpus(seed uint64) ([]byte, []expected) {
 		lines := c.request([][2]string{{"X-Debug", flat(p.value)}}, body, "https://api.example.test/v1/chat/completions?q="+url.QueryEscape(p.value))
 		c.want(p.format, flat(p.value), lines["X-Debug"], "request header X-Debug")
 		c.want(p.format, p.value, lines["url"], "request url query q")
-		c.want(p.format, jsonVal(p.value), lines["body"], "request body $.messages[0].content")
+		c.want(p.format, p.value, lines["body"], "request body $.messages[0].content")
 		// An SSE response carrying it in an event's JSON.
 		c.w("    response:")
 		c.w("      body: |")
@@ -215,14 +226,9 @@ func buildCorpus(seed uint64) ([]byte, []expected) {
 		c.w("")
 		c.w("        event: content_block_delta")
 		l := c.w(`        data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":%s}}`, jsonStr(p.value))
-		c.want(p.format, jsonVal(p.value), l, "response body event 1 (content_block_delta) $.delta.text")
+		c.want(p.format, p.value, l, "response body event 1 (content_block_delta) $.delta.text")
 		c.w("")
-		c.w("      headers:")
-		c.w("        Content-Type:")
-		c.w("          - text/event-stream")
-		c.w("      status: 200 OK")
-		c.w("      code: 200")
-		c.end()
+		c.responseEnd("Content-Type", "text/event-stream")
 
 		// A gzip response body as vcrpy records one.
 		c.request(nil, `{"model":"gpt-4o-mini","stream":false}`, "https://api.example.test/v1/chat/completions")
@@ -230,13 +236,8 @@ func buildCorpus(seed uint64) ([]byte, []expected) {
 		c.w("      body:")
 		gz := gzipBytes([]byte(`{"id":"chatcmpl-AbC123xYz789QwErTy456","choices":[{"message":{"role":"assistant","content":` + jsonStr(p.value) + `}}]}`))
 		l = c.binaryBlock("        ", "string", gz)
-		c.want(p.format, jsonVal(p.value), l, "response body (gzip) $.choices[0].message.content")
-		c.w("      headers:")
-		c.w("        Content-Encoding:")
-		c.w("          - gzip")
-		c.w("      status: 200 OK")
-		c.w("      code: 200")
-		c.end()
+		c.want(p.format, p.value, l, "response body (gzip) $.choices[0].message.content")
+		c.responseEnd("Content-Encoding", "gzip")
 
 		// An eventstream response: a plain payload, then Bedrock's
 		// base64 bytes.
@@ -246,14 +247,9 @@ func buildCorpus(seed uint64) ([]byte, []expected) {
 		frames := append(eventFrame("contentBlockDelta", []byte(`{"contentBlockIndex":0,"delta":{"text":`+jsonStr(p.value)+`},"p":"abcdefghijklmnopqrstuvwxyzABCDEF"}`)),
 			eventFrame("chunk", []byte(`{"bytes":"`+base64.StdEncoding.EncodeToString([]byte(inner))+`","p":"abcdefghijklmnop"}`))...)
 		l = c.binaryBlock("      ", "body", frames)
-		c.want(p.format, jsonVal(p.value), l, "response body frame 0 (contentBlockDelta) $.delta.text")
-		c.want(p.format, jsonVal(p.value), l, "response body frame 1 (chunk) $.bytes (base64).delta.text")
-		c.w("      headers:")
-		c.w("        Content-Type:")
-		c.w("          - application/vnd.amazon.eventstream")
-		c.w("      status: 200 OK")
-		c.w("      code: 200")
-		c.end()
+		c.want(p.format, p.value, l, "response body frame 0 (contentBlockDelta) $.delta.text")
+		c.want(p.format, p.value, l, "response body frame 1 (chunk) $.bytes (base64).delta.text")
+		c.responseEnd("Content-Type", "application/vnd.amazon.eventstream")
 	}
 
 	// Secrets known by where they are.
@@ -321,23 +317,13 @@ func buildCorpus(seed uint64) ([]byte, []expected) {
 	c.w("")
 	c.w("        data: [DONE]")
 	c.w("")
-	c.w("      headers:")
-	c.w("        Content-Type:")
-	c.w("          - text/event-stream")
-	c.w("      status: 200 OK")
-	c.w("      code: 200")
-	c.end()
+	c.responseEnd("Content-Type", "text/event-stream")
 
 	c.request(nil, `{"model":"m"}`, "https://api.example.test/v1/x")
 	c.w("    response:")
 	l = c.binaryBlock("      ", "body", gzipBytes([]byte(`{"signature":"`+g.key(200)+`","encrypted_content":"`+g.key(180)+`","value":`+jsonStr(gzv)+`}`)))
 	c.want(RuleEntropy, gzv, l, "response body (gzip) $.value")
-	c.w("      headers:")
-	c.w("        Content-Encoding:")
-	c.w("          - gzip")
-	c.w("      status: 200 OK")
-	c.w("      code: 200")
-	c.end()
+	c.responseEnd("Content-Encoding", "gzip")
 
 	// The session: a command line the client sent.
 	tok := g.namedFormats()[0].value
@@ -352,8 +338,3 @@ func buildCorpus(seed uint64) ([]byte, []expected) {
 
 // flat is a secret as a header value holds it (no line breaks).
 func flat(s string) string { return strings.ReplaceAll(s, "\n", "") }
-
-// jsonVal is the secret a JSON string holding s gives: s itself, but a
-// private key's match stops at its line break in the header or query
-// forms, which the body keeps.
-func jsonVal(s string) string { return s }
