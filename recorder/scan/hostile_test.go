@@ -99,6 +99,21 @@ func TestHostileFiles(t *testing.T) {
 		}
 	})
 
+	t.Run("findings past MaxFindings are a problem, not listed", func(t *testing.T) {
+		var b strings.Builder
+		for i := range 3 * MaxFindings {
+			fmt.Fprintf(&b, "X-Api-Key: abcdefgh%06d\n", i)
+		}
+		res, err := File(write("many.httprr", []byte(b.String())), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Findings) != MaxFindings || res.Findings[MaxFindings-1].Line != MaxFindings ||
+			len(res.Problems) != 1 || !strings.Contains(res.Problems[0].Message, "not listed") {
+			t.Errorf("%d findings, problems %v", len(res.Findings), res.Problems)
+		}
+	})
+
 	t.Run("aliases are not expanded", func(t *testing.T) {
 		var b strings.Builder
 		b.WriteString("a: &a [\"" + secret + "\"]\n")

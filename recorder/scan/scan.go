@@ -49,6 +49,10 @@ import (
 // largest body read: past it the body is a Problem, not scanned.
 const MaxBody = recorder.MaxDecodedBody
 
+// MaxFindings is the most findings listed for one file: past it, a file
+// is a Problem saying so (and costs no more time or output).
+const MaxFindings = 1000
+
 // MaxYAML is the largest file read as YAML: a bigger one is read as text,
 // streaming, so memory stays bounded whatever its size.
 const MaxYAML = 64 << 20
@@ -201,6 +205,7 @@ type scanner struct {
 	data  []byte // the YAML file's bytes
 	lines []int  // the offset of each line's start in data (lazily)
 	seen  map[seenKey]bool
+	over  bool // findings past MaxFindings were dropped
 	// next is where locate looks next for a value in a span, so a value
 	// that is there twice gets both lines.
 	next map[seenKey]int
@@ -228,6 +233,9 @@ func newScanner(name string, opt Options) *scanner {
 }
 
 func (s *scanner) result() Result {
+	if s.over {
+		s.problem(0, fmt.Sprintf("more than %d findings: the rest are not listed", MaxFindings))
+	}
 	sort.SliceStable(s.res.Findings, func(i, j int) bool { return s.res.Findings[i].Line < s.res.Findings[j].Line })
 	return s.res
 }
@@ -240,6 +248,10 @@ func (s *scanner) problem(line int, msg string) {
 // reported on the same line.
 func (s *scanner) report(p place, rule, value string) {
 	if s.allow.Allows(rule, value) {
+		return
+	}
+	if len(s.res.Findings) >= MaxFindings {
+		s.over = true
 		return
 	}
 	line := p.from
@@ -1184,7 +1196,13 @@ func (s *scanner) text(r io.Reader, size int64, base int, p place) (int64, error
 // limit.
 func (s *scanner) textBlock(p place, buf []byte, limit, line int) {
 	str := string(buf)
-	lineOf := func(off int) int { return line + strings.Count(str[:off], "\n") }
+	var ends []int // the offset of each line end in the block
+	for i := 0; i < len(str); i++ {
+		if str[i] == '\n' {
+			ends = append(ends, i)
+		}
+	}
+	lineOf := func(off int) int { return line + sort.SearchInts(ends, off) }
 	for _, m := range textMatches(str) {
 		if m.at < limit {
 			s.report(place{ix: p.ix, where: p.where, from: lineOf(m.at), exact: true}, m.rule, m.value)
