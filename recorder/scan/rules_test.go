@@ -55,6 +55,14 @@ func TestRulesOnValues(t *testing.T) {
 			t.Errorf("highEntropy(%q) = %v (entropy %.2f, bar %.2f)", tt.v, got, entropy(tt.v), entropyBar(len(tt.v), false))
 		}
 	}
+	for name, want := range map[string]bool{
+		"x-request-id": true, "x-amz-id-2": true, "toolUseId": true, "item_ids": true, "openai-project": true,
+		"system_fingerprint": true, "x-custom-thing": false, "state": false, "note": false,
+	} {
+		if got := idName(name); got != want {
+			t.Errorf("idName(%q) = %v", name, got)
+		}
+	}
 	for _, tt := range []struct {
 		v    string
 		want bool

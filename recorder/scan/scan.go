@@ -792,10 +792,12 @@ func (s *scanner) param(p place, name, v string) {
 // identifier, a hash or a trace: random-looking but no secret.
 func idName(l string) bool {
 	l = strings.ToLower(l)
-	if l == "id" || strings.HasSuffix(l, "id") || strings.HasSuffix(l, "ids") || strings.HasSuffix(l, "_id") || strings.HasSuffix(l, "-id") {
-		return true
+	for _, seg := range strings.FieldsFunc(l, func(r rune) bool { return r == '-' || r == '_' || r == '.' }) {
+		if strings.HasSuffix(seg, "id") || strings.HasSuffix(seg, "ids") {
+			return true // id, x-request-id, x-amz-id-2, toolUseId, item_ids
+		}
 	}
-	for _, w := range []string{"trace", "span", "etag", "cf-ray", "hash", "digest", "sha", "checksum", "fingerprint", "nonce", "cursor", "version", "request", "project", "organization"} {
+	for _, w := range []string{"trace", "span", "etag", "cf-ray", "hash", "digest", "sha", "checksum", "fingerprint", "nonce", "cursor", "version", "request", "project", "organization", "identifier"} {
 		if strings.Contains(l, w) {
 			return true
 		}
