@@ -185,6 +185,7 @@ func TestScanCommand(t *testing.T) {
 		{"an unknown flag", []string{"--nope", leaky}, 2, "usage"},
 		{"a missing file", []string{filepath.Join(dir, "missing.yaml")}, 1, "no such file"},
 		{"a FIFO", []string{fifo}, 1, "not a regular file"},
+		{"an unreadable file", []string{"/proc/self/mem"}, 1, "/proc/self/mem"}, // a regular file even root cannot read from its start
 		{"a missing allowlist", []string{"--allow", filepath.Join(dir, "missing.allow"), leaky}, 1, "allowlist"},
 		{"a malformed allowlist", []string{"--allow", badAllow, leaky}, 1, "bad.allow:1: not an entry"},
 	} {

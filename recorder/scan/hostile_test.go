@@ -140,13 +140,18 @@ func TestHostileFiles(t *testing.T) {
 	})
 
 	t.Run("an unreadable file is an error", func(t *testing.T) {
-		if os.Geteuid() == 0 {
-			t.Skip("root reads every file")
-		}
 		p := write("secret.yaml", []byte("a: b\n"))
 		os.Chmod(p, 0)
-		if _, err := File(p, Options{}); !errors.Is(err, os.ErrPermission) {
-			t.Errorf("err %v", err)
+		if os.Geteuid() == 0 {
+			// Root reads every file; /proc/self/mem is a regular file whose
+			// first page no one can read.
+			p = "/proc/self/mem"
+			if _, err := os.Stat(p); err != nil {
+				t.Skip("root reads every file, and there is no /proc/self/mem")
+			}
+		}
+		if _, err := File(p, Options{}); err == nil {
+			t.Errorf("%s: no error", p)
 		}
 	})
 }
