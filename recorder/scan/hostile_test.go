@@ -167,8 +167,9 @@ func lineFPs(res Result) []string {
 
 // TestWalk: a directory is walked for recordings in lexical order; .git
 // and other files are skipped; a symbolic link loop ends; a link to a
-// file is followed; a FIFO is listed (and refused by File); a missing
-// path is an error beside the rest.
+// file is followed, and so is a path given that links to a directory; a
+// FIFO is listed (and refused by File); a missing path is an error
+// beside the rest.
 func TestWalk(t *testing.T) {
 	dir := t.TempDir()
 	for _, p := range []string{"b.yaml", "a/x.yml", "a/y.txt", ".git/c.yaml", "z.httprr", "g/t.golden", "g/s.txtar"} {
@@ -178,13 +179,18 @@ func TestWalk(t *testing.T) {
 	os.Symlink(dir, filepath.Join(dir, "a", "loop"))
 	os.Symlink(filepath.Join(dir, "b.yaml"), filepath.Join(dir, "a", "link.yaml"))
 	syscall.Mkfifo(filepath.Join(dir, "fifo.yaml"), 0o644)
-	files, errs := Files([]string{dir, filepath.Join(dir, "missing.yaml"), filepath.Join(dir, "a", "y.txt")})
+	linked := filepath.Join(t.TempDir(), "linked")
+	os.Symlink(filepath.Join(dir, "g"), linked)
+	files, errs := Files([]string{dir, filepath.Join(dir, "missing.yaml"), filepath.Join(dir, "a", "y.txt"), linked})
 	var rel []string
 	for _, f := range files {
 		r, _ := filepath.Rel(dir, f)
+		if strings.HasPrefix(f, linked) {
+			r = "linked:" + filepath.Base(f)
+		}
 		rel = append(rel, r)
 	}
-	want := "a/link.yaml a/x.yml b.yaml fifo.yaml g/s.txtar g/t.golden z.httprr a/y.txt"
+	want := "a/link.yaml a/x.yml b.yaml fifo.yaml g/s.txtar g/t.golden z.httprr a/y.txt linked:s.txtar linked:t.golden"
 	if got := strings.Join(rel, " "); got != want {
 		t.Errorf("files %s\nwant      %s", got, want)
 	}

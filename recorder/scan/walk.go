@@ -16,7 +16,8 @@ var WalkExts = []string{".yaml", ".yml", ".httprr", ".txtar", ".golden"}
 // Files lists the files to scan for the paths given: a file is scanned
 // whatever its name; a directory is walked, in lexical order, for the
 // names of WalkExts. The walk never enters .git, and follows no symbolic
-// link to a directory (so no loop), while a link to a file is listed. A
+// link to a directory below the path given (so no loop), while a link to
+// a file is listed. A
 // path that is not there, or not a regular file or directory, is
 // returned as an error beside the others, so one bad path does not hide
 // the rest.
@@ -30,6 +31,11 @@ func Files(paths []string) (files []string, errs []error) {
 		if !fi.IsDir() {
 			files = append(files, root)
 			continue
+		}
+		// A root that is a link to a directory is walked too: with a
+		// trailing separator WalkDir follows it.
+		if !strings.HasSuffix(root, string(filepath.Separator)) {
+			root += string(filepath.Separator)
 		}
 		err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 			if err != nil {
