@@ -91,6 +91,11 @@ type Options struct {
 	// "[scrubbed]". A replayer must scrub live requests with the same
 	// patterns (ScrubRequest) to match them.
 	Scrub []*regexp.Regexp
+	// Keep are interactions the cassette starts with, before any
+	// recorded: written first, as their Text is (record mode missing
+	// keeps an older cassette's interactions byte for byte and appends
+	// what it records after them; see cassette.Items).
+	Keep []cassette.Item
 }
 
 // ErrExists reports that a cassette is already at the path and Overwrite
@@ -185,6 +190,12 @@ func New(opts Options) (*Recorder, error) {
 		clk:      opts.Clock,
 		patterns: append([]*regexp.Regexp(nil), opts.Scrub...),
 		last:     -1,
+	}
+	for _, k := range opts.Keep {
+		if k.Interaction == nil || len(k.Text) == 0 {
+			return nil, errors.New("recorder: a kept interaction without its text")
+		}
+		r.entries = append(r.entries, &entry{done: true, it: k.Interaction, enc: k.Text, start: k.Interaction.Start()})
 	}
 	if r.rt == nil {
 		r.rt = http.DefaultTransport
@@ -432,6 +443,9 @@ func (r *Recorder) save(durable bool) error {
 		return nil
 	}
 	for _, e := range fresh {
+		if e.enc != nil {
+			continue // kept as it was (Options.Keep)
+		}
 		enc, err := cassette.EncodeInteraction(e.it)
 		if err != nil {
 			return r.fail(err)

@@ -20,6 +20,8 @@ func cassetteUsage(w io.Writer) {
   openmax cassette import [--from auto|`+strings.Join(importer.Formats(), "|")+`] [--overwrite] IN OUT
                                                               convert another tool's recording
   openmax cassette sweep FILE|DIR [flags]                     every single fault at every place, judged
+  openmax cassette prune FILE|DIR [--check]                   remove the interactions no replay uses
+  openmax cassette scan [--allow FILE] [--json] FILE|DIR...   secrets a scrubber missed; exit 1 on any
   openmax cassette verify --live FILE [--base-url URL]        the live API's drift from the recorded wire shape
 
 Each takes -h/--help. OUT is never the input, and an existing OUT is
@@ -37,7 +39,7 @@ var cassetteCommands = map[string]command{
 		purpose: "Convert another tool's recording (vcrpy, go-vcr v1/v4, httprr) into an openmax cassette with a made-up session."},
 }
 
-// runCassette is `openmax cassette show|inject|import|sweep`.
+// runCassette is `openmax cassette show|inject|import|sweep|scan`.
 func runCassette(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		cassetteUsage(stderr)
@@ -49,13 +51,17 @@ func runCassette(args []string, stdout, stderr io.Writer) int {
 		return 0
 	case "sweep":
 		return runSweepCmd(args[1:], stdout, stderr)
+	case "prune":
+		return runPruneCmd(args[1:], stdout, stderr)
+	case "scan":
+		return runScan(args[1:], stdout, stderr)
 	case "verify":
 		return runVerifyCmd(args[1:], stdout, stderr)
 	}
 	c, known := cassetteCommands[args[0]]
 	if !known {
 		msg := fmt.Sprintf("openmax cassette: unknown command %q", args[0])
-		if s := suggest(args[0], []string{"show", "inject", "import", "sweep", "verify"}); s != "" {
+		if s := suggest(args[0], []string{"show", "inject", "import", "sweep", "prune", "scan", "verify"}); s != "" {
 			msg += fmt.Sprintf("; did you mean %q?", s)
 		}
 		fmt.Fprintln(stderr, msg)

@@ -145,7 +145,7 @@ usage:
   openmax record --cassette FILE [--proxy --upstream URL] [flags]  record a live session (or any client)
   openmax fake-provider --scenario FILE | --cassette FILE          serve a scripted or recorded API on loopback
   openmax fake-app-server --transcript FILE [--log FILE]           play codex app-server from a recorded transcript
-  openmax cassette show|inject|import|sweep ...                    inspect, fault-inject, import, sweep faults
+  openmax cassette show|inject|import|sweep|scan ...               inspect, fault-inject, import, sweep faults, scan for secrets
   openmax view [FILE]                                              show a transcript for people
   openmax trust [DIR]                                              trust a project (turns run only in trusted ones)
   openmax --approve SOURCE_PATH [--project DIR]                    approve an external tool's file as it is now

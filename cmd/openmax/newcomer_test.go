@@ -126,6 +126,7 @@ func TestExitCodesOneRule(t *testing.T) {
 			{"cassette", "inject", file, filepath.Join(dir, "out.yaml"), "--op", "429@0"},
 			{"cassette", "import", file, filepath.Join(dir, "out.yaml")},
 			{"cassette", "sweep", file},
+			{"cassette", "scan", file},
 		} {
 			stdout, stderr, code := runBinary(t, args...)
 			if code != 1 || stdout != "" || stderr == "" {
@@ -156,6 +157,8 @@ func TestExitCodesOneRule(t *testing.T) {
 		{"replay", missing, "--pace", "fast"},
 		{"cassette", "show", missing, "extra"},
 		{"cassette", "sweep", missing, "--repeat", "0"},
+		{"cassette", "scan", missing, "--no-such-flag"},
+		{"cassette", "scan"},
 		{"fake-app-server"},
 	} {
 		if stdout, stderr, code := runBinary(t, args...); code != 2 || stdout != "" || !strings.Contains(stderr, "usage") {

@@ -7,12 +7,15 @@ import (
 	"log"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 
 	"github.com/openmax/openmax/provider/fake"
 	"github.com/openmax/openmax/provider/script"
 	"github.com/openmax/openmax/recorder"
+	"github.com/openmax/openmax/recorder/cassette"
+	"github.com/openmax/openmax/recorder/mode"
 	"github.com/openmax/openmax/recorder/replay"
 )
 
@@ -20,7 +23,7 @@ import (
 // wire: provider/fake) until ctx ends (SIGINT/SIGTERM), printing its base
 // URL as the first stdout line.
 func runFakeProvider(ctx context.Context, args []string, stdout, stderr io.Writer, e env) int {
-	c := command{name: "openmax fake-provider", usage: "--scenario FILE | --cassette FILE [--pace P] [--ignore PATH] [--addr HOST:PORT]",
+	c := command{name: "openmax fake-provider", usage: "--scenario FILE | --cassette FILE [--mode " + mode.Names() + " [--upstream URL]] [--pace P] [--ignore PATH] [--addr HOST:PORT]",
 		purpose: "Serve a scripted fake vendor API (every wire openmax speaks), or a recorded cassette, over HTTP on loopback; prints its base URL on stdout."}
 	fs := c.flags()
 	scenario := fs.String("scenario", "", "the scenario file (YAML) scripting each response in order")
@@ -29,6 +32,8 @@ func runFakeProvider(ctx context.Context, args []string, stdout, stderr io.Write
 	missDiff := fs.Bool("miss-diff", false, "with --cassette: after each MISS line, print the diff against the nearest recorded request")
 	match := addMatchFlags(fs)
 	addr := fs.String("addr", "127.0.0.1:0", "the address to listen on")
+	modeF := addModeFlag(fs)
+	upstream := fs.String("upstream", "", "with --cassette and a mode that records (once on a missing cassette, missing, refresh): the API the requests to record are forwarded to, such as https://api.openai.com")
 	pos, code, ok := c.parse(fs, args, stdout, stderr)
 	if !ok {
 		return code
@@ -43,7 +48,34 @@ func runFakeProvider(ctx context.Context, args []string, stdout, stderr io.Write
 		return c.usageError(stderr, "%v", err)
 	}
 	if *cassettePath != "" {
-		return serveCassette(ctx, cassetteServing{path: *cassettePath, pace: *paceFlag, addr: *addr, match: match, missDiff: *missDiff}, stdout, stderr, e)
+		m, why, err := mode.Resolve(modeF.m, e.env)
+		if err != nil {
+			return c.usageError(stderr, "%v", err)
+		}
+		cs := cassetteServing{path: *cassettePath, pace: *paceFlag, addr: *addr, match: match, missDiff: *missDiff, mode: m}
+		if m.Records(exists(*cassettePath)) {
+			if *upstream == "" {
+				fmt.Fprintf(stderr, "openmax fake-provider: mode %s (%s) records %s, which needs --upstream URL (the API to forward to)\n", m, why, *cassettePath)
+				if modeF.m != "" {
+					return 2
+				}
+				return 1
+			}
+			up, err := url.Parse(*upstream)
+			if err != nil || (up.Scheme != "http" && up.Scheme != "https") || up.Host == "" {
+				return c.usageError(stderr, "--upstream must be an absolute http(s) URL, got %q", *upstream)
+			}
+			cs.upstream = up
+		} else if *upstream != "" {
+			return c.usageError(stderr, "--upstream is where a recording mode forwards requests; mode %s on %s only replays", m, *cassettePath)
+		}
+		if cs.upstream != nil && (m != mode.Missing || !exists(*cassettePath)) {
+			return recordProxy(ctx, cs, stdout, stderr, e)
+		}
+		return serveCassette(ctx, cs, stdout, stderr, e)
+	}
+	if modeF.m != "" || *upstream != "" {
+		return c.usageError(stderr, "--mode and --upstream go with --cassette")
 	}
 	sc, err := script.Load(*scenario)
 	if err != nil {
@@ -70,6 +102,38 @@ type cassetteServing struct {
 	path, pace, addr string
 	match            *matchFlags
 	missDiff         bool
+	mode             mode.Mode
+	upstream         *url.URL // set when the mode records
+}
+
+// recordProxy is fake-provider --cassette under a mode that records every
+// request (refresh, or once and missing on a cassette that does not exist
+// yet): a recording reverse proxy in front of the upstream, as record
+// --proxy, writing the cassette (replacing it under refresh).
+func recordProxy(ctx context.Context, c cassetteServing, stdout, stderr io.Writer, e env) int {
+	l, err := net.Listen("tcp", c.addr)
+	if err != nil {
+		fmt.Fprintf(stderr, "openmax fake-provider: %v\n", err)
+		return 1
+	}
+	defer l.Close()
+	rec, err := recorder.New(recorder.Options{Path: c.path, Transport: e.transport, Clock: e.clock, Overwrite: c.mode == mode.Refresh})
+	if err != nil {
+		fmt.Fprintf(stderr, "openmax fake-provider: %v\n", err)
+		return 1
+	}
+	srv := &http.Server{Handler: recorder.NewProxy(c.upstream, rec), ErrorLog: log.New(io.Discard, "", 0)}
+	go srv.Serve(l) //nolint:errcheck // returns ErrServerClosed on Close
+	fmt.Fprintf(stdout, "http://%s\n", l.Addr())
+	<-ctx.Done()
+	srv.Close()
+	n := len(rec.Cassette().Interactions)
+	if err := rec.Close(); err != nil {
+		fmt.Fprintf(stderr, "openmax fake-provider: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(stderr, "openmax fake-provider: mode %s: %s: recorded %d interaction(s) from %s\n", c.mode, c.path, n, c.upstream)
+	return 0
 }
 
 // serveCassette serves a recording over HTTP with its pacing and faults,
@@ -78,7 +142,16 @@ type cassetteServing struct {
 // what differs); when ctx ends a summary line names the interactions never
 // requested. It exits 1 when any request missed.
 func serveCassette(ctx context.Context, c cassetteServing, stdout, stderr io.Writer, e env) int {
-	f, err := loadCassette(c.path, "openmax fake-provider", stderr)
+	var (
+		f     *cassette.File
+		items []cassette.Item // mode missing: what the new cassette keeps
+		err   error
+	)
+	if c.upstream != nil {
+		f, items, err = loadItems(c.path, "openmax fake-provider", stderr)
+	} else {
+		f, err = loadCassette(c.path, "openmax fake-provider", stderr)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "openmax fake-provider: %v\n", err)
 		return 1
@@ -105,6 +178,35 @@ func serveCassette(ctx context.Context, c cassetteServing, stdout, stderr io.Wri
 		}
 	}}
 	c.match.apply(&opts)
+	var (
+		recMu sync.Mutex
+		rec   *recorder.Recorder
+		recN  int
+	)
+	if c.upstream != nil {
+		// Mode missing: what the cassette lacks goes upstream, recorded
+		// after the interactions the cassette had (kept byte for byte);
+		// the file is not touched until then.
+		opts.Fallback = func(req *http.Request, _ *replay.MissError) (*http.Response, error) {
+			recMu.Lock()
+			if rec == nil {
+				r, err := recorder.New(recorder.Options{Path: c.path, Overwrite: true, Keep: items, Clock: e.clock,
+					Transport: upstreamTransport(c.upstream, e.transport)})
+				if err != nil {
+					recMu.Unlock()
+					return nil, err
+				}
+				if f.Session != nil {
+					r.StageSession(f.Session)
+				}
+				rec = r
+			}
+			recN++
+			r := rec
+			recMu.Unlock()
+			return r.RoundTrip(req)
+		}
+	}
 	h := replay.NewHandler(f, opts).(*replay.Handler)
 	srv := &http.Server{Handler: h, ErrorLog: log.New(io.Discard, "", 0)}
 	go srv.Serve(l) //nolint:errcheck // returns ErrServerClosed on Close
@@ -114,6 +216,15 @@ func serveCassette(ctx context.Context, c cassetteServing, stdout, stderr io.Wri
 	logMu.Lock()
 	defer logMu.Unlock()
 	fmt.Fprintf(stderr, "openmax fake-provider: %s: %s\n", c.path, h.Summary())
+	recMu.Lock()
+	defer recMu.Unlock()
+	if rec != nil {
+		if err := rec.Close(); err != nil {
+			fmt.Fprintf(stderr, "openmax fake-provider: %v\n", err)
+			return 1
+		}
+		fmt.Fprintf(stderr, "openmax fake-provider: mode missing: %s: kept the %d interaction(s) it had, recorded %d new from %s\n", c.path, len(items), recN, c.upstream)
+	}
 	if len(h.Misses()) > 0 {
 		return 1
 	}

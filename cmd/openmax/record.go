@@ -14,18 +14,23 @@ import (
 
 	"github.com/openmax/openmax/core/harness"
 	"github.com/openmax/openmax/recorder"
+	"github.com/openmax/openmax/recorder/mode"
 	"github.com/openmax/openmax/replay/tape"
 )
 
 // recordFlags are the flags of `openmax record`; everything else is a
 // harness flag passed on as for --stdio.
 type recordFlags struct {
-	cassette  string
-	proxy     bool
-	upstream  string
-	addr      string
-	overwrite bool
-	scrub     []*regexp.Regexp
+	cassette    string
+	proxy       bool
+	upstream    string
+	addr        string
+	overwrite   bool
+	scrub       []*regexp.Regexp
+	mode        mode.Mode // "" when --mode was not given
+	fromChange  string    // --from-change CASSETTE
+	output      string    // -o FILE, with --from-change
+	passthrough mode.Passthrough
 }
 
 // splitRecordArgs takes record's own flags out of args.
@@ -67,6 +72,24 @@ func splitRecordArgs(args []string) (recordFlags, []string, error) {
 					rf.scrub = append(rf.scrub, re)
 				}
 			}
+		case "mode":
+			var v string
+			if v, err = takeVal(); err == nil {
+				if rf.mode, err = mode.Parse(v); err != nil {
+					err = fmt.Errorf("%w: --mode: %v", errUsage, err)
+				}
+			}
+		case "from-change":
+			rf.fromChange, err = takeVal()
+		case "o", "output":
+			rf.output, err = takeVal()
+		case "passthrough":
+			var v string
+			if v, err = takeVal(); err == nil {
+				if err = rf.passthrough.Add(v); err != nil {
+					err = fmt.Errorf("%w: --passthrough: %v", errUsage, err)
+				}
+			}
 		case "proxy":
 			rf.proxy, err = boolFlag(name, val, hasVal)
 		case "overwrite":
@@ -78,8 +101,11 @@ func splitRecordArgs(args []string) (recordFlags, []string, error) {
 			return rf, nil, err
 		}
 	}
-	if rf.cassette == "" {
-		return rf, nil, fmt.Errorf("%w: record needs --cassette FILE", errUsage)
+	if rf.cassette == "" && rf.fromChange == "" {
+		return rf, nil, fmt.Errorf("%w: record needs --cassette FILE (or --from-change CASSETTE)", errUsage)
+	}
+	if rf.output != "" && rf.fromChange == "" {
+		return rf, nil, fmt.Errorf("%w: -o FILE goes with --from-change (record writes --cassette FILE)", errUsage)
 	}
 	return rf, rest, nil
 }
@@ -103,6 +129,28 @@ func runRecord(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		fmt.Fprintf(stderr, "openmax record: %v\n", err)
 		return 2
 	}
+	if rf.fromChange != "" {
+		return runFromChange(ctx, rf, rest, stdout, stderr, e)
+	}
+	if rf.proxy && len(rf.passthrough) > 0 {
+		fmt.Fprintln(stderr, "openmax record --proxy: --passthrough does not go with --proxy (everything a proxy gets is addressed to it)")
+		return 2
+	}
+	if rf.proxy && rf.mode != "" && rf.mode != mode.Refresh {
+		fmt.Fprintf(stderr, "openmax record --proxy: --mode %s does not go with --proxy (a proxy records everything: serve a cassette with openmax fake-provider --cassette FILE --mode %s --upstream URL)\n", rf.mode, rf.mode)
+		return 2
+	}
+	switch there := exists(rf.cassette); {
+	case rf.mode == mode.Refresh:
+		rf.overwrite = true
+	case rf.mode == mode.Replay && !there:
+		fmt.Fprintf(stderr, "openmax record: no cassette at %s to replay (mode replay never records; --mode once records a missing one)\n", rf.cassette)
+		return 1
+	case (rf.mode == mode.Replay || rf.mode == mode.Once) && there:
+		return runRecordServing(ctx, rf, rest, stdin, stdout, stderr, e)
+	case rf.mode == mode.Missing && there:
+		return runRecordMissing(ctx, rf, rest, stdin, stdout, stderr, e)
+	}
 	newRecorder := func() (*recorder.Recorder, error) {
 		return recorder.New(recorder.Options{Path: rf.cassette, Transport: e.transport, Clock: e.clock, Scrub: rf.scrub, Overwrite: rf.overwrite})
 	}
@@ -114,10 +162,14 @@ func runRecord(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		fmt.Fprintf(stderr, "openmax record: %v\n", err)
 		return 2
 	}
-	code, err := tape.Record(ctx, stdin, stdout, tape.RecordOptions{
+	ro := tape.RecordOptions{
 		Config: o.cfg, Deps: e.deps(stderr),
 		Cassette: recorder.Options{Path: rf.cassette, Scrub: rf.scrub, Overwrite: rf.overwrite},
-	})
+	}
+	if len(rf.passthrough) > 0 {
+		ro.Front = func(rec http.RoundTripper) http.RoundTripper { return passing(rf.passthrough, e.transport, rec) }
+	}
+	code, err := tape.Record(ctx, stdin, stdout, ro)
 	if err != nil {
 		fmt.Fprintf(stderr, "openmax record: %v\n", err)
 		var cerr *harness.ConfigError
@@ -169,10 +221,14 @@ func runRecordProxy(ctx context.Context, rf recordFlags, rest []string, newRecor
 // recordHelp is `openmax record --help`: record's own flags; every other
 // flag is the harness's, as for --stdio.
 func recordHelp(w io.Writer) {
-	c := command{name: "openmax record", usage: "--cassette FILE [--overwrite] [--scrub REGEXP] [HARNESS FLAGS] | --cassette FILE --proxy --upstream URL [--addr HOST:PORT]",
-		purpose: "Run the live harness on stdin/stdout (exactly as --stdio) recording every provider exchange, scrubbed of keys, and the client's commands;\nor, with --proxy, record any program pointed at a reverse proxy in front of --upstream. An existing cassette is kept unless --overwrite."}
+	c := command{name: "openmax record", usage: "--cassette FILE [--mode " + mode.Names() + "] [--overwrite] [--scrub REGEXP] [--passthrough HOST] [HARNESS FLAGS] | --cassette FILE --proxy --upstream URL [--addr HOST:PORT] | --from-change CASSETTE [-o FILE] [--base-url URL]",
+		purpose: "Run the live harness on stdin/stdout (exactly as --stdio) recording every provider exchange, scrubbed of keys, and the client's commands;\nor, with --proxy, record any program pointed at a reverse proxy in front of --upstream. An existing cassette is kept unless --overwrite (or --mode).\nWith --from-change, replay a recorded session up to its first changed request and record the rest live."}
 	fs := c.flags()
-	fs.String("cassette", "", "the cassette file to write (required)")
+	fs.String("cassette", "", "the cassette file to write (required, but for --from-change)")
+	fs.String("mode", "", modeUsage()+"\nWithout --mode, record a new cassette (an existing one needs --overwrite, which is mode refresh).")
+	fs.String("from-change", "", "replay this cassette's session until the first request it no longer holds, go live from there, and write the new cassette (in place, or to -o FILE); the interactions before the change stay byte for byte")
+	fs.String("o", "", "with --from-change: write the new cassette here instead of in place (an existing file needs --overwrite)")
+	fs.String("passthrough", "", "a host whose requests go to the network as they are, neither replayed nor recorded (repeatable)")
 	fs.Bool("overwrite", false, "replace the cassette if it exists (without it, an existing file is refused and left as it is)")
 	fs.String("scrub", "", "a regular expression whose matches are written as [scrubbed] (repeatable; keys are always scrubbed)")
 	fs.Bool("proxy", false, "record a reverse proxy's traffic instead of running the harness")

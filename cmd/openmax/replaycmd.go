@@ -16,14 +16,16 @@ import (
 	"github.com/openmax/openmax/internal/golden"
 	"github.com/openmax/openmax/internal/report"
 	"github.com/openmax/openmax/provider/clock"
+	"github.com/openmax/openmax/recorder"
 	"github.com/openmax/openmax/recorder/cassette"
+	"github.com/openmax/openmax/recorder/mode"
 	"github.com/openmax/openmax/recorder/replay"
 	"github.com/openmax/openmax/replay/tape"
 )
 
 var replayCommand = command{
 	name:    "openmax replay",
-	usage:   "CASSETTE|DIR [--view] [--golden FILE|DIR [--update]] [--pace instant|recorded|xN] [--allow-unused] [--junit FILE] [--json FILE] [--overwrite] [--live-hooks DIR]",
+	usage:   "CASSETTE|DIR [--view] [--golden FILE|DIR [--update]] [--pace instant|recorded|xN] [--allow-unused] [--junit FILE] [--json FILE] [--overwrite] [--live-hooks DIR] [--mode " + mode.Names() + " [--base-url URL] [--passthrough HOST]]",
 	purpose: "Replay recorded sessions through the real turn engine and stdio wire, offline, on virtual time.",
 }
 
@@ -42,9 +44,31 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer, e e
 	jsonFlag := fs.String("json", "", "for a directory: also write the results as one JSON document to this file (- for stdout)")
 	overwrite := fs.Bool("overwrite", false, "replace an existing --junit or --json file (without it, one is refused and left as it is; a report never replaces a cassette or golden file)")
 	liveHooks := fs.String("live-hooks", "", "run the hooks of this project directory (DIR/.openmax/hooks.json) live instead of the recorded hook calls, to try a hook against a recorded session")
+	modeF := addModeFlag(fs)
+	baseURL := fs.String("base-url", "", "with --mode missing or refresh: where the requests that go live are sent (default: the recorded base URL); the key comes from the environment")
+	passthrough := addPassthroughFlag(fs)
 	pos, code, ok := c.parse(fs, args, stdout, stderr)
 	if !ok {
 		return code
+	}
+	m, _, err := mode.Resolve(modeF.m, e.env)
+	if err != nil {
+		return c.usageError(stderr, "%v", err)
+	}
+	if policy, live := tape.PolicyOf(m); live {
+		if len(pos) != 1 {
+			return c.usageError(stderr, "want one cassette, got %d arguments", len(pos))
+		}
+		if fi, err := os.Stat(pos[0]); err == nil && fi.IsDir() {
+			return c.usageError(stderr, "--mode %s records into one cassette, not a directory", m)
+		}
+		if *golden != "" || *viewFlag || *junitFlag != "" || *jsonFlag != "" || *liveHooks != "" {
+			return c.usageError(stderr, "--mode %s records: --golden, --view, --junit, --json and --live-hooks are for replays", m)
+		}
+		return replayLive(ctx, pos[0], policy, m, *baseURL, passthrough.p, ignore, stdout, stderr, e)
+	}
+	if *baseURL != "" {
+		return c.usageError(stderr, "--base-url is where --mode missing or refresh sends requests; mode %s never sends any", m)
 	}
 	if len(pos) != 1 {
 		return c.usageError(stderr, "want one cassette or directory, got %d arguments", len(pos))
@@ -129,6 +153,43 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer, e e
 		return 1
 	}
 	return code
+}
+
+// replayLive is `openmax replay CASSETTE --mode missing|refresh`: the
+// recorded session replayed with the requests the mode names sent live
+// and recorded into the cassette, in place (atomically, then appended to
+// as each interaction completes). Missing keeps every interaction the
+// cassette had, byte for byte, and appends the new; refresh records all of
+// them again.
+func replayLive(ctx context.Context, path string, policy tape.Policy, m mode.Mode, baseURL string, pass mode.Passthrough, ignore *matchFlags, stdout, stderr io.Writer, e env) int {
+	f, items, err := loadItems(path, "openmax replay", stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "openmax replay: %v\n", err)
+		return 1
+	}
+	so := replay.Options{OnRequest: func(ev replay.Event) {
+		if ev.Fallback {
+			fmt.Fprintf(stderr, "openmax replay: %s\n", ev)
+		}
+	}}
+	ignore.apply(&so)
+	r, err := tape.Replay(ctx, f, tape.ReplayOptions{Serving: so, Log: stderr, Live: &tape.Live{
+		Policy: policy, Items: items, BaseURL: baseURL, Getenv: e.env, Passthrough: pass,
+		Cassette: recorder.Options{Path: path, Overwrite: true, Transport: e.transport, Clock: e.clock},
+	}})
+	if errors.Is(err, tape.ErrNoSession) {
+		err = fmt.Errorf("%w\n%s", err, tape.NoSessionNextStep(path))
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "openmax replay: %s: %v\n", path, err)
+		return 1
+	}
+	if r.Live.Written {
+		fmt.Fprintf(stderr, "openmax replay: mode %s: %s: kept %d interaction(s) byte for byte, recorded %d live\n", m, path, len(r.Live.Kept), r.Live.Sent)
+	} else {
+		fmt.Fprintf(stderr, "openmax replay: mode %s: %s: every request was in the cassette; nothing written\n", m, path)
+	}
+	return liveResult(r, "openmax replay", path, stdout, stderr)
 }
 
 // replayOne replays a cassette and returns its transcript: the stdout

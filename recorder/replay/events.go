@@ -39,6 +39,10 @@ type Event struct {
 	Status int
 	// Miss is set when no unserved interaction matched.
 	Miss *MissError
+	// Fallback is set with Miss when the request went to
+	// Options.Fallback (the network, under record mode missing) instead
+	// of being answered as a miss.
+	Fallback bool
 	// Err is set when the request could not be read at all.
 	Err error
 }
@@ -51,6 +55,8 @@ func (e Event) String() string {
 	switch {
 	case e.Err != nil:
 		return head + "unreadable: " + e.Err.Error()
+	case e.Miss != nil && e.Fallback:
+		return head + "not in the cassette (" + e.Miss.reason() + "): sent live"
 	case e.Miss != nil:
 		return head + "MISS, " + e.Miss.reason()
 	case e.Status == 0:
@@ -93,9 +99,12 @@ type Miss struct {
 // came, how many were served and missed, and which interactions were never
 // requested ("3 request(s): 2 served, 1 missed; 1 of 3 interaction(s)
 // never requested: 2").
-func summary(requests, served, misses int, unused []int, total int) string {
+func summary(requests, served, misses, live int, unused []int, total int) string {
 	s := fmt.Sprintf("%d request(s): %d served, %d missed", requests, served, misses)
-	if other := requests - served - misses; other > 0 {
+	if live > 0 {
+		s += fmt.Sprintf(", %d sent live", live)
+	}
+	if other := requests - served - misses - live; other > 0 {
 		s += fmt.Sprintf(", %d unreadable", other)
 	}
 	if len(unused) == 0 {

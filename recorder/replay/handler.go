@@ -20,9 +20,10 @@ import (
 // Handler serves a cassette over real HTTP, for
 // `openmax fake-provider --cassette FILE`. It is safe for concurrent use.
 type Handler struct {
-	m    *matcher
-	clk  clock.Clock
-	pace Pace
+	m        *matcher
+	clk      clock.Clock
+	pace     Pace
+	fallback func(*http.Request, *MissError) (*http.Response, error)
 }
 
 // NewHandler returns an http.Handler (a *Handler) serving f: each request
@@ -62,7 +63,7 @@ func NewHandler(f *cassette.File, opts Options) http.Handler {
 	if clk == nil {
 		clk = clock.Real{}
 	}
-	return &Handler{m: newMatcher(f, opts), clk: clk, pace: opts.Pace}
+	return &Handler{m: newMatcher(f, opts), clk: clk, pace: opts.Pace, fallback: opts.Fallback}
 }
 
 // Unused returns the indices of the interactions never served, ascending.
@@ -99,7 +100,18 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeBody(w, http.StatusRequestEntityTooLarge, vendorError(req, "request_too_large", err.Error(), map[string]any{"request": n}))
 		return
 	}
-	body := http.MaxBytesReader(w, r.Body, MaxRequestBody)
+	var body io.ReadCloser = http.MaxBytesReader(w, r.Body, MaxRequestBody)
+	var sent []byte // the body as it arrived, for Fallback
+	if h.fallback != nil {
+		data, rerr := io.ReadAll(body)
+		body.Close()
+		sent = data
+		var rest io.Reader = bytes.NewReader(data)
+		if rerr != nil {
+			rest = io.MultiReader(rest, errReader{rerr})
+		}
+		body = io.NopCloser(rest)
+	}
 	q, raw, err := h.m.live(r.Method, rawURL, r.Header, body)
 	if err != nil {
 		n := h.m.unreadable(r.Method, rawURL, err)
@@ -113,6 +125,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	n, i, err := h.m.serve(q, raw)
+	if err != nil && h.fallback != nil {
+		h.forward(w, r, rawURL, sent, err.(*MissError))
+		return
+	}
 	if err != nil {
 		writeBody(w, MissStatus, missBody(req, n, err))
 		return
@@ -310,4 +326,51 @@ func missResponse(req *http.Request, n int, err error) *http.Response {
 		ContentLength: int64(len(body)),
 		Request:       req,
 	}
+}
+
+// errReader fails every read with err.
+type errReader struct{ err error }
+
+func (e errReader) Read([]byte) (int, error) { return 0, e.err }
+
+// forward answers a request the cassette does not hold through
+// Options.Fallback, passing its response on as it arrives (each read
+// flushed), or a 502 in the wire's error shape when the fallback failed.
+func (h *Handler) forward(w http.ResponseWriter, r *http.Request, rawURL string, sent []byte, miss *MissError) {
+	out, err := http.NewRequestWithContext(r.Context(), r.Method, rawURL, bytes.NewReader(sent))
+	if err == nil {
+		out.Header = r.Header.Clone()
+		for _, k := range []string{"Connection", "Keep-Alive", "Proxy-Connection", "Te", "Trailer", "Transfer-Encoding", "Upgrade"} {
+			out.Header.Del(k)
+		}
+		var resp *http.Response
+		if resp, err = h.fallback(out, miss); err == nil {
+			defer resp.Body.Close()
+			for k, vs := range resp.Header {
+				if k == "Content-Length" && resp.Uncompressed {
+					continue
+				}
+				w.Header()[k] = vs
+			}
+			w.WriteHeader(resp.StatusCode)
+			fl, _ := w.(http.Flusher)
+			buf := make([]byte, 32<<10)
+			for {
+				n, rerr := resp.Body.Read(buf)
+				if n > 0 {
+					if _, werr := w.Write(buf[:n]); werr != nil {
+						return
+					}
+					if fl != nil {
+						fl.Flush()
+					}
+				}
+				if rerr != nil {
+					return
+				}
+			}
+		}
+	}
+	req := codec.NewRequest(r)
+	writeBody(w, http.StatusBadGateway, vendorError(req, "replay_fallback_failed", fmt.Sprintf("replay: sending a request the cassette does not hold live failed: %v", err), nil))
 }

@@ -138,6 +138,7 @@ type matcher struct {
 	scrub     func(method, url string, header http.Header, body []byte) (string, http.Header, []byte)
 	norm      *normaliser // nil: strings compare as they are
 	onRequest func(Event)
+	fallback  bool // a miss goes to Options.Fallback, not to misses
 
 	// raws are the recorded requests as recorded, by interaction index,
 	// and byRaw groups them: read-only after newMatcher.
@@ -166,13 +167,14 @@ type matcher struct {
 	requests int    // requests received so far
 	served   int    // of which answered from the cassette
 	misses   []Miss // in arrival order
+	fellBack int    // misses handed to Options.Fallback
 }
 
 func newMatcher(f *cassette.File, opts Options) *matcher {
 	if f == nil {
 		f = cassette.New()
 	}
-	m := &matcher{f: f, matchHost: opts.MatchHost, inOrder: opts.InOrder, scrub: opts.Scrub, onRequest: opts.OnRequest}
+	m := &matcher{f: f, matchHost: opts.MatchHost, inOrder: opts.InOrder, scrub: opts.Scrub, onRequest: opts.OnRequest, fallback: opts.Fallback != nil}
 	ignore := opts.Ignore
 	if !opts.NoDefaults {
 		ignore = append(append([]string(nil), DefaultIgnore...), ignore...)
@@ -390,7 +392,8 @@ func (m *matcher) live(method, rawURL string, header http.Header, body io.ReadCl
 
 // serve numbers a request in arrival order and claims the first unserved
 // interaction that matches it, or explains the miss; a miss is kept for
-// Misses. The event goes to Options.OnRequest (outside the lock).
+// Misses unless it goes to Options.Fallback. The event goes to
+// Options.OnRequest (outside the lock).
 func (m *matcher) serve(q *request, rawURL string) (n, i int, err error) {
 	m.mu.Lock()
 	n = m.requests
@@ -399,7 +402,12 @@ func (m *matcher) serve(q *request, rawURL string) (n, i int, err error) {
 	ev := Event{Request: n, Method: q.method, URL: rawURL, Interaction: i}
 	if err != nil {
 		ev.Miss = err.(*MissError)
-		m.misses = append(m.misses, Miss{Request: n, MissError: ev.Miss})
+		if m.fallback {
+			ev.Fallback = true
+			m.fellBack++
+		} else {
+			m.misses = append(m.misses, Miss{Request: n, MissError: ev.Miss})
+		}
 	} else {
 		m.served++
 		if it := m.f.Interactions[i]; it != nil {
@@ -532,7 +540,7 @@ func (m *matcher) summary() string {
 	unused := m.unused()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return summary(m.requests, m.served, len(m.misses), unused, len(m.used))
+	return summary(m.requests, m.served, len(m.misses), m.fellBack, unused, len(m.used))
 }
 
 // unused lists the interactions never served.

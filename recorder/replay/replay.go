@@ -50,6 +50,7 @@
 package replay
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -105,6 +106,13 @@ type Options struct {
 	// the recorder's scrub, which the recorded requests went through). It
 	// gets a copy of the headers. Nil means none.
 	Scrub func(method, url string, header http.Header, body []byte) (string, http.Header, []byte)
+	// Fallback, when set, answers every request no unserved interaction
+	// matches, instead of a miss: it gets the request as it arrived (its
+	// body whole, unscrubbed) and the *MissError saying why it missed.
+	// Such a request is not counted in Misses; OnRequest hears of it with
+	// Event.Fallback set. It is how record mode missing sends what the
+	// cassette lacks to the network (see recorder/mode).
+	Fallback func(req *http.Request, miss *MissError) (*http.Response, error)
 }
 
 // Replayer is an http.RoundTripper serving a cassette. It is safe for
@@ -114,6 +122,7 @@ type Replayer struct {
 	clk            clock.Clock
 	pace           Pace
 	missAsResponse bool
+	fallback       func(*http.Request, *MissError) (*http.Response, error)
 }
 
 // New returns a Replayer serving f. The Replayer reads f but does not
@@ -123,7 +132,7 @@ func New(f *cassette.File, opts Options) *Replayer {
 	if clk == nil {
 		clk = clock.Real{}
 	}
-	return &Replayer{m: newMatcher(f, opts), clk: clk, pace: opts.Pace, missAsResponse: opts.MissAsResponse}
+	return &Replayer{m: newMatcher(f, opts), clk: clk, pace: opts.Pace, missAsResponse: opts.MissAsResponse, fallback: opts.Fallback}
 }
 
 // Unused returns the indices of the interactions never served, ascending.
@@ -147,6 +156,18 @@ func (r *Replayer) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		return nil, fmt.Errorf("replay: request without a URL")
 	}
+	var sent []byte // the body as it arrived, for Fallback
+	if r.fallback != nil && req.Body != nil {
+		data, err := io.ReadAll(req.Body)
+		req.Body.Close()
+		if err != nil {
+			err = fmt.Errorf("replay: reading the request body: %w", err)
+			r.m.unreadable(req.Method, req.URL.String(), err)
+			return nil, err
+		}
+		sent = data
+		req.Body = io.NopCloser(bytes.NewReader(data))
+	}
 	q, raw, err := r.m.live(req.Method, req.URL.String(), req.Header, req.Body)
 	if err != nil {
 		r.m.unreadable(req.Method, req.URL.String(), err)
@@ -154,6 +175,9 @@ func (r *Replayer) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	n, i, err := r.m.serve(q, raw)
 	if err != nil {
+		if r.fallback != nil {
+			return r.fallback(withBody(req, sent), err.(*MissError))
+		}
 		if r.missAsResponse {
 			return missResponse(req, n, err), nil
 		}
@@ -195,6 +219,19 @@ func (r *Replayer) RoundTrip(req *http.Request) (*http.Response, error) {
 		resp.ContentLength = n
 	}
 	return resp, nil
+}
+
+// withBody is req with body as its body, which can be read again (GetBody).
+func withBody(req *http.Request, body []byte) *http.Request {
+	out := req.Clone(req.Context())
+	if body == nil {
+		out.Body, out.GetBody, out.ContentLength = http.NoBody, nil, 0
+		return out
+	}
+	out.Body = io.NopCloser(bytes.NewReader(body))
+	out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	out.ContentLength = int64(len(body))
+	return out
 }
 
 // servedChunks is what an interaction's body serves, one chunk per Read: its

@@ -90,6 +90,7 @@ func post(t *testing.T, rt http.RoundTripper, url, body string) (int, string) {
 // TestRecordOnceThenReplay: the first run records (the key scrubbed), the
 // next replays offline with the same answer and a clean verdict.
 func TestRecordOnceThenReplay(t *testing.T) {
+	noModeEnv(t)
 	srv, calls := upstream(t)
 	path := filepath.Join(t.TempDir(), "testdata", "chat.yaml")
 	const body = `{"model":"m","messages":[{"role":"user","content":"hi"}]}`
@@ -127,6 +128,7 @@ func TestRecordOnceThenReplay(t *testing.T) {
 // as the vendor's 400 and fails the test at cleanup, and so does a
 // recorded interaction nobody asked for (unless AllowUnused).
 func TestReplayFailsTheTest(t *testing.T) {
+	noModeEnv(t)
 	srv, _ := upstream(t)
 	path := filepath.Join(t.TempDir(), "c.yaml")
 	run("TestC", func(tb vcr.TB) {
@@ -152,6 +154,7 @@ func TestReplayFailsTheTest(t *testing.T) {
 // TestModes: ReplayOnly without a cassette stops the test with a hint;
 // OPENMAX_RECORD=1 records again over an existing cassette.
 func TestModes(t *testing.T) {
+	noModeEnv(t)
 	srv, calls := upstream(t)
 	path := filepath.Join(t.TempDir(), "m.yaml")
 	_, msg := run("TestM", func(tb vcr.TB) { vcr.New(tb, vcr.WithCassette(path), vcr.WithMode(vcr.ReplayOnly)) })
@@ -172,6 +175,7 @@ func TestModes(t *testing.T) {
 
 // TestServer: a cassette served over loopback HTTP to any client.
 func TestServer(t *testing.T) {
+	noModeEnv(t)
 	srv, _ := upstream(t)
 	path := filepath.Join(t.TempDir(), "s.yaml")
 	var recorded string

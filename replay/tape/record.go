@@ -27,9 +27,15 @@ type RecordOptions struct {
 	// Transport is the live one the recorder sends through.
 	Config harness.Config
 	Deps   harness.Deps
-	// Cassette is where and how to record (path, scrubbing, overwrite);
-	// its Transport and Clock are Deps'.
+	// Cassette is where and how to record (path, scrubbing, overwrite,
+	// interactions kept from an older cassette); its Transport and Clock
+	// are Deps'.
 	Cassette recorder.Options
+	// Front, when set, stands before the recorder: it gets every request
+	// the harness sends, with rec to send on what it does not answer
+	// itself (record mode missing: a replayer of the older cassette whose
+	// misses go to rec).
+	Front func(rec http.RoundTripper) http.RoundTripper
 }
 
 // errCodexSession refuses to record or replay a --provider codex session
@@ -67,6 +73,9 @@ func Record(ctx context.Context, in io.Reader, out io.Writer, o RecordOptions) (
 	var rec *recorder.Recorder
 	deps := o.Deps
 	deps.Transport = roundTripFunc(func(r *http.Request) (*http.Response, error) { return rec.RoundTrip(r) })
+	if o.Front != nil {
+		deps.Transport = o.Front(deps.Transport)
+	}
 	deps.Seed = sess.Seed
 	var hooks *recordingHooks // set once the harness is built; hooks run only in turns
 	if deps.HookExchange == nil {

@@ -51,19 +51,24 @@ type ReplayOptions struct {
 	// hook tried against the recorded provider traffic. Its calls are
 	// not checked against the recording.
 	LiveHooks core.Hooks
+	// Live, when set, sends requests to the network as its Policy says
+	// and records them into a new cassette (record modes missing and
+	// refresh on a recorded session, record --from-change).
+	Live *Live
 }
 
 // Result is what a replay produced, and where it did not reproduce the
 // recording.
 type Result struct {
-	Stdout  []byte   // the harness's stdout
-	Exit    int      // its exit code
-	Stdin   []byte   // the commands delivered, one per line
-	Refused []string // recorded commands the replay refused
-	Misses  []string // requests no recorded interaction answered
-	Unused  []int    // recorded interactions never requested
-	Hooks   []string // hook calls the replay made otherwise than recorded
-	Reloads []string // reloads the replay made otherwise than recorded
+	Stdout  []byte     // the harness's stdout
+	Exit    int        // its exit code
+	Stdin   []byte     // the commands delivered, one per line
+	Refused []string   // recorded commands the replay refused
+	Misses  []string   // requests no recorded interaction answered
+	Unused  []int      // recorded interactions never requested
+	Hooks   []string   // hook calls the replay made otherwise than recorded
+	Reloads []string   // reloads the replay made otherwise than recorded
+	Live    LiveResult // what went live, under ReplayOptions.Live
 }
 
 // Transcript is the golden form of the replay: the stdout lines, then
@@ -119,10 +124,37 @@ func Replay(ctx context.Context, f *cassette.File, o ReplayOptions) (Result, err
 
 	so := o.Serving
 	so.MissAsResponse, so.Scrub, so.InOrder = true, recorder.ScrubFunc(nil), sess.Imported
-	rp := replay.New(f, so)
-	var transport http.RoundTripper = rp
-	if sess.Imported {
-		transport = &rejectionRouter{rp: rp, f: f, log: log}
+	var (
+		rp        *replay.Replayer
+		transport http.RoundTripper
+		lt        *liveTransport
+	)
+	credential := func(string) string { return PlaceholderKey }
+	if o.Live != nil {
+		if sess.Imported {
+			return r, errors.New("the session of an imported recording is made up: it cannot go live (record the session with openmax record)")
+		}
+		if o.Live.BaseURL != "" {
+			cfg.BaseURL = o.Live.BaseURL
+		}
+		if lt, err = newLiveTransport(*o.Live, f, so); err != nil {
+			return r, err
+		}
+		rp, transport = lt.rp, lt
+		if get := o.Live.Getenv; get != nil {
+			credential = func(k string) string {
+				if v := get(k); v != "" {
+					return v
+				}
+				return PlaceholderKey
+			}
+		}
+	} else {
+		rp = replay.New(f, so)
+		transport = rp
+		if sess.Imported {
+			transport = &rejectionRouter{rp: rp, f: f, log: log}
+		}
 	}
 	replayed := &replayedHooks{calls: sess.Hooks}
 	results := newToolResults(sess)
@@ -141,11 +173,11 @@ func Replay(ctx context.Context, f *cassette.File, o ReplayOptions) (Result, err
 			Transport: transport, Clock: hk.clock, Seed: sess.Seed, Log: log,
 			Getenv: func(k string) string {
 				if strings.HasSuffix(k, "_API_KEY") || slices.Contains(codec.CredentialEnv(), k) {
-					return PlaceholderKey
+					return credential(k)
 				}
 				return ""
 			},
-			Tools: results.tools(sess.Tools), NoBuiltin: true, PlaceholderKeys: true,
+			Tools: results.tools(sess.Tools), NoBuiltin: true, PlaceholderKeys: o.Live == nil,
 			NoHooks: true,
 		})
 		if err != nil {
@@ -171,6 +203,11 @@ func Replay(ctx context.Context, f *cassette.File, o ReplayOptions) (Result, err
 			Handled: hk.handled, Stepped: hk.stepped, Reload: reload,
 		})
 	})
+	if lt != nil {
+		var lerr error
+		r.Live, lerr = lt.finish()
+		err = errors.Join(err, lerr)
+	}
 	if err != nil {
 		return r, err
 	}
