@@ -251,6 +251,9 @@ func liveRequest(ctx context.Context, it *cassette.Interaction, in codec.Info, b
 		nu.RawQuery = u.RawQuery
 		u = &nu
 	}
+	if in.Signed {
+		return nil, "a signed request (" + in.Name + ", SigV4) cannot be sent again without signing it afresh, and verify --live does not sign"
+	}
 	key := ""
 	for _, env := range in.CredentialEnv {
 		if v := strings.TrimSpace(getenv(env)); v != "" {
@@ -283,9 +286,6 @@ func liveRequest(ctx context.Context, it *cassette.Interaction, in codec.Info, b
 		}
 		for _, v := range vs {
 			if strings.Contains(v, recorder.Scrubbed) {
-				if strings.HasPrefix(v, "AWS4-HMAC-SHA256") {
-					return nil, "a SigV4-signed request (" + in.Name + ") cannot be sent again without signing it afresh; verify --live does not sign"
-				}
 				needKey = true
 				v = strings.ReplaceAll(v, recorder.Scrubbed, key)
 			}
