@@ -22,6 +22,7 @@ func cassetteUsage(w io.Writer) {
   openmax cassette sweep FILE|DIR [flags]                     every single fault at every place, judged
   openmax cassette prune FILE|DIR [--check]                   remove the interactions no replay uses
   openmax cassette scan [--allow FILE] [--json] FILE|DIR...   secrets a scrubber missed; exit 1 on any
+  openmax cassette verify --live FILE [--base-url URL]        the live API's drift from the recorded wire shape
 
 Each takes -h/--help. OUT is never the input, and an existing OUT is
 kept unless --overwrite.
@@ -54,11 +55,13 @@ func runCassette(args []string, stdout, stderr io.Writer) int {
 		return runPruneCmd(args[1:], stdout, stderr)
 	case "scan":
 		return runScan(args[1:], stdout, stderr)
+	case "verify":
+		return runVerifyCmd(args[1:], stdout, stderr)
 	}
 	c, known := cassetteCommands[args[0]]
 	if !known {
 		msg := fmt.Sprintf("openmax cassette: unknown command %q", args[0])
-		if s := suggest(args[0], []string{"show", "inject", "import", "sweep", "prune", "scan"}); s != "" {
+		if s := suggest(args[0], []string{"show", "inject", "import", "sweep", "prune", "scan", "verify"}); s != "" {
 			msg += fmt.Sprintf("; did you mean %q?", s)
 		}
 		fmt.Fprintln(stderr, msg)

@@ -127,6 +127,8 @@ func TestExitCodesOneRule(t *testing.T) {
 			{"cassette", "import", file, filepath.Join(dir, "out.yaml")},
 			{"cassette", "sweep", file},
 			{"cassette", "scan", file},
+			{"cassette", "prune", file},
+			{"cassette", "verify", "--live", file},
 		} {
 			stdout, stderr, code := runBinary(t, args...)
 			if code != 1 || stdout != "" || stderr == "" {
@@ -159,6 +161,8 @@ func TestExitCodesOneRule(t *testing.T) {
 		{"cassette", "sweep", missing, "--repeat", "0"},
 		{"cassette", "scan", missing, "--no-such-flag"},
 		{"cassette", "scan"},
+		{"cassette", "verify", missing},
+		{"cassette", "prune", missing, "--no-such-flag"},
 		{"fake-app-server"},
 	} {
 		if stdout, stderr, code := runBinary(t, args...); code != 2 || stdout != "" || !strings.Contains(stderr, "usage") {

@@ -60,6 +60,7 @@ func (w Wire) Info() codec.Info {
 		ShownHeaders:  []string{"x-amzn-ErrorType", "x-amzn-bedrock-"},
 		SecretHeaders: SecretHeaders,
 		SecretQuery:   []string{"X-Amz-Signature", "X-Amz-Credential", "X-Amz-Security-Token"},
+		Signed:        true,
 	}
 	if w.api() == APIInvoke {
 		in.Name, in.API, in.Default = InvokeWireName, string(APIInvoke), false

@@ -171,6 +171,11 @@ type Info struct {
 	// their values in every cassette, and `cassette show` never prints
 	// them.
 	SecretHeaders, SecretQuery []string
+	// Signed reports that the wire's requests carry a signature over
+	// their content and time (SigV4): a recorded request cannot be sent
+	// again as it is, and `cassette verify --live` says so rather than
+	// send it unsigned.
+	Signed bool
 }
 
 // Request is what a wire is recognised by: a request as sent, or as
