@@ -170,6 +170,7 @@ usage:
   openmax fake-app-server --transcript FILE [--log FILE]           play codex app-server from a recorded transcript
   openmax cassette show|inject|import|sweep|prune|scan|verify ...  inspect, fault-inject, import, sweep, prune, scan, verify live
   openmax view [FILE]                                              show a transcript for people
+  openmax report CASSETTE|DIR [--sweep] --html OUTDIR              a static HTML report: timelines, transcripts, suite, sweep
   openmax trust [DIR]                                              trust a project (turns run only in trusted ones)
   openmax --approve SOURCE_PATH [--project DIR]                    approve an external tool's file as it is now
   openmax --spec stdio [--json]                                    print the wire contract
@@ -195,7 +196,7 @@ flags of --stdio and -p:
 }
 
 // subcommands are the first words openmax knows.
-var subcommands = []string{"fake-provider", "fake-app-server", "record", "replay", "cassette", "trust", "view", "help", "version"}
+var subcommands = []string{"fake-provider", "fake-app-server", "record", "replay", "cassette", "report", "trust", "view", "help", "version"}
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, e env) int {
 	if len(args) > 0 {
@@ -233,6 +234,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			return runReplay(ctx, args[1:], stdout, stderr, e)
 		case "cassette":
 			return runCassette(args[1:], stdout, stderr)
+		case "report":
+			return runReport(ctx, args[1:], stdout, stderr, e)
 		case "trust":
 			return runTrust(args[1:], stdout, stderr, e)
 		}
