@@ -20,6 +20,7 @@ func cassetteUsage(w io.Writer) {
   openmax cassette import [--from auto|`+strings.Join(importer.Formats(), "|")+`] [--overwrite] IN OUT
                                                               convert another tool's recording
   openmax cassette sweep FILE|DIR [flags]                     every single fault at every place, judged
+  openmax cassette diff A B [--json] [--no-timing]            what changed between two recordings (exit 1 if anything)
 
 Each takes -h/--help. OUT is never the input, and an existing OUT is
 kept unless --overwrite.
@@ -36,7 +37,7 @@ var cassetteCommands = map[string]command{
 		purpose: "Convert another tool's recording (vcrpy, go-vcr v1/v4, httprr) into an openmax cassette with a made-up session."},
 }
 
-// runCassette is `openmax cassette show|inject|import|sweep`.
+// runCassette is `openmax cassette show|inject|import|sweep|diff`.
 func runCassette(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		cassetteUsage(stderr)
@@ -48,11 +49,13 @@ func runCassette(args []string, stdout, stderr io.Writer) int {
 		return 0
 	case "sweep":
 		return runSweepCmd(args[1:], stdout, stderr)
+	case "diff":
+		return runCassetteDiff(args[1:], stdout, stderr)
 	}
 	c, known := cassetteCommands[args[0]]
 	if !known {
 		msg := fmt.Sprintf("openmax cassette: unknown command %q", args[0])
-		if s := suggest(args[0], []string{"show", "inject", "import", "sweep"}); s != "" {
+		if s := suggest(args[0], []string{"show", "inject", "import", "sweep", "diff"}); s != "" {
 			msg += fmt.Sprintf("; did you mean %q?", s)
 		}
 		fmt.Fprintln(stderr, msg)

@@ -126,6 +126,7 @@ func TestExitCodesOneRule(t *testing.T) {
 			{"cassette", "inject", file, filepath.Join(dir, "out.yaml"), "--op", "429@0"},
 			{"cassette", "import", file, filepath.Join(dir, "out.yaml")},
 			{"cassette", "sweep", file},
+			{"cassette", "diff", file, file},
 		} {
 			stdout, stderr, code := runBinary(t, args...)
 			if code != 1 || stdout != "" || stderr == "" {
@@ -156,6 +157,7 @@ func TestExitCodesOneRule(t *testing.T) {
 		{"replay", missing, "--pace", "fast"},
 		{"cassette", "show", missing, "extra"},
 		{"cassette", "sweep", missing, "--repeat", "0"},
+		{"cassette", "diff", missing},
 		{"fake-app-server"},
 	} {
 		if stdout, stderr, code := runBinary(t, args...); code != 2 || stdout != "" || !strings.Contains(stderr, "usage") {
