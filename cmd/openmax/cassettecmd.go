@@ -21,6 +21,8 @@ func cassetteUsage(w io.Writer) {
                                                               convert another tool's recording
   openmax cassette sweep FILE|DIR [flags]                     every single fault at every place, judged
   openmax cassette diff A B [--json] [--no-timing]            what changed between two recordings (exit 1 if anything)
+  openmax cassette to-script FILE [OUT] [--overwrite] [--no-delays]
+                                                              the recording as a fake-provider scenario to edit
 
 Each takes -h/--help. OUT is never the input, and an existing OUT is
 kept unless --overwrite.
@@ -37,7 +39,7 @@ var cassetteCommands = map[string]command{
 		purpose: "Convert another tool's recording (vcrpy, go-vcr v1/v4, httprr) into an openmax cassette with a made-up session."},
 }
 
-// runCassette is `openmax cassette show|inject|import|sweep|diff`.
+// runCassette is `openmax cassette show|inject|import|sweep|diff|to-script`.
 func runCassette(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		cassetteUsage(stderr)
@@ -51,11 +53,13 @@ func runCassette(args []string, stdout, stderr io.Writer) int {
 		return runSweepCmd(args[1:], stdout, stderr)
 	case "diff":
 		return runCassetteDiff(args[1:], stdout, stderr)
+	case "to-script":
+		return runToScript(args[1:], stdout, stderr)
 	}
 	c, known := cassetteCommands[args[0]]
 	if !known {
 		msg := fmt.Sprintf("openmax cassette: unknown command %q", args[0])
-		if s := suggest(args[0], []string{"show", "inject", "import", "sweep", "diff"}); s != "" {
+		if s := suggest(args[0], []string{"show", "inject", "import", "sweep", "diff", "to-script"}); s != "" {
 			msg += fmt.Sprintf("; did you mean %q?", s)
 		}
 		fmt.Fprintln(stderr, msg)

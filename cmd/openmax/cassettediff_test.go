@@ -1,11 +1,18 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/openmax/openmax/recorder/cassette"
 	"github.com/openmax/openmax/recorder/edit"
@@ -280,4 +287,125 @@ func TestCassetteDiffUsage(t *testing.T) {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q; want 1 with the reason on stderr", args, code, stdout, stderr)
 		}
 	}
+}
+
+// TestCassetteToScript: `cassette to-script` through the binary writes a
+// scenario (on stdout, or to OUT under the output rule) that the real
+// `openmax fake-provider --scenario` serves as `openmax fake-provider
+// --cassette` serves the recording: for each recorded request, the same
+// status, the same scripted headers and the same body, byte for byte, on
+// every wire (these cassettes were recorded from openmax's own fake
+// provider, so its ids and timestamps are the recorded ones; the property
+// over the whole library, real recordings included, is
+// TestToScriptServesTheSameStream in recorder/edit).
+func TestCassetteToScript(t *testing.T) {
+	bin := buildBinary(t)
+	for _, name := range []string{"openai_tool_round_trip.yaml", "anthropic_thinking.yaml", "responses_reasoning.yaml",
+		"bedrock_plain.yaml", "429_retry_after_seconds.yaml", "overload_after_text.yaml", "reset_before_text.yaml"} {
+		t.Run(name, func(t *testing.T) {
+			in := filepath.Join(libraryDir, name)
+			out := filepath.Join(t.TempDir(), "scenario.yaml")
+			stdout, stderr, code := runBinary(t, "cassette", "to-script", in)
+			if code != 0 || !strings.HasPrefix(stdout, "# openmax cassette to-script "+name) {
+				t.Fatalf("to-script: exit %d, stderr %q, stdout:\n%s", code, stderr, stdout)
+			}
+			if _, stderr, code := runBinary(t, "cassette", "to-script", in, out); code != 0 {
+				t.Fatalf("to-script to OUT: exit %d, stderr %q", code, stderr)
+			}
+			if data, _ := os.ReadFile(out); string(data) != stdout {
+				t.Fatalf("OUT holds something else than stdout:\n%s", data)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			rec := startServer(t, ctx, bin, "fake-provider", "--cassette", in, "--pace", "instant")
+			scr := startServer(t, ctx, bin, "fake-provider", "--scenario", out)
+			data, err := os.ReadFile(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f, err := cassette.Parse(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, it := range f.Interactions {
+				want := sendRecordedRequest(t, ctx, rec.URL, it)
+				got := sendRecordedRequest(t, ctx, scr.URL, it)
+				if got.status != want.status || got.body != want.body || got.end != want.end {
+					t.Errorf("interaction %d: the script served %d %q (%s), the recording %d %q (%s)\nrecording server: %s", i, got.status, got.body, got.end, want.status, want.body, want.end, rec.stderr)
+				}
+				for _, k := range []string{"Content-Type", "Retry-After"} {
+					if g, w := got.header.Get(k), want.header.Get(k); g != w {
+						t.Errorf("interaction %d: header %s: the script served %q, the recording %q", i, k, g, w)
+					}
+				}
+			}
+		})
+	}
+	// The output rule: never the input, an existing file only with --overwrite.
+	in := filepath.Join(libraryDir, "openai_plain.yaml")
+	existing := filepath.Join(t.TempDir(), "existing.yaml")
+	if err := os.WriteFile(existing, []byte("keep me\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"cassette", "to-script", in, in, "--overwrite"},
+		{"cassette", "to-script", in, existing},
+		{"cassette", "to-script"},
+		{"cassette", "to-script", in, existing, "extra"},
+	} {
+		if stdout, stderr, code := runBinary(t, args...); code != 2 || stdout != "" || !strings.Contains(stderr, "usage") {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want 2 and the usage", args, code, stdout, stderr)
+		}
+	}
+	if data, _ := os.ReadFile(existing); string(data) != "keep me\n" {
+		t.Errorf("the existing output was changed: %q", data)
+	}
+	if _, stderr, code := runBinary(t, "cassette", "to-script", in, existing, "--overwrite"); code != 0 {
+		t.Errorf("--overwrite: exit %d, %s", code, stderr)
+	}
+	if data, _ := os.ReadFile(existing); !strings.Contains(string(data), "Hello from the fake OpenAI.") {
+		t.Errorf("--overwrite did not write the script: %q", data)
+	}
+}
+
+// answer is what a client received for one request.
+type answer struct {
+	status int
+	header http.Header
+	body   string
+	end    string // clean, reset, or the read error
+}
+
+// sendRecordedRequest sends it's recorded request to base and reads the
+// whole answer.
+func sendRecordedRequest(t *testing.T, ctx context.Context, base string, it *cassette.Interaction) answer {
+	t.Helper()
+	u, err := url.Parse(it.Request.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := http.NewRequestWithContext(ctx, it.Request.Method, base+u.RequestURI(), strings.NewReader(it.Request.Body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, vs := range it.Request.Headers {
+		if l := strings.ToLower(k); l != "content-length" && l != "accept-encoding" && l != "host" {
+			req.Header[k] = vs
+		}
+	}
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true, DisableCompression: true}}
+	resp, err := client.Do(req)
+	if err != nil {
+		return answer{end: "no response"}
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	a := answer{status: resp.StatusCode, header: resp.Header, body: string(body), end: "clean"}
+	switch {
+	case errors.Is(err, syscall.ECONNRESET):
+		a.end = "reset"
+	case err != nil:
+		a.end = err.Error()
+	}
+	return a
 }
