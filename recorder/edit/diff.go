@@ -336,10 +336,12 @@ func diffRequest(wa codec.Wire, a *cassette.Interaction, wb codec.Wire, b *casse
 	// top-level member, or an element of a top-level list) whose change
 	// the reading above already names: put back as in A, it makes one of
 	// those named changes go away.
+	checks := 0
 	explained := func(unit []any) bool {
-		if len(named) == 0 || wb == nil {
+		if len(named) == 0 || wb == nil || checks == maxRevertChecks {
 			return false
 		}
+		checks++
 		reverted, ok := revert(ja, jb, unit)
 		if !ok {
 			return false
@@ -351,6 +353,11 @@ func diffRequest(wa codec.Wire, a *cassette.Interaction, wb codec.Wire, b *casse
 	jsonDiff(nil, ja, jb, &leaves, explained)
 	return append(out, leaves...)
 }
+
+// maxRevertChecks bounds the units of one request body put back to see
+// whether a named change explains them (each is a read of the whole
+// body): past it, the rest are listed by their JSON paths.
+const maxRevertChecks = 64
 
 // decodeJSON decodes a JSON document, numbers kept as written.
 func decodeJSON(b []byte, v *any) bool {
