@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 
@@ -23,6 +24,9 @@ func cassetteUsage(w io.Writer) {
   openmax cassette prune FILE|DIR [--check]                   remove the interactions no replay uses
   openmax cassette scan [--allow FILE] [--json] FILE|DIR...   secrets a scrubber missed; exit 1 on any
   openmax cassette verify --live FILE [--base-url URL]        the live API's drift from the recorded wire shape
+  openmax cassette diff A B [--json] [--no-timing]            what changed between two recordings (exit 1 if anything)
+  openmax cassette to-script FILE [OUT] [--overwrite] [--no-delays]
+                                                              the recording as a fake-provider scenario to edit
 
 Each takes -h/--help. OUT is never the input, and an existing OUT is
 kept unless --overwrite.
@@ -39,7 +43,28 @@ var cassetteCommands = map[string]command{
 		purpose: "Convert another tool's recording (vcrpy, go-vcr v1/v4, httprr) into an openmax cassette with a made-up session."},
 }
 
-// runCassette is `openmax cassette show|inject|import|sweep|scan`.
+// cassetteRunners are the subcommands with a runner of their own, each in
+// its own file; the others share runCassette's body (cassetteCommands).
+var cassetteRunners = map[string]func(args []string, stdout, stderr io.Writer) int{
+	"sweep":     runSweepCmd,
+	"prune":     runPruneCmd,
+	"scan":      runScan,
+	"verify":    runVerifyCmd,
+	"diff":      runCassetteDiff,
+	"to-script": runToScript,
+}
+
+// cassetteNames are every subcommand's name, sorted (for suggestions).
+func cassetteNames() []string {
+	names := slices.Collect(maps.Keys(cassetteRunners))
+	for name := range cassetteCommands {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// runCassette is `openmax cassette SUBCOMMAND ...`.
 func runCassette(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		cassetteUsage(stderr)
@@ -49,19 +74,14 @@ func runCassette(args []string, stdout, stderr io.Writer) int {
 	case "-h", "-help", "--help", "help":
 		cassetteUsage(stdout)
 		return 0
-	case "sweep":
-		return runSweepCmd(args[1:], stdout, stderr)
-	case "prune":
-		return runPruneCmd(args[1:], stdout, stderr)
-	case "scan":
-		return runScan(args[1:], stdout, stderr)
-	case "verify":
-		return runVerifyCmd(args[1:], stdout, stderr)
+	}
+	if run, ok := cassetteRunners[args[0]]; ok {
+		return run(args[1:], stdout, stderr)
 	}
 	c, known := cassetteCommands[args[0]]
 	if !known {
 		msg := fmt.Sprintf("openmax cassette: unknown command %q", args[0])
-		if s := suggest(args[0], []string{"show", "inject", "import", "sweep", "prune", "scan", "verify"}); s != "" {
+		if s := suggest(args[0], cassetteNames()); s != "" {
 			msg += fmt.Sprintf("; did you mean %q?", s)
 		}
 		fmt.Fprintln(stderr, msg)

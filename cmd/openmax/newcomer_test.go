@@ -129,6 +129,7 @@ func TestExitCodesOneRule(t *testing.T) {
 			{"cassette", "scan", file},
 			{"cassette", "prune", file},
 			{"cassette", "verify", "--live", file},
+			{"cassette", "diff", file, file},
 		} {
 			stdout, stderr, code := runBinary(t, args...)
 			if code != 1 || stdout != "" || stderr == "" {
@@ -163,6 +164,7 @@ func TestExitCodesOneRule(t *testing.T) {
 		{"cassette", "scan"},
 		{"cassette", "verify", missing},
 		{"cassette", "prune", missing, "--no-such-flag"},
+		{"cassette", "diff", missing},
 		{"fake-app-server"},
 	} {
 		if stdout, stderr, code := runBinary(t, args...); code != 2 || stdout != "" || !strings.Contains(stderr, "usage") {
@@ -325,5 +327,24 @@ func TestShowcaseStory(t *testing.T) {
 	}
 	if !strings.Contains(show, "tools: read_file, list_files, search, write_file, edit_file, run_command\n") {
 		t.Errorf("cassette show: the tools are not the built-in ones:\n%s", show)
+	}
+}
+
+// TestCassetteUsageListsEverySubcommand: `openmax cassette --help` names
+// every subcommand the dispatcher knows, and a near miss of each is
+// suggested back.
+func TestCassetteUsageListsEverySubcommand(t *testing.T) {
+	stdout, _, code := runBinary(t, "cassette", "--help")
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	for _, name := range cassetteNames() {
+		if !strings.Contains(stdout, "openmax cassette "+name+" ") {
+			t.Errorf("cassette --help lacks %s:\n%s", name, stdout)
+		}
+		_, stderr, code := runBinary(t, "cassette", name+"x")
+		if code != 2 || !strings.Contains(stderr, `did you mean "`+name+`"?`) {
+			t.Errorf("%sx: exit %d, %s", name, code, stderr)
+		}
 	}
 }

@@ -410,6 +410,10 @@ func (p *play) stream() {
 		case step.Died:
 			p.finish()
 			return
+		case step.Reset:
+			http.NewResponseController(p.w).Flush() //nolint:errcheck
+			reset(p.w)
+			return
 		default:
 			ev := st.Part(p.part(step))
 			if len(ev) > 0 && p.write(ev) != nil {
@@ -444,6 +448,9 @@ func (p *play) complete() {
 			}
 		case step.Died:
 			closeConn(p.w)
+			return
+		case step.Reset:
+			reset(p.w)
 			return
 		default:
 			if e, ok := step.Part.(provider.Error); ok {

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -697,5 +698,38 @@ replies:
 	resp, body = h.read("/v1/chat/completions", `{"model":"m"}`)
 	if resp.StatusCode != 200 || !strings.Contains(body, `"content":"hi"`) {
 		t.Errorf("the reply after it: %d %s", resp.StatusCode, body)
+	}
+}
+
+// TestResetChunk: a reset chunk resets the connection where it stands,
+// after the events of the chunks before it (counted in events, not
+// bytes, so it stays in place when the text before it is edited), on a
+// stream and on a whole response; the next reply is served as usual.
+func TestResetChunk(t *testing.T) {
+	h := start(t, `
+replies:
+  - chunks: [{text: "Hello, "}, {text: world}, {finish: stop}]
+  - chunks: [{text: "Hello, "}, {reset: true}, {text: world}, {finish: stop}]
+  - chunks: [{text: "Hello, "}, {reset: true}]
+  - chunks: [{text: after}]
+`)
+	_, whole := h.read("/v1/chat/completions", stream)
+	cut := whole[:strings.Index(whole, `"content":"world"`)]
+	cut = cut[:strings.LastIndex(cut, "data: ")]
+	resp, err := h.post(context.Background(), "/v1/chat/completions", stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !errors.Is(err, syscall.ECONNRESET) || string(got) != strings.ReplaceAll(cut, "chatcmpl-fake-1", "chatcmpl-fake-2") {
+		t.Errorf("stream: read %q then %v; want the events before the reset, then ECONNRESET", got, err)
+	}
+	if resp, err := h.post(context.Background(), "/v1/chat/completions", `{"model":"m1"}`); err == nil {
+		resp.Body.Close()
+		t.Errorf("whole response: got %d, want the connection reset", resp.StatusCode)
+	}
+	if _, body := h.read("/v1/chat/completions", stream); !strings.Contains(body, `"content":"after"`) {
+		t.Errorf("the next reply: %s", body)
 	}
 }

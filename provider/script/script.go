@@ -34,7 +34,7 @@ import (
 // Scenario is a parsed script file.
 type Scenario struct {
 	// ContextTokens is the model window to report, 0 for the default.
-	ContextTokens int `yaml:"context_tokens"`
+	ContextTokens int `yaml:"context_tokens,omitempty"`
 	// Replies are served in order, one per model request.
 	Replies []Reply `yaml:"replies"`
 }
@@ -52,79 +52,80 @@ type Scenario struct {
 // response, and ResetAfterBytes resets the connection once that many bytes
 // of the streamed body went out.
 type Reply struct {
-	Text      string     `yaml:"text"`
-	Thinking  string     `yaml:"thinking"`
-	ToolCalls []ToolCall `yaml:"tool_calls"`
-	Usage     *Usage     `yaml:"usage"`
-	Finish    string     `yaml:"finish"`
-	Chunks    []Chunk    `yaml:"chunks"`
+	Text      string     `yaml:"text,omitempty"`
+	Thinking  string     `yaml:"thinking,omitempty"`
+	ToolCalls []ToolCall `yaml:"tool_calls,omitempty"`
+	Usage     *Usage     `yaml:"usage,omitempty"`
+	Finish    string     `yaml:"finish,omitempty"`
+	Chunks    []Chunk    `yaml:"chunks,omitempty"`
 
 	// Status, when set, makes the reply an HTTP error response (100..599).
-	Status int `yaml:"status"`
+	Status int `yaml:"status,omitempty"`
 	// Headers are sent with the response (any reply but a refused one),
 	// names and values verbatim: Retry-After, retry-after-ms, ...
-	Headers map[string]string `yaml:"headers"`
+	Headers map[string]string `yaml:"headers,omitempty"`
 	// Body is the error response's body, verbatim. Without it the body is
 	// the wire's usual error JSON, carrying Code and Message.
-	Body    *string `yaml:"body"`
-	Code    string  `yaml:"code"`
-	Message string  `yaml:"message"`
+	Body    *string `yaml:"body,omitempty"`
+	Code    string  `yaml:"code,omitempty"`
+	Message string  `yaml:"message,omitempty"`
 	// Refuse drops the connection without any response.
-	Refuse bool `yaml:"refuse"`
+	Refuse bool `yaml:"refuse,omitempty"`
 	// ResetAfterBytes resets the connection after that many bytes of the
 	// response body.
-	ResetAfterBytes *int `yaml:"reset_after_bytes"`
+	ResetAfterBytes *int `yaml:"reset_after_bytes,omitempty"`
 }
 
 // Chunk is one step of an explicit reply. Exactly one field is set.
 type Chunk struct {
-	Text        *string       `yaml:"text"`
-	Thinking    *string       `yaml:"thinking"`
-	Signature   *string       `yaml:"signature"`
-	ToolCall    *ToolCall     `yaml:"tool_call"`
-	Usage       *Usage        `yaml:"usage"`
-	Finish      *string       `yaml:"finish"`
-	Error       *string       `yaml:"error"`        // the provider reports a failure (no type)
-	StreamError *StreamError  `yaml:"stream_error"` // the provider reports a typed failure
-	Died        *string       `yaml:"died"`         // the stream dies with no completion signal
-	Retry       *Retry        `yaml:"retry"`        // the request is being resent
-	Delay       time.Duration `yaml:"delay"`        // wait this long (on the clock) before going on
-	Stall       bool          `yaml:"stall"`        // wait until the turn is cancelled
+	Text        *string       `yaml:"text,omitempty"`
+	Thinking    *string       `yaml:"thinking,omitempty"`
+	Signature   *string       `yaml:"signature,omitempty"`
+	ToolCall    *ToolCall     `yaml:"tool_call,omitempty"`
+	Usage       *Usage        `yaml:"usage,omitempty"`
+	Finish      *string       `yaml:"finish,omitempty"`
+	Error       *string       `yaml:"error,omitempty"`        // the provider reports a failure (no type)
+	StreamError *StreamError  `yaml:"stream_error,omitempty"` // the provider reports a typed failure
+	Died        *string       `yaml:"died,omitempty"`         // the stream dies with no completion signal
+	Reset       bool          `yaml:"reset,omitempty"`        // the connection is reset here, after the chunks before it
+	Retry       *Retry        `yaml:"retry,omitempty"`        // the request is being resent
+	Delay       time.Duration `yaml:"delay,omitempty"`        // wait this long (on the clock) before going on
+	Stall       bool          `yaml:"stall,omitempty"`        // wait until the turn is cancelled
 }
 
 // StreamError scripts a failure the provider reports inside a successful
 // response, such as {type: overloaded_error, message: Overloaded}.
 type StreamError struct {
-	Type    string `yaml:"type"`
-	Message string `yaml:"message"`
+	Type    string `yaml:"type,omitempty"`
+	Message string `yaml:"message,omitempty"`
 }
 
 // ToolCall scripts a tool call. Args is any YAML value, sent as JSON;
 // ArgsJSON, when set, is sent verbatim instead (for malformed arguments).
 type ToolCall struct {
-	ID   string `yaml:"id"`
-	Name string `yaml:"name"`
+	ID   string `yaml:"id,omitempty"`
+	Name string `yaml:"name,omitempty"`
 	// Namespace is sent on the Responses wire only (a call of a tool inside
 	// a namespace tool, as codex offers its dynamic tools).
-	Namespace string `yaml:"namespace"`
-	Args      any    `yaml:"args"`
-	ArgsJSON  string `yaml:"args_json"`
+	Namespace string `yaml:"namespace,omitempty"`
+	Args      any    `yaml:"args,omitempty"`
+	ArgsJSON  string `yaml:"args_json,omitempty"`
 }
 
 // Usage scripts token accounting. ReasoningTokens, the part of
 // CompletionTokens spent reasoning, only the Responses wire carries.
 type Usage struct {
-	PromptTokens     int  `yaml:"prompt_tokens"`
-	CompletionTokens int  `yaml:"completion_tokens"`
-	CachedTokens     *int `yaml:"cached_tokens"`
-	ReasoningTokens  *int `yaml:"reasoning_tokens"`
+	PromptTokens     int  `yaml:"prompt_tokens,omitempty"`
+	CompletionTokens int  `yaml:"completion_tokens,omitempty"`
+	CachedTokens     *int `yaml:"cached_tokens,omitempty"`
+	ReasoningTokens  *int `yaml:"reasoning_tokens,omitempty"`
 }
 
 // Retry scripts a retry announcement.
 type Retry struct {
-	Attempt     int    `yaml:"attempt"`
-	MaxAttempts int    `yaml:"max_attempts"`
-	Reason      string `yaml:"reason"`
+	Attempt     int    `yaml:"attempt,omitempty"`
+	MaxAttempts int    `yaml:"max_attempts,omitempty"`
+	Reason      string `yaml:"reason,omitempty"`
 }
 
 // Load reads and validates a scenario file.
@@ -201,13 +202,13 @@ func (r Reply) validate() error {
 	for i, c := range r.Chunks {
 		n := 0
 		for _, set := range []bool{c.Text != nil, c.Thinking != nil, c.Signature != nil, c.ToolCall != nil, c.Usage != nil,
-			c.Finish != nil, c.Error != nil, c.StreamError != nil, c.Died != nil, c.Retry != nil, c.Delay != 0, c.Stall} {
+			c.Finish != nil, c.Error != nil, c.StreamError != nil, c.Died != nil, c.Reset, c.Retry != nil, c.Delay != 0, c.Stall} {
 			if set {
 				n++
 			}
 		}
 		if n != 1 {
-			return fmt.Errorf("chunk %d: set exactly one of text, thinking, signature, tool_call, usage, finish, error, stream_error, died, retry, delay, stall (got %d)", i+1, n)
+			return fmt.Errorf("chunk %d: set exactly one of text, thinking, signature, tool_call, usage, finish, error, stream_error, died, reset, retry, delay, stall (got %d)", i+1, n)
 		}
 		if c.StreamError != nil && c.StreamError.Type == "" && c.StreamError.Message == "" {
 			return fmt.Errorf("chunk %d: stream_error needs a type or a message", i+1)
@@ -258,6 +259,10 @@ type Step struct {
 	// Died marks the end of the stream with no completion signal; Part is
 	// then the Error the in-process provider yields for it.
 	Died bool
+	// Reset marks the end of the stream in a connection reset (over HTTP,
+	// after what was written so far); Part is then the Error the
+	// in-process provider yields for it.
+	Reset bool
 	// Implied marks a Finish the shorthand implied ("stop" or "tool_calls")
 	// rather than one the scenario named; a wire may render it in its own
 	// vocabulary.
@@ -343,6 +348,9 @@ func (c Chunk) step(index, i int) Step {
 	case c.Died != nil:
 		s.Part = provider.Error{Err: fmt.Errorf("%w: %s", provider.ErrIncomplete, *c.Died)}
 		s.Died = true
+	case c.Reset:
+		s.Part = provider.Error{Err: errReset}
+		s.Reset = true
 	case c.Retry != nil:
 		s.Part = provider.Retry{Attempt: c.Retry.Attempt, MaxAttempts: c.Retry.MaxAttempts, Reason: c.Retry.Reason}
 	case c.Delay > 0:

@@ -270,3 +270,24 @@ func TestDocsExampleParses(t *testing.T) {
 		t.Errorf("%d replies", len(sc.Replies))
 	}
 }
+
+// TestResetChunk: a reset chunk ends the reply, in process, with an Error
+// wrapping provider.ErrIncomplete that names a reset (what a vendor client
+// reports for a connection reset mid-body); the chunks after it never
+// play, and it takes no other key.
+func TestResetChunk(t *testing.T) {
+	sc, err := Parse([]byte("replies:\n  - chunks: [{text: a}, {reset: true}, {text: b}]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := collect(New(sc, nil), context.Background())
+	if len(got) != 2 || got[0] != (provider.TextDelta{Text: "a"}) {
+		t.Fatalf("parts %#v", got)
+	}
+	if e, ok := got[1].(provider.Error); !ok || !errors.Is(e.Err, provider.ErrIncomplete) || !strings.Contains(e.Err.Error(), "reset") {
+		t.Errorf("the reset chunk: %#v", got[1])
+	}
+	if _, err := Parse([]byte("replies:\n  - chunks: [{reset: true, text: a}]\n")); err == nil || !strings.Contains(err.Error(), "reset") {
+		t.Errorf("a reset chunk with another key: %v", err)
+	}
+}

@@ -180,6 +180,11 @@ func EncodeInteraction(it *Interaction) ([]byte, error) {
 	return bytes.TrimPrefix(b, []byte(listKey)), nil
 }
 
+// EncodeYAML encodes v (a cassette, or any value made of structs, maps,
+// slices and strings, such as a fake-provider scenario) as encodeYAML
+// does, so every string reads back exactly.
+func EncodeYAML(v any) ([]byte, error) { return encodeYAML(v) }
+
 // encodeYAML is the one YAML encoding of cassettes: yaml.v3 with two-space
 // indents, except that a string yaml.v3 would write as a literal block it
 // cannot read back exactly is written double-quoted instead. yaml.v3 drops

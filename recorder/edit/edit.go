@@ -1,8 +1,10 @@
 // Package edit reads and rewrites openmax cassettes (package
-// recorder/cassette): Show prints one as a readable timeline, and Inject
-// derives a new cassette with a fault added, so a scenario that was never
-// recorded (a 429 before the third request, a reset 400 bytes into a
-// stream) can be replayed through the real engine.
+// recorder/cassette): Show prints one as a readable timeline, Diff
+// reviews what changed between two (diff.go), ToScript turns one into a
+// fake-provider scenario (toscript.go), and Inject derives a new cassette
+// with a fault added, so a scenario that was never recorded (a 429 before
+// the third request, a reset 400 bytes into a stream) can be replayed
+// through the real engine.
 //
 // # Faults
 //
