@@ -146,6 +146,7 @@ usage:
   openmax fake-provider --scenario FILE | --cassette FILE          serve a scripted or recorded API on loopback
   openmax fake-app-server --transcript FILE [--log FILE]           play codex app-server from a recorded transcript
   openmax cassette show|inject|import|sweep|scan ...               inspect, fault-inject, import, sweep faults, scan for secrets
+  openmax report merge REPORT... [--junit F] [--json F]            join a split run's shard reports into one
   openmax view [FILE]                                              show a transcript for people
   openmax trust [DIR]                                              trust a project (turns run only in trusted ones)
   openmax --approve SOURCE_PATH [--project DIR]                    approve an external tool's file as it is now
@@ -172,7 +173,7 @@ flags of --stdio and -p:
 }
 
 // subcommands are the first words openmax knows.
-var subcommands = []string{"fake-provider", "fake-app-server", "record", "replay", "cassette", "trust", "view", "help", "version"}
+var subcommands = []string{"fake-provider", "fake-app-server", "record", "replay", "cassette", "report", "trust", "view", "help", "version"}
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, e env) int {
 	if len(args) > 0 {
@@ -210,6 +211,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			return runReplay(ctx, args[1:], stdout, stderr, e)
 		case "cassette":
 			return runCassette(args[1:], stdout, stderr)
+		case "report":
+			return runReportSub(args[1:], stdout, stderr)
 		case "trust":
 			return runTrust(args[1:], stdout, stderr, e)
 		}
