@@ -92,7 +92,7 @@ func RunShard(t *testing.T, dir, goldenDir string, update bool, spec string) {
 		name := strings.TrimSuffix(filepath.Base(p), ".yaml")
 		t.Run(name, func(t *testing.T) {
 			if se.Spec.Sharded() && owner[name] != se.Spec.Index {
-				t.Skipf("shard %s (from %s) runs this shard's cassettes; %s is shard %d/%d's", se.Spec, se.Source, name, owner[name]+1, se.Spec.Total)
+				t.Skipf("%s is in shard %d/%d; this is shard %s (from %s)", name, owner[name]+1, se.Spec.Total, se.Spec, se.Source)
 			}
 			f, _, err := importer.Load(p)
 			if err != nil {
