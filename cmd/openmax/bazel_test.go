@@ -30,7 +30,8 @@ func bazelRulesJava(t *testing.T) string {
 }
 
 // needBazel skips a test where Bazel is not installed, with the reason,
-// and fails it in CI (CI=true), whose .ci/run installs it.
+// and fails it in CI (CI set, not to false or 0), whose .ci/run installs
+// it.
 func needBazel(t *testing.T) (bazel, rulesJava string) {
 	t.Helper()
 	bazel, err := exec.LookPath("bazel")
@@ -43,7 +44,7 @@ func needBazel(t *testing.T) (bazel, rulesJava string) {
 	if err == nil {
 		why = "rules_java is not installed (apt-get install bazel-rules-java, as .ci/run does)"
 	}
-	if os.Getenv("CI") == "true" {
+	if isCI(os.Getenv("CI")) {
 		t.Fatal(why + "; CI must run this test")
 	}
 	t.Skip(why)
