@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"syscall"
@@ -45,13 +46,35 @@ func main() {
 	// and nothing it left behind outlives us. Where that cannot be done
 	// (no pidfds, no subreaper), the guard still has the marker.
 	orphans, _ := reaper.Enable()
+	// OPENMAX_CPUPROFILE=FILE profiles the whole run, for performance
+	// work on the path users run (docs/testing.md).
+	stopProfile := startProfile(os.Getenv("OPENMAX_CPUPROFILE"))
 	// SIGHUP (the terminal or the parent went away) is a shutdown, like
 	// SIGINT and SIGTERM: the running turn is cancelled and drained.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr, env{clock: clock.Real{}, getenv: agentEnv()})
 	stop()
+	stopProfile()
 	orphans.Stop(true)
 	os.Exit(code)
+}
+
+// startProfile starts a CPU profile into path ("" for none) and returns
+// what stops it; a file that cannot be made is said on stderr and the
+// run goes on unprofiled.
+func startProfile(path string) func() {
+	if path == "" {
+		return func() {}
+	}
+	f, err := os.Create(path)
+	if err == nil {
+		err = pprof.StartCPUProfile(f)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "openmax: OPENMAX_CPUPROFILE: %v\n", err)
+		return func() {}
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }
 }
 
 // env carries what tests substitute: the clock, extra tools and the
@@ -145,7 +168,7 @@ usage:
   openmax record --cassette FILE [--proxy --upstream URL] [flags]  record a live session (or any client)
   openmax fake-provider --scenario FILE | --cassette FILE          serve a scripted or recorded API on loopback
   openmax fake-app-server --transcript FILE [--log FILE]           play codex app-server from a recorded transcript
-  openmax cassette show|inject|import|sweep|scan ...               inspect, fault-inject, import, sweep faults, scan for secrets
+  openmax cassette show|inject|import|sweep|prune|scan|verify ...  inspect, fault-inject, import, sweep, prune, scan, verify live
   openmax report merge REPORT... [--junit F] [--json F]            join a split run's shard reports into one
   openmax view [FILE]                                              show a transcript for people
   openmax trust [DIR]                                              trust a project (turns run only in trusted ones)

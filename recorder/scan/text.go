@@ -9,6 +9,7 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"unsafe"
 
 	"github.com/openmax/openmax/recorder"
 )
@@ -59,7 +60,14 @@ func (s *scanner) text(r io.Reader, size int64, base int, p place) (int64, error
 // line is line; header-looking lines are read whole when they end before
 // limit.
 func (s *scanner) textBlock(p place, buf []byte, limit, line int) {
-	str := string(buf)
+	// A view of buf, not a copy: a 1 MiB copy per block is garbage the GC
+	// may not reclaim in time on a busy machine, and the peak memory of a
+	// huge file must not depend on that. Whatever outlives the call is
+	// cloned out of it (buf is reused for the next block).
+	if len(buf) == 0 {
+		return
+	}
+	str := unsafe.String(unsafe.SliceData(buf), len(buf))
 	var ends []int // the offset of each line end in the block
 	for i := 0; i < len(str); i++ {
 		if str[i] == '\n' {
@@ -69,7 +77,7 @@ func (s *scanner) textBlock(p place, buf []byte, limit, line int) {
 	lineOf := func(off int) int { return line + sort.SearchInts(ends, off) }
 	for _, m := range textMatches(str) {
 		if m.at < limit {
-			s.report(place{ix: p.ix, where: p.where, from: lineOf(m.at), exact: true}, m.rule, m.value)
+			s.report(place{ix: p.ix, where: p.where, from: lineOf(m.at), exact: true}, m.rule, strings.Clone(m.value))
 		}
 	}
 	off := 0
@@ -82,7 +90,7 @@ func (s *scanner) textBlock(p place, buf []byte, limit, line int) {
 		if k, v, ok := strings.Cut(l, ": "); ok && len(l) < 8<<10 && headerName(k) && (recorder.SecretHeader(k) || strings.EqualFold(k, "set-cookie")) {
 			// The same where as the named matches above, so one found by both
 			// is reported once.
-			s.header(place{ix: p.ix, where: p.where, from: lineOf(off), exact: true}, k, strings.TrimRight(v, "\r"))
+			s.header(place{ix: p.ix, where: p.where, from: lineOf(off), exact: true}, strings.Clone(k), strings.Clone(strings.TrimRight(v, "\r")))
 		}
 		off += end + 1
 	}
