@@ -31,6 +31,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/openmax/openmax/bench/internal/benchcli"
 )
 
 func main() {
@@ -56,11 +58,13 @@ func run(sizes string, n, plan, workers int) error {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	bin, gen := filepath.Join(tmp, "openmax"), filepath.Join(tmp, "gen")
-	for _, b := range [][2]string{{bin, "./cmd/openmax"}, {gen, "./bench/gen"}} {
-		if out, err := exec.Command("go", "build", "-o", b[0], b[1]).CombinedOutput(); err != nil {
-			return fmt.Errorf("go build %s: %v\n%s", b[1], err, out)
-		}
+	bin, err := benchcli.BuildOpenmax(tmp)
+	if err != nil {
+		return err
+	}
+	gen := filepath.Join(tmp, "gen")
+	if out, err := exec.Command("go", "build", "-o", gen, "github.com/openmax/openmax/bench/gen").CombinedOutput(); err != nil {
+		return fmt.Errorf("go build ./bench/gen: %v\n%s", err, out)
 	}
 	// One process start with an empty shard: the fixed cost of a shard.
 	empty := filepath.Join(tmp, "empty")
@@ -74,11 +78,7 @@ func run(sizes string, n, plan, workers int) error {
 	fmt.Printf("one process replaying one cassette: %.1f ms CPU, %.1f ms wall\n\n", ms(start.cpu), ms(start.wall))
 	fmt.Printf("%10s  %10s  %10s  %14s  %12s  %12s  %9s  %12s\n", "cassettes", "whole wall", "whole CPU", "CPU/cassette", fmt.Sprintf("%d-shard wall", n), "shards' CPU", "sum/whole", "max/whole")
 	var perCassette time.Duration
-	for _, f := range strings.Split(sizes, ",") {
-		size, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil {
-			return fmt.Errorf("-sizes: %w", err)
-		}
+	for _, size := range benchcli.Ints(sizes) {
 		out := filepath.Join(tmp, "lib"+strconv.Itoa(size))
 		if b, err := exec.Command(gen, "library", "-n", strconv.Itoa(size), "-out", out).CombinedOutput(); err != nil {
 			return fmt.Errorf("gen: %v\n%s", err, b)

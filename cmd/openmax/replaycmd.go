@@ -99,13 +99,9 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer, e e
 		if *viewFlag {
 			return c.usageError(stderr, "--view shows one cassette, not a directory")
 		}
-		se, timings, usage, err := sf.resolve(e)
-		if err != nil {
-			if usage {
-				return c.usageError(stderr, "%v", err)
-			}
-			fmt.Fprintf(stderr, "openmax replay: %v\n", err)
-			return 1
+		se, timings, code, ok := sf.resolveFor(c, e, stderr)
+		if !ok {
+			return code
 		}
 		return replayDir(ctx, pos[0], dirOptions{golden: *golden, update: *update, allowUnused: *allowUnused, junit: *junitFlag, json: *jsonFlag, overwrite: *overwrite,
 			durations: *durations, shard: se, timings: timings}, pace, ignore, stdout, stderr, e)

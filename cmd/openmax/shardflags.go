@@ -30,6 +30,20 @@ func (s *shardFlags) set() bool {
 	return *s.spec != "" || *s.shards != 0 || *s.timings != ""
 }
 
+// resolveFor is resolve for command c: on an error it reports it and
+// returns ok false with the exit code (2 for a usage error, 1 otherwise).
+func (s *shardFlags) resolveFor(c command, e env, stderr io.Writer) (se shard.Env, tm shard.Timings, code int, ok bool) {
+	se, tm, usage, err := s.resolve(e)
+	switch {
+	case err == nil:
+		return se, tm, 0, true
+	case usage:
+		return se, nil, c.usageError(stderr, "%v", err), false
+	}
+	fmt.Fprintf(stderr, "%s: %v\n", c.name, err)
+	return se, nil, 1, false
+}
+
 // resolve is the shard the flags and the environment choose, and the
 // timings to balance it by. A malformed flag or variable is a usage error
 // (the bool); a timings file that does not read is a failure.

@@ -53,13 +53,9 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer, e en
 	if *maxVariants < 0 || *parallel < 0 || *repeat < 1 || *deadline <= 0 {
 		return c.usageError(stderr, "--max-variants and --parallel must not be negative, --repeat must be at least 1 and --deadline positive")
 	}
-	se, timings, usage, err := sf.resolve(e)
-	if err != nil {
-		if usage {
-			return c.usageError(stderr, "%v", err)
-		}
-		fmt.Fprintf(stderr, "openmax cassette sweep: %v\n", err)
-		return 1
+	se, timings, code, ok := sf.resolveFor(c, e, stderr)
+	if !ok {
+		return code
 	}
 	cs, err := loadSweep(pos[0], stderr)
 	if err != nil {
