@@ -169,8 +169,9 @@ usage:
   openmax fake-provider --scenario FILE | --cassette FILE          serve a scripted or recorded API on loopback
   openmax fake-app-server --transcript FILE [--log FILE]           play codex app-server from a recorded transcript
   openmax cassette show|inject|import|sweep|prune|scan|verify ...  inspect, fault-inject, import, sweep, prune, scan, verify live
-  openmax report merge REPORT... [--junit F] [--json F]            join a split run's shard reports into one
   openmax view [FILE]                                              show a transcript for people
+  openmax report CASSETTE|DIR [--sweep] --html OUTDIR              a static HTML report: timelines, transcripts, suite, sweep
+  openmax report merge REPORT... [--junit F] [--json F]            join a split run's shard reports into one
   openmax trust [DIR]                                              trust a project (turns run only in trusted ones)
   openmax --approve SOURCE_PATH [--project DIR]                    approve an external tool's file as it is now
   openmax --spec stdio [--json]                                    print the wire contract
@@ -235,7 +236,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		case "cassette":
 			return runCassette(args[1:], stdout, stderr)
 		case "report":
-			return runReportSub(args[1:], stdout, stderr)
+			return runReport(ctx, args[1:], stdout, stderr, e)
 		case "trust":
 			return runTrust(args[1:], stdout, stderr, e)
 		}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -17,18 +18,11 @@ var reportMergeCommand = command{
 		"Exit 1 when the merged run has a failure or the shards overlap.",
 }
 
-// runReportSub dispatches `openmax report SUBCOMMAND`: merge lives here;
-// another subcommand of report hooks in beside it.
-func runReportSub(args []string, stdout, stderr io.Writer) int {
-	if len(args) > 0 && args[0] == "merge" {
-		return runReportMerge(args[1:], stdout, stderr)
+// `openmax report merge` is a subcommand of `openmax report`.
+func init() {
+	reportSubcommands["merge"] = func(_ context.Context, args []string, stdout, stderr io.Writer, _ env) int {
+		return runReportMerge(args, stdout, stderr)
 	}
-	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
-		fmt.Fprintf(stdout, "usage: %s %s\n", reportMergeCommand.name, reportMergeCommand.usage)
-		return 0
-	}
-	fmt.Fprintf(stderr, "openmax report: want a subcommand\nusage: %s %s\n", reportMergeCommand.name, reportMergeCommand.usage)
-	return 2
 }
 
 // runReportMerge is `openmax report merge`.

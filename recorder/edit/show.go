@@ -125,68 +125,36 @@ func showInteraction(p *printer, i int, it *cassette.Interaction) {
 	if it.Stream != nil {
 		start = " at +" + it.Stream.Start.String()
 	}
-	p.printf("#%d%s: %s %s\n", i, start, it.Request.Method, urlPath(recorder.ScrubURL(it.Request.URL)))
-	w, werr := wireOf(it)
-	if s := requestSummary(w, it); s != "" {
-		p.printf("  request: %s\n", s)
+	in := Inspect(it)
+	p.printf("#%d%s: %s %s\n", i, start, it.Request.Method, in.Target)
+	if in.Request != "" {
+		p.printf("  request: %s\n", in.Request)
 	}
-	if werr != nil {
-		p.printf("  wire: unknown: %s\n", oneLine(werr.Error(), 0))
+	if in.WireError != nil {
+		p.printf("  wire: unknown: %s\n", oneLine(in.WireError.Error(), 0))
 	}
-	if it.Response.Code == 0 {
-		if it.Stream != nil && it.Stream.Error != nil {
-			p.printf("  status: no response: %s\n", describeError(it.Stream.Error))
-		} else {
-			p.printf("  status: no response, and no recorded error\n")
-		}
+	if !it.Responded() {
+		p.printf("  status: %s\n", in.End)
 		return
 	}
-	p.printf("  status: %s\n", statusLine(it))
-	h := it.Response.Headers
-	for _, k := range shownHeaders(h) {
-		for _, v := range h[k] {
-			if recorder.SecretHeader(k) {
-				v = recorder.Scrubbed // a cassette recorded by another tool may hold it
-			}
-			p.printf("  header %s: %s\n", k, oneLine(v, 0))
-		}
+	p.printf("  status: %s\n", in.Status)
+	for _, h := range in.Headers {
+		p.printf("  header %s: %s\n", h[0], h[1])
 	}
-	chunks := it.Chunks()
 	size := 0
-	for _, c := range chunks {
+	for _, c := range in.Chunks {
 		size += len(c.Data)
 	}
 	detail := ""
-	if it.Stream == nil || len(it.Stream.Chunks) == 0 {
-		if size > 0 {
-			detail = " (recorded without chunk detail)"
-		}
+	if !it.ChunkDetail() && size > 0 {
+		detail = " (recorded without chunk detail)"
 	}
-	p.printf("  body: %d B in %s%s\n", size, plural(len(chunks), "chunk"), detail)
-	r := &codec.Reading{}
-	if w != nil {
-		ct, _ := header(h, "Content-Type")
-		r = w.Parse(ct, []byte(it.Body()))
+	p.printf("  body: %d B in %s%s\n", size, plural(len(in.Chunks), "chunk"), detail)
+	for j, c := range in.Chunks {
+		p.printf("  chunk %d at +%s, %d B: %s\n", j, c.At, len(c.Data), in.Previews[j])
 	}
-	var notes [][]codec.Note
-	var rest []int
-	if r.Stream {
-		notes, rest = chunkNotes(r.Events, chunks)
-	}
-	for j, c := range chunks {
-		p.printf("  chunk %d at +%s, %d B: %s\n", j, c.At, len(c.Data), chunkPreview(notes, rest, j, c.Data))
-	}
-	showReading(p, r)
-	switch {
-	case it.Stream != nil && it.Stream.Error != nil && it.Stream.Error.Kind == cassette.KindCancel && r.Stream && r.Signal != "":
-		// The response was whole: a client that has its completion signal
-		// hangs up (codex does), which the recorder sees as a cancel.
-		p.printf("  end: clean (the client closed the stream after %s)\n", r.Signal)
-	case it.Stream != nil && it.Stream.Error != nil:
-		p.printf("  end: %s\n", describeError(it.Stream.Error))
-	default:
-		p.printf("  end: clean\n")
-	}
+	showReading(p, in.Reading)
+	p.printf("  end: %s\n", in.End)
 }
 
 // showReading writes what a body says, as its wire read it: the

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"reflect"
+	"sync"
 	"testing"
 
 	"pgregory.net/rapid"
@@ -30,7 +31,7 @@ func verdictByOp(_ context.Context, f *cassette.File) (Result, error) {
 // fails), random N and variant bounds, the N shards' rows are disjoint,
 // and together, put back in the unsharded order, they are the unsharded
 // sweep's rows, verdicts included. Every shard's failed count is its own
-// rows'. (Each draw runs N+1 sweeps: the suite draws few; it passed 1,000
+// rows', and OnReplay sees exactly the shard's rows. (Each draw runs N+1 sweeps: the suite draws few; it passed 1,000
 // under -race with -rapid.checks=1000.)
 func TestShardUnionRapid(t *testing.T) {
 	rapidchecks.Use(t, rapidchecks.Pick(60, 15))
@@ -66,6 +67,13 @@ func TestShardUnionRapid(t *testing.T) {
 		for k := range n {
 			so := o
 			so.Shard.Spec, _ = shard.New(k, n)
+			var mu sync.Mutex
+			seen := map[string]Row{}
+			so.OnReplay = func(row Row, _ *cassette.File, _ Result) {
+				mu.Lock()
+				defer mu.Unlock()
+				seen[Key(row.Cassette, row.Variant)] = row
+			}
 			part, err := Run(context.Background(), cs, replay, so)
 			if err != nil {
 				t.Fatal(err)
@@ -79,6 +87,14 @@ func TestShardUnionRapid(t *testing.T) {
 				got[key] = r
 				if !r.OK() {
 					failed++
+				}
+			}
+			if len(seen) != len(part.Rows) {
+				t.Fatalf("shard %d/%d: OnReplay saw %d rows, the shard has %d", k+1, n, len(seen), len(part.Rows))
+			}
+			for _, r := range part.Rows {
+				if !reflect.DeepEqual(seen[Key(r.Cassette, r.Variant)], r) {
+					t.Fatalf("shard %d/%d: OnReplay's row %+v, the report's %+v", k+1, n, seen[Key(r.Cassette, r.Variant)], r)
 				}
 			}
 			if failed != part.Failed {

@@ -91,6 +91,13 @@ type Options struct {
 	Shard   shard.Env
 	Timings shard.Timings
 
+	// OnReplay, when set, is called once a variant (or an unmodified
+	// replay) is judged, with its row, the cassette it replayed (the fault
+	// injected) and what the replay returned (zero when it did not
+	// return): what a report shows beside the verdict. Calls may come from
+	// several goroutines at once.
+	OnReplay func(row Row, f *cassette.File, res Result)
+
 	// after starts the deadline of one replay (tests substitute it);
 	// nil means a real timer.
 	after func(c, v string, d time.Duration) (<-chan time.Time, func())
@@ -191,7 +198,11 @@ func Run(ctx context.Context, cs []Cassette, replay Replayer, o Options) (*Repor
 	obs := make([]*observed, len(jobs))
 	runAll(ctx, o, len(jobs), func(j int) {
 		jb := jobs[j]
-		obs[j] = judge(ctx, o, replay, cs[jb.c], jb.v, jb.file, nil, jb.row)
+		bo := o
+		if !mine[Key(cs[jb.c].Name, None)] {
+			bo.OnReplay = nil // replayed only to judge this shard's variants: not its row
+		}
+		obs[j] = judge(ctx, bo, replay, cs[jb.c], jb.v, jb.file, nil, jb.row)
 		progress(1)
 	})
 	for j, jb := range jobs {
@@ -336,6 +347,9 @@ func replayOne(ctx context.Context, o Options, replay Replayer, c Cassette, v Va
 // showed, or nil when there was nothing to judge (no replay).
 func judge(ctx context.Context, o Options, replay Replayer, c Cassette, v Variant, f *cassette.File, base *observed, row *Row) *observed {
 	out := replayOne(ctx, o, replay, c, v, f)
+	if o.OnReplay != nil {
+		defer func() { o.OnReplay(*row, f, out.res) }()
+	}
 	for i := 2; i <= o.Repeat && out.ok(); i++ {
 		again := replayOne(ctx, o, replay, c, v, f)
 		if !again.ok() {

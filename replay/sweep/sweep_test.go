@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -301,4 +302,43 @@ func ExampleReport_WriteTable() {
 	// hi.yaml   truncate@0:chunk=0     stop,stop        0  FAIL check: line 6: done: done with no turn open (a duplicated done, or a turn that never opened with budget)
 	// hi.yaml   truncate@0:chunk=1     stop,stop        0  FAIL check: line 6: done: done with no turn open (a duplicated done, or a turn that never opened with budget)
 	// 5 variant(s) over 1 cassette(s), 2 failed
+}
+
+// OnReplay sees every judged row once, with the cassette that was
+// replayed (its fault in it) and the replay's stdout, from the sweep's
+// goroutines.
+func TestOnReplaySeesEveryRow(t *testing.T) {
+	var mu sync.Mutex
+	seen := map[string]string{} // variant → the op injected into what was replayed
+	stdout := map[string]int{}
+	rep, err := Run(context.Background(), []Cassette{{Name: "c.yaml", File: twoTurns()}}, good, Options{
+		Parallel: 4,
+		OnReplay: func(row Row, f *cassette.File, res Result) {
+			mu.Lock()
+			defer mu.Unlock()
+			if _, dup := seen[row.Variant]; dup {
+				t.Errorf("%s reported twice", row.Variant)
+			}
+			seen[row.Variant] = faulted(f)
+			stdout[row.Variant] = len(res.Stdout)
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) != len(rep.Rows) {
+		t.Fatalf("OnReplay saw %d rows, the report has %d", len(seen), len(rep.Rows))
+	}
+	for _, r := range rep.Rows {
+		want := r.Variant
+		if want == None {
+			want = ""
+		}
+		if got := seen[r.Variant]; got != want {
+			t.Errorf("%s: OnReplay got a cassette with %q injected", r.Variant, got)
+		}
+		if stdout[r.Variant] == 0 {
+			t.Errorf("%s: OnReplay got no stdout", r.Variant)
+		}
+	}
 }

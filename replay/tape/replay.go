@@ -51,6 +51,10 @@ type ReplayOptions struct {
 	// hook tried against the recorded provider traffic. Its calls are
 	// not checked against the recording.
 	LiveHooks core.Hooks
+	// Tee, when set, also receives the harness's stdout, each line
+	// before its write returns to the harness (so a request the harness
+	// makes next sees every line written before it).
+	Tee io.Writer
 	// Live, when set, sends requests to the network as its Policy says
 	// and records them into a new cassette (record modes missing and
 	// refresh on a recorded session, record --from-change).
@@ -164,7 +168,11 @@ func Replay(ctx context.Context, f *cassette.File, o ReplayOptions) (Result, err
 		reload = reloads.answer
 	}
 	var stdout, stdin bytes.Buffer
-	p := player{cmds: sess.Commands, stdout: &stdout, stdin: &stdin,
+	var out io.Writer = &stdout
+	if o.Tee != nil {
+		out = io.MultiWriter(&stdout, o.Tee)
+	}
+	p := player{cmds: sess.Commands, stdout: out, stdin: &stdin,
 		refused: func(i int, c cassette.Command, msg string) {
 			r.Refused = append(r.Refused, fmt.Sprintf("recorded command %d (%s) was refused: %s", i, oneLine(c.Line), msg))
 		}}
