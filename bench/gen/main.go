@@ -7,8 +7,12 @@
 //	                                         command and quit
 //	gen scenario -chunks 200000 > s.yaml     a script scenario of one reply
 //	                                         made of that many text chunks
+//	gen library -n 1000 -out DIR             a cassette library of n cassettes
+//	                                         (DIR/lib) and their golden files
+//	                                         (DIR/golden/lib), for bench/shardscale
 //
-// Everything goes to stdout; nothing touches the network.
+// Everything goes to stdout but the library, written to files; nothing
+// touches the network.
 package main
 
 import (
@@ -18,6 +22,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"sort"
 	"strings"
 
 	"github.com/openmax/openmax/core/wire"
@@ -35,6 +41,8 @@ func main() {
 		err = longLine(args)
 	case "scenario":
 		err = scenario(args)
+	case "library":
+		err = library(args)
 	default:
 		usage()
 	}
@@ -45,7 +53,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: gen stream [-mb N] | gen longline [-bytes N] | gen scenario [-chunks N]")
+	fmt.Fprintln(os.Stderr, "usage: gen stream [-mb N] | gen longline [-bytes N] | gen scenario [-chunks N] | gen library -n N -out DIR")
 	os.Exit(2)
 }
 
@@ -187,4 +195,57 @@ func scenario(args []string) error {
 	}
 	fmt.Fprintln(w, "      - finish: stop")
 	return w.Flush()
+}
+
+// library writes a library of n cassettes into out/lib and their golden
+// files into out/golden/lib (the folder `openmax replay out/lib` compares
+// with by default): the repository's recorded library (-from, with its
+// golden files in -golden) taken round-robin, cassette i named
+// cNNNNNN_<source name>, so the library mixes every provider and fault the
+// recorded one has.
+func library(args []string) error {
+	fs := flag.NewFlagSet("library", flag.ExitOnError)
+	n := fs.Int("n", 100, "cassettes in the library")
+	out := fs.String("out", "", "the folder to write lib/ and golden/lib/ into (required)")
+	from := fs.String("from", "cassettes", "the recorded library to take cassettes from")
+	goldens := fs.String("golden", "golden/cassettes", "its golden files")
+	_ = fs.Parse(args)
+	if *out == "" || *n < 1 {
+		return fmt.Errorf("library: want -n at least 1 and -out DIR")
+	}
+	srcs, err := filepath.Glob(filepath.Join(*from, "*.yaml"))
+	if err != nil || len(srcs) == 0 {
+		return fmt.Errorf("library: no cassettes in %s", *from)
+	}
+	sort.Strings(srcs)
+	lib, gold := filepath.Join(*out, "lib"), filepath.Join(*out, "golden", "lib")
+	for _, d := range []string{lib, gold} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+	}
+	type pair struct{ cassette, golden []byte }
+	cache := map[string]pair{}
+	for i := range *n {
+		src := srcs[i%len(srcs)]
+		base := strings.TrimSuffix(filepath.Base(src), ".yaml")
+		p, ok := cache[src]
+		if !ok {
+			if p.cassette, err = os.ReadFile(src); err != nil {
+				return err
+			}
+			if p.golden, err = os.ReadFile(filepath.Join(*goldens, base+".golden")); err != nil {
+				return err
+			}
+			cache[src] = p
+		}
+		name := fmt.Sprintf("c%06d_%s", i, base)
+		if err := os.WriteFile(filepath.Join(lib, name+".yaml"), p.cassette, 0o644); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(gold, name+".golden"), p.golden, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -171,6 +171,7 @@ usage:
   openmax cassette show|inject|import|sweep|prune|scan|verify ...  inspect, fault-inject, import, sweep, prune, scan, verify live
   openmax view [FILE]                                              show a transcript for people
   openmax report CASSETTE|DIR [--sweep] --html OUTDIR              a static HTML report: timelines, transcripts, suite, sweep
+  openmax report merge REPORT... [--junit F] [--json F]            join a split run's shard reports into one
   openmax trust [DIR]                                              trust a project (turns run only in trusted ones)
   openmax --approve SOURCE_PATH [--project DIR]                    approve an external tool's file as it is now
   openmax --spec stdio [--json]                                    print the wire contract

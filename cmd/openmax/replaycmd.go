@@ -10,11 +10,13 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/openmax/openmax/core"
 	"github.com/openmax/openmax/core/wire/view"
 	"github.com/openmax/openmax/internal/golden"
 	"github.com/openmax/openmax/internal/report"
+	"github.com/openmax/openmax/internal/shard"
 	"github.com/openmax/openmax/provider/clock"
 	"github.com/openmax/openmax/recorder"
 	"github.com/openmax/openmax/recorder/cassette"
@@ -25,7 +27,7 @@ import (
 
 var replayCommand = command{
 	name:    "openmax replay",
-	usage:   "CASSETTE|DIR [--view] [--golden FILE|DIR [--update]] [--pace instant|recorded|xN] [--allow-unused] [--junit FILE] [--json FILE] [--overwrite] [--live-hooks DIR] [--mode " + mode.Names() + " [--base-url URL] [--passthrough HOST]]",
+	usage:   "CASSETTE|DIR [--view] [--golden FILE|DIR [--update]] [--pace instant|recorded|xN] [--allow-unused] [--junit FILE] [--json FILE] [--overwrite] [--durations] [--shard K/N [--timings FILE]] [--live-hooks DIR] [--mode " + mode.Names() + " [--base-url URL] [--passthrough HOST]]",
 	purpose: "Replay recorded sessions through the real turn engine and stdio wire, offline, on virtual time.",
 }
 
@@ -43,6 +45,8 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer, e e
 	junitFlag := fs.String("junit", "", "for a directory: also write the results as JUnit XML to this file (- for stdout)")
 	jsonFlag := fs.String("json", "", "for a directory: also write the results as one JSON document to this file (- for stdout)")
 	overwrite := fs.Bool("overwrite", false, "replace an existing --junit or --json file (without it, one is refused and left as it is; a report never replaces a cassette or golden file)")
+	durations := fs.Bool("durations", false, "for a directory: put each replay's wall time in the --junit and --json reports (what --timings and CircleCI's split by timings read; the reports then differ run to run)")
+	sf := addShardFlags(fs)
 	liveHooks := fs.String("live-hooks", "", "run the hooks of this project directory (DIR/.openmax/hooks.json) live instead of the recorded hook calls, to try a hook against a recorded session")
 	modeF := addModeFlag(fs)
 	baseURL := fs.String("base-url", "", "with --mode missing or refresh: where the requests that go live are sent (default: the recorded base URL); the key comes from the environment")
@@ -62,8 +66,8 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer, e e
 		if fi, err := os.Stat(pos[0]); err == nil && fi.IsDir() {
 			return c.usageError(stderr, "--mode %s records into one cassette, not a directory", m)
 		}
-		if *golden != "" || *viewFlag || *junitFlag != "" || *jsonFlag != "" || *liveHooks != "" {
-			return c.usageError(stderr, "--mode %s records: --golden, --view, --junit, --json and --live-hooks are for replays", m)
+		if *golden != "" || *viewFlag || *junitFlag != "" || *jsonFlag != "" || *liveHooks != "" || sf.set() {
+			return c.usageError(stderr, "--mode %s records: --golden, --view, --junit, --json, --shard and --live-hooks are for replays", m)
 		}
 		return replayLive(ctx, pos[0], policy, m, *baseURL, passthrough.p, ignore, stdout, stderr, e)
 	}
@@ -95,10 +99,18 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer, e e
 		if *viewFlag {
 			return c.usageError(stderr, "--view shows one cassette, not a directory")
 		}
-		return replayDir(ctx, pos[0], dirOptions{golden: *golden, update: *update, allowUnused: *allowUnused, junit: *junitFlag, json: *jsonFlag, overwrite: *overwrite}, pace, ignore, stdout, stderr, e)
+		se, timings, code, ok := sf.resolveFor(c, e, stderr)
+		if !ok {
+			return code
+		}
+		return replayDir(ctx, pos[0], dirOptions{golden: *golden, update: *update, allowUnused: *allowUnused, junit: *junitFlag, json: *jsonFlag, overwrite: *overwrite,
+			durations: *durations, shard: se, timings: timings}, pace, ignore, stdout, stderr, e)
 	}
-	if *junitFlag != "" || *jsonFlag != "" {
-		return c.usageError(stderr, "--junit and --json report on a directory of cassettes")
+	if *junitFlag != "" || *jsonFlag != "" || *durations {
+		return c.usageError(stderr, "--junit, --json and --durations report on a directory of cassettes")
+	}
+	if sf.set() {
+		return c.usageError(stderr, "--shard, --shards and --timings split a directory of cassettes")
 	}
 	if *update && *golden == "" {
 		return c.usageError(stderr, "--update needs --golden FILE for a single cassette")
@@ -256,6 +268,9 @@ type dirOptions struct {
 	allowUnused bool
 	junit, json string // report files; "-" is stdout
 	overwrite   bool   // replace existing report files
+	durations   bool   // put each replay's wall time in the reports
+	shard       shard.Env
+	timings     shard.Timings
 }
 
 // replayDir replays every cassette of dir against its golden file and
@@ -272,12 +287,29 @@ func replayDir(ctx context.Context, dir string, o dirOptions, pace replay.Pace, 
 		fmt.Fprintf(stderr, "openmax replay: no cassettes (*.yaml) in %s\n", dir)
 		return 1
 	}
+	// This shard's part of the run: keyed by the cassette's name, so the
+	// plan is the same wherever the folder is checked out.
+	byName := map[string]string{}
+	var names []string
+	for _, p := range paths {
+		n := strings.TrimSuffix(filepath.Base(p), ".yaml")
+		byName[n] = p
+		names = append(names, n)
+	}
+	names = o.shard.Filter(names)
+	picked := o.shard.Spec.Pick(names, o.timings)
+	describeShard(stderr, "openmax replay", o.shard, len(picked), len(names), "cassettes")
+	all := paths
+	paths = paths[:0:0]
+	for _, n := range picked {
+		paths = append(paths, byName[n])
+	}
 	goldens, _ := filepath.Glob(filepath.Join(goldenDir, "*.golden"))
 	for _, out := range []string{o.junit, o.json} {
 		if out == "" || out == "-" {
 			continue
 		}
-		if err := (outputFile{path: out, overwrite: o.overwrite}).check(append(paths, goldens...)...); err != nil {
+		if err := (outputFile{path: out, overwrite: o.overwrite}).check(append(all, goldens...)...); err != nil {
 			return replayCommand.usageError(stderr, "%v", err)
 		}
 	}
@@ -289,8 +321,9 @@ func replayDir(ctx context.Context, dir string, o dirOptions, pace replay.Pace, 
 	for _, p := range paths {
 		name := strings.TrimSuffix(filepath.Base(p), ".yaml")
 		golden := filepath.Join(goldenDir, name+".golden")
-		row := report.Row{Name: name, Verdict: report.Pass}
+		row := report.Row{Name: name, File: p, Verdict: report.Pass}
 		var diff string
+		start := time.Now()
 		err := func() error {
 			f, err := loadCassette(p, "openmax replay", io.Discard)
 			if err != nil {
@@ -316,11 +349,29 @@ func replayDir(ctx context.Context, dir string, o dirOptions, pace replay.Pace, 
 		} else if o.update {
 			row.Verdict = report.Updated
 		}
+		if o.durations {
+			row.Duration = max(time.Since(start), time.Millisecond)
+		}
 		rows = append(rows, row)
 		io.WriteString(table, row.TableLine())
 	}
 	io.WriteString(table, report.Totals(rows))
-	if err := writeReports(rows, o.junit, o.json, o.overwrite, "openmax replay "+filepath.Base(dir), stdout); err != nil {
+	suite := "openmax replay " + filepath.Base(dir)
+	if err := writeReports(rows, o.junit, o.json, o.overwrite, suite, stdout); err != nil {
+		fmt.Fprintf(stderr, "openmax replay: %v\n", err)
+		return 1
+	}
+	// Under Bazel: the JUnit report where Bazel reads it (unless --junit
+	// named a file) and the JSON one among the test's artifacts; both are
+	// Bazel's files, replaced.
+	var bazelJUnit, bazelJSON string
+	if o.junit == "" {
+		bazelJUnit = o.shard.XMLOutput
+	}
+	if o.json == "" && o.shard.OutputsDir != "" {
+		bazelJSON = filepath.Join(o.shard.OutputsDir, "openmax-replay.json")
+	}
+	if err := writeReports(rows, bazelJUnit, bazelJSON, true, suite, stdout); err != nil {
 		fmt.Fprintf(stderr, "openmax replay: %v\n", err)
 		return 1
 	}

@@ -34,7 +34,7 @@ func runSweepCmd(args []string, stdout, stderr io.Writer) int {
 // with the elapsed time to stderr. Exit 1 when any variant broke an
 // invariant, 2 on a usage error.
 func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer, e env) int {
-	c := command{name: "openmax cassette sweep", usage: "FILE|DIR [--max-variants N] [--parallel N] [--deadline D] [--repeat N] [--json]",
+	c := command{name: "openmax cassette sweep", usage: "FILE|DIR [--max-variants N] [--parallel N] [--deadline D] [--repeat N] [--json] [--shard K/N [--timings FILE]]",
 		purpose: "Replay every single injected fault at every place of each cassette through the real engine; exit 1 if any breaks an invariant."}
 	fs := c.flags()
 	maxVariants := fs.Int("max-variants", sweep.DefaultMaxVariants, "the most variants per cassette (chosen evenly over the fault kinds and places); 0 for all")
@@ -42,6 +42,7 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer, e en
 	deadline := fs.Duration("deadline", sweep.DefaultDeadline, "wall-clock limit of one replay; past it the variant fails as a hang")
 	repeat := fs.Int("repeat", 1, "replay every variant this many times; replays that differ fail the variant as nondeterministic")
 	asJSON := fs.Bool("json", false, "print the report as JSON instead of a table")
+	sf := addShardFlags(fs) // split by variant: one huge cassette spreads over every shard
 	pos, code, ok := c.parse(fs, args, stdout, stderr)
 	if !ok {
 		return code
@@ -52,6 +53,10 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer, e en
 	if *maxVariants < 0 || *parallel < 0 || *repeat < 1 || *deadline <= 0 {
 		return c.usageError(stderr, "--max-variants and --parallel must not be negative, --repeat must be at least 1 and --deadline positive")
 	}
+	se, timings, code, ok := sf.resolveFor(c, e, stderr)
+	if !ok {
+		return code
+	}
 	cs, err := loadSweep(pos[0], stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "openmax cassette sweep: %v\n", err)
@@ -61,7 +66,7 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer, e en
 	progress := sweepProgress(stderr)
 	rep, err := sweep.Run(ctx, cs, sweepReplayer(e), sweep.Options{
 		MaxVariants: *maxVariants, Parallel: *parallel, Deadline: *deadline, Repeat: *repeat,
-		Progress: progress.report,
+		Progress: progress.report, Shard: se, Timings: timings,
 	})
 	progress.end()
 	if err != nil {
@@ -78,8 +83,12 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer, e en
 		fmt.Fprintf(stderr, "openmax cassette sweep: %v\n", err)
 		return 1
 	}
-	fmt.Fprintf(stderr, "openmax cassette sweep: %d variants over %d cassette(s), %d failed, %s (%.0f variants/s)\n",
-		len(rep.Rows), rep.Cassettes, rep.Failed, elapsed.Round(time.Millisecond), float64(len(rep.Rows))/elapsed.Seconds())
+	part := ""
+	if se.Spec.Sharded() {
+		part = fmt.Sprintf(" (shard %s, from %s)", se.Spec, se.Source)
+	}
+	fmt.Fprintf(stderr, "openmax cassette sweep: %d variants over %d cassette(s)%s, %d failed, %s (%.0f variants/s)\n",
+		len(rep.Rows), rep.Cassettes, part, rep.Failed, elapsed.Round(time.Millisecond), float64(len(rep.Rows))/elapsed.Seconds())
 	if rep.Failed > 0 {
 		fmt.Fprintf(stderr, "openmax cassette sweep: failures by kind: %s\n", rep.Summary(nil))
 		return 1

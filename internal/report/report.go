@@ -11,14 +11,14 @@
 //	  "failed": 1,      // verdict "fail"
 //	  "updated": 1,     // verdict "updated" (the golden file was rewritten)
 //	  "results": [
-//	    {"name": "story", "verdict": "pass"},
+//	    {"name": "story", "file": "cassettes/story.yaml", "verdict": "pass"},
 //	    {"name": "quota", "verdict": "fail", "reason": "differs from golden/quota.golden", "diff": "--- ...", "duration_seconds": 0.012}
 //	  ]
 //	}
 //
 // results keeps the rows' order. diff is the unified diff against the
-// golden file of a row that differs from it (an added member: the format's
-// number stays). reason and diff are omitted when empty and
+// golden file of a row that differs from it, and file the cassette's path
+// (both added members: the format's number stays). reason and diff are omitted when empty and
 // duration_seconds when the row has no duration, so a report without
 // durations is byte-for-byte reproducible. The field names are stable: a
 // change to them bumps the format's number.
@@ -49,7 +49,10 @@ const (
 
 // Row is the result of one cassette.
 type Row struct {
-	Name    string
+	Name string
+	// File is the cassette's path (empty leaves it out): JUnit's file
+	// attribute, which CircleCI's split by timings keys on.
+	File    string
 	Verdict Verdict
 	// Reason says why a row failed (or anything worth saying about it);
 	// it may span lines. Empty means nothing to say.
@@ -123,14 +126,18 @@ type junitSuite struct {
 type junitCase struct {
 	Name      string        `xml:"name,attr"`
 	Classname string        `xml:"classname,attr"`
+	File      string        `xml:"file,attr,omitempty"`
 	Time      string        `xml:"time,attr,omitempty"`
+	Skipped   *junitFailure `xml:"skipped,omitempty"`
+	Error     *junitFailure `xml:"error,omitempty"`
 	Failure   *junitFailure `xml:"failure,omitempty"`
 	SystemOut string        `xml:"system-out,omitempty"`
+	SystemErr string        `xml:"system-err,omitempty"`
 }
 
 type junitFailure struct {
-	Message string `xml:"message,attr"`
-	Type    string `xml:"type,attr"`
+	Message string `xml:"message,attr,omitempty"`
+	Type    string `xml:"type,attr,omitempty"`
 	Text    string `xml:",chardata"`
 }
 
@@ -154,7 +161,7 @@ func JUnit(w io.Writer, suite string, rows []Row) error {
 	s := junitSuite{Name: suite, Tests: len(rows), Failures: failed}
 	var total time.Duration
 	for _, r := range rows {
-		c := junitCase{Name: r.Name, Classname: suite, Time: seconds(r.Duration)}
+		c := junitCase{Name: r.Name, Classname: suite, File: r.File, Time: seconds(r.Duration)}
 		total += r.Duration
 		switch r.Verdict {
 		case Fail:
@@ -179,6 +186,12 @@ func JUnit(w io.Writer, suite string, rows []Row) error {
 	}
 	s.Time = seconds(total)
 	doc := junitSuites{Name: suite, Tests: s.Tests, Failures: s.Failures, Time: s.Time, Suites: []junitSuite{s}}
+	return writeJUnit(w, doc)
+}
+
+// writeJUnit writes doc as indented XML with its header and a final
+// newline.
+func writeJUnit(w io.Writer, doc junitSuites) error {
 	if _, err := io.WriteString(w, xml.Header); err != nil {
 		return fmt.Errorf("report: write JUnit: %w", err)
 	}
@@ -208,6 +221,7 @@ type Document struct {
 // Result is one row of the JSON report.
 type Result struct {
 	Name            string   `json:"name"`
+	File            string   `json:"file,omitempty"`
 	Verdict         Verdict  `json:"verdict"`
 	Reason          string   `json:"reason,omitempty"`
 	Diff            string   `json:"diff,omitempty"`
@@ -223,7 +237,7 @@ func JSON(w io.Writer, rows []Row) error {
 	doc := Document{Format: Format, Total: len(rows), Results: make([]Result, 0, len(rows))}
 	doc.Passed, doc.Failed, doc.Updated = Counts(rows)
 	for _, r := range rows {
-		res := Result{Name: r.Name, Verdict: r.Verdict, Reason: r.Reason, Diff: r.Diff}
+		res := Result{Name: r.Name, File: r.File, Verdict: r.Verdict, Reason: r.Reason, Diff: r.Diff}
 		if s := seconds(r.Duration); s != "" {
 			f, _ := strconv.ParseFloat(s, 64)
 			res.DurationSeconds = &f

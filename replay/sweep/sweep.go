@@ -17,11 +17,13 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/openmax/openmax/internal/shard"
 	"github.com/openmax/openmax/recorder/cassette"
 	"github.com/openmax/openmax/recorder/edit"
 )
@@ -79,6 +81,15 @@ type Options struct {
 	// unchanged, total now the replays of the whole sweep; until then it
 	// counts the unmodified replays alone). Never two calls at once.
 	Progress func(done, total int)
+	// Shard, when it is a part of the run, keeps only that part's rows:
+	// the rows are keyed "CASSETTE VARIANT" (the unmodified replay's
+	// variant is "none"), filtered by the environment's test filter, then
+	// split by Timings (nil: by hash). A variant's cassette still replays
+	// unmodified on its shard, to judge it against; the unmodified row
+	// itself belongs to one shard. The N shards' rows together are the
+	// unsharded sweep's.
+	Shard   shard.Env
+	Timings shard.Timings
 
 	// OnReplay, when set, is called once a variant (or an unmodified
 	// replay) is judged, with its row, the cassette it replayed (the fault
@@ -135,6 +146,26 @@ func Run(ctx context.Context, cs []Cassette, replay Replayer, o Options) (*Repor
 	}
 	rep := &Report{Cassettes: len(cs)}
 
+	// Every cassette's variants, then the ones of this shard.
+	selected := make([][]Variant, len(cs))
+	var keys []string
+	for i, c := range cs {
+		selected[i] = Select(Enumerate(c.File, o.Kinds), o.MaxVariants)
+		keys = append(keys, Key(c.Name, None))
+		for _, v := range selected[i] {
+			keys = append(keys, Key(c.Name, v.Name()))
+		}
+	}
+	mine := map[string]bool{}
+	for _, k := range o.Shard.Spec.Pick(o.Shard.Filter(keys), o.Timings) {
+		mine[k] = true
+	}
+	need := make([]bool, len(cs)) // the unmodified replay is needed here
+	for i, c := range cs {
+		selected[i] = slices.DeleteFunc(selected[i], func(v Variant) bool { return !mine[Key(c.Name, v.Name())] })
+		need[i] = mine[Key(c.Name, None)] || len(selected[i]) > 0
+	}
+
 	// The unmodified replays first: every variant is judged against its
 	// cassette's.
 	type job struct {
@@ -146,10 +177,12 @@ func Run(ctx context.Context, cs []Cassette, replay Replayer, o Options) (*Repor
 	}
 	bases := make([]Row, len(cs))
 	baseObs := make([]*observed, len(cs))
-	jobs := make([]job, len(cs))
+	var jobs []job
 	for i, c := range cs {
 		bases[i] = Row{Cassette: c.Name, Variant: None, Kind: None}
-		jobs[i] = job{c: i, v: Variant{Kind: None}, file: c.File, row: &bases[i]}
+		if need[i] {
+			jobs = append(jobs, job{c: i, v: Variant{Kind: None}, file: c.File, row: &bases[i]})
+		}
 	}
 	var progressMu sync.Mutex
 	done, total := 0, len(jobs)
@@ -165,10 +198,16 @@ func Run(ctx context.Context, cs []Cassette, replay Replayer, o Options) (*Repor
 	obs := make([]*observed, len(jobs))
 	runAll(ctx, o, len(jobs), func(j int) {
 		jb := jobs[j]
-		obs[j] = judge(ctx, o, replay, cs[jb.c], jb.v, jb.file, nil, jb.row)
+		bo := o
+		if !mine[Key(cs[jb.c].Name, None)] {
+			bo.OnReplay = nil // replayed only to judge this shard's variants: not its row
+		}
+		obs[j] = judge(ctx, bo, replay, cs[jb.c], jb.v, jb.file, nil, jb.row)
 		progress(1)
 	})
-	copy(baseObs, obs)
+	for j, jb := range jobs {
+		baseObs[jb.c] = obs[j]
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("sweep: %w", err)
 	}
@@ -180,7 +219,7 @@ func Run(ctx context.Context, cs []Cassette, replay Replayer, o Options) (*Repor
 		if baseObs[i] == nil {
 			continue // it did not replay: every variant would fail the same way
 		}
-		vs := Select(Enumerate(c.File, o.Kinds), o.MaxVariants)
+		vs := selected[i]
 		rows[i] = make([]Row, len(vs))
 		for k, v := range vs {
 			rows[i][k] = Row{Cassette: c.Name, Variant: v.Name(), Kind: v.Kind}
@@ -204,8 +243,10 @@ func Run(ctx context.Context, cs []Cassette, replay Replayer, o Options) (*Repor
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("sweep: %w", err)
 	}
-	for i := range cs {
-		rep.Rows = append(rep.Rows, bases[i])
+	for i, c := range cs {
+		if mine[Key(c.Name, None)] {
+			rep.Rows = append(rep.Rows, bases[i])
+		}
 		rep.Rows = append(rep.Rows, rows[i]...)
 	}
 	for _, r := range rep.Rows {
@@ -215,6 +256,10 @@ func Run(ctx context.Context, cs []Cassette, replay Replayer, o Options) (*Repor
 	}
 	return rep, nil
 }
+
+// Key is how a shard plan and a timings report name a row: its cassette
+// and variant.
+func Key(cassette, variant string) string { return cassette + " " + variant }
 
 // runAll calls do(0..n-1) on o.Parallel goroutines and waits.
 func runAll(ctx context.Context, o Options, n int, do func(int)) {
