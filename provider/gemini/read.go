@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"strconv"
 	"strings"
 
 	"github.com/openmax/openmax/provider/sse"
@@ -126,6 +127,14 @@ func readPart(b *wireread.Builder, p *Part) []codec.Note {
 		fc := p.FunctionCall
 		t := b.Tool(len(b.Tools))
 		t.ID, t.Name = fc.ID, fc.Name
+		if t.ID == "" {
+			// The id the client gives a call the wire sent without one
+			// (state.callID), so the reading names it as the client does.
+			t.ID = "call_" + strconv.Itoa(len(b.Tools))
+			if b.MsgID != "" {
+				t.ID = "call_" + b.MsgID + "_" + strconv.Itoa(len(b.Tools))
+			}
+		}
 		args := string(bytes.TrimSpace(fc.Args))
 		t.Args.WriteString(args)
 		out = append(out, codec.Note{Kind: "call " + fc.Name})

@@ -66,7 +66,7 @@ func TestParseEvents(t *testing.T) {
 	}
 	if r.MessageID != "r1" || r.Model != "gemini-2.5-pro" || r.Text != "Hi" || r.Thinking != "**Plan**" || r.Signatures != 2 ||
 		!reflect.DeepEqual(r.SignatureBytes, []int{4, 8}) || r.Finish != "STOP" ||
-		!reflect.DeepEqual(r.Tools, []codec.ToolCall{{Name: "f", Args: `{"a": 1}`}}) ||
+		!reflect.DeepEqual(r.Tools, []codec.ToolCall{{ID: "call_r1_1", Name: "f", Args: `{"a": 1}`}}) ||
 		!reflect.DeepEqual(r.Errors, []string{"prompt blocked SAFETY"}) {
 		t.Errorf("reading %+v", r)
 	}
