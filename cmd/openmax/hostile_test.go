@@ -10,7 +10,6 @@ import (
 	"net/http/httptest"
 	"os/exec"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -204,7 +203,7 @@ func runHostile(t *testing.T, bin string, w hostileWire, base string, flags []st
 	args := append([]string{"--stdio", "--provider", w.provider, "--base-url", base + w.path, "--project", dir}, w.flags...)
 	args = append(args, flags...)
 	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Env = env
+	cmd.Env = append(env, "OPENMAX_PEAK_RSS=1")
 	cmd.Stdin = strings.NewReader(`{"cmd":"user","text":"go"}` + "\n")
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -233,9 +232,6 @@ func runHostile(t *testing.T, bin string, w hostileWire, base string, flags []st
 	if err != nil && r.code < 0 {
 		t.Fatalf("exit: %v\nstderr: %s", err, stderr.String())
 	}
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		r.maxRSS = int64(ru.Maxrss) << 10 // KiB on Linux
-	}
-	r.stderr = stderr.String()
+	r.maxRSS, r.stderr = ownPeakRSS(t, stderr.String())
 	return r
 }

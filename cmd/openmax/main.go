@@ -55,8 +55,30 @@ func main() {
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr, env{clock: clock.Real{}, getenv: agentEnv()})
 	stop()
 	stopProfile()
+	if os.Getenv("OPENMAX_PEAK_RSS") != "" {
+		reportPeakRSS(os.Stderr)
+	}
 	orphans.Stop(true)
 	os.Exit(code)
+}
+
+// reportPeakRSS says the process's peak resident memory, as the kernel
+// keeps it for this program's own address space (VmHWM): getrusage's
+// maxrss would also count the parent's memory a child shares between fork
+// and exec, which a large parent (a test binary) makes most of it.
+func reportPeakRSS(w io.Writer) {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		fmt.Fprintf(w, "openmax: peak RSS unknown: %v\n", err)
+		return
+	}
+	for _, l := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
+			fmt.Fprintf(w, "openmax: peak RSS %s\n", strings.TrimSpace(v))
+			return
+		}
+	}
+	fmt.Fprintln(w, "openmax: peak RSS unknown: no VmHWM in /proc/self/status")
 }
 
 // startProfile starts a CPU profile into path ("" for none) and returns

@@ -10,6 +10,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -34,7 +36,7 @@ func runScanBinary(t *testing.T, dir string, args ...string) scanRun {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, append([]string{"cassette", "scan"}, args...)...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+t.TempDir(), "XDG_CONFIG_HOME="+t.TempDir())
+	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+t.TempDir(), "XDG_CONFIG_HOME="+t.TempDir(), "OPENMAX_PEAK_RSS=1")
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
@@ -46,10 +48,26 @@ func runScanBinary(t *testing.T, dir string, args ...string) scanRun {
 		t.Fatalf("scan %v: %v", args, err)
 	}
 	r := scanRun{stdout: out.String(), stderr: errb.String(), code: cmd.ProcessState.ExitCode()}
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		r.maxRSS = int64(ru.Maxrss) << 10
-	}
+	r.maxRSS, r.stderr = ownPeakRSS(t, r.stderr)
 	return r
+}
+
+// peakRSS is the line OPENMAX_PEAK_RSS adds to stderr.
+var peakRSS = regexp.MustCompile(`openmax: peak RSS (\d+) kB\n`)
+
+// ownPeakRSS is a binary's own peak memory, from the line
+// OPENMAX_PEAK_RSS=1 makes it write (VmHWM of its address space), and its
+// stderr without that line. getrusage's maxrss of a child would count
+// this test binary's memory too, which the child shares between fork and
+// exec: under -race, most of it.
+func ownPeakRSS(t *testing.T, stderr string) (int64, string) {
+	t.Helper()
+	m := peakRSS.FindStringSubmatch(stderr)
+	if m == nil {
+		t.Fatalf("no peak RSS line in stderr (OPENMAX_PEAK_RSS=1 not set?):\n%s", stderr)
+	}
+	kib, _ := strconv.ParseInt(m[1], 10, 64)
+	return kib << 10, strings.Replace(stderr, m[0], "", 1)
 }
 
 // fakeKey draws a fake OpenAI project key (none is written in this
