@@ -12,6 +12,7 @@ import (
 
 	vcr "github.com/dnaeon/go-vcr/v2/cassette"
 
+	"github.com/openmax/openmax/internal/recache"
 	"github.com/openmax/openmax/provider/codec"
 )
 
@@ -214,7 +215,7 @@ func newScrubber(u *url.URL, h http.Header, user []*regexp.Regexp) *scrubber {
 	for _, l := range lits {
 		if !seen[l] {
 			seen[l] = true
-			s.patterns = append(s.patterns, regexp.MustCompile(regexp.QuoteMeta(l)))
+			s.patterns = append(s.patterns, recache.Compile(regexp.QuoteMeta(l)))
 		}
 	}
 	s.patterns = append(s.patterns, user...)
@@ -264,6 +265,16 @@ func unescape(s string) string {
 // str replaces every match of every pattern.
 func (s *scrubber) str(x string) string {
 	for _, p := range s.patterns {
+		// Most patterns are a secret's literal text, and most strings do
+		// not hold it: look for the text before running the regexp, which
+		// builds a new string even when nothing matches.
+		if lit, whole := p.LiteralPrefix(); whole {
+			if lit == "" || !strings.Contains(x, lit) {
+				continue
+			}
+			x = strings.ReplaceAll(x, lit, Scrubbed)
+			continue
+		}
 		x = p.ReplaceAllLiteralString(x, Scrubbed)
 	}
 	return x

@@ -38,6 +38,10 @@ func (e *UnknownWireError) Unwrap() error { return ErrUnknownWire }
 var (
 	mu    sync.RWMutex
 	wires = map[string]Wire{}
+	// infos holds each wire's Info as it registered it (Info is a fixed
+	// description), so the lookups that run on every request, header and
+	// query parameter do not build it again.
+	infos = map[string]Info{}
 )
 
 // Register adds a wire to the registry. It is called from the vendor
@@ -70,6 +74,7 @@ func Register(w Wire) {
 		}
 	}
 	wires[in.Name] = w
+	infos[in.Name] = in
 }
 
 // Lookup is the wire registered under name.
@@ -236,8 +241,8 @@ func IsSecretQuery(name string) bool {
 func named(name string, f func(Info) []string) bool {
 	mu.RLock()
 	defer mu.RUnlock()
-	for _, w := range wires {
-		for _, v := range f(w.Info()) {
+	for _, in := range infos {
+		for _, v := range f(in) {
 			if strings.EqualFold(v, name) {
 				return true
 			}
@@ -253,8 +258,8 @@ func IsShownHeader(name string) bool {
 	mu.RLock()
 	defer mu.RUnlock()
 	l := strings.ToLower(name)
-	for _, w := range wires {
-		for _, v := range w.Info().ShownHeaders {
+	for _, in := range infos {
+		for _, v := range in.ShownHeaders {
 			v = strings.ToLower(v)
 			if l == v || strings.HasSuffix(v, "-") && strings.HasPrefix(l, v) {
 				return true
@@ -273,9 +278,11 @@ func lower(s []string) []string {
 }
 
 func collect(f func(Info) []string) []string {
+	mu.RLock()
+	defer mu.RUnlock()
 	var out []string
-	for _, w := range Wires() {
-		for _, v := range f(w.Info()) {
+	for _, in := range infos {
+		for _, v := range f(in) {
 			if !slices.Contains(out, v) {
 				out = append(out, v)
 			}

@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"github.com/openmax/openmax/internal/recache"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -96,7 +97,7 @@ func features(s string) feature {
 }
 
 func newRule(pattern, placeholder string, needs feature) rule {
-	return rule{re: regexp.MustCompile(pattern), repl: "${1}" + placeholder + "${tail}", needs: needs}
+	return rule{re: recache.Compile(pattern), repl: "${1}" + placeholder + "${tail}", needs: needs}
 }
 
 // dir is the pattern of a directory that must end there: a word boundary
