@@ -37,7 +37,6 @@ type lineSplitter struct {
 // errLineTooLong is returned by next with the line's size.
 var errLineTooLong = errors.New("line too long")
 
-//
 // A reader that knows how much it holds (a bytes.Reader, a strings.Reader,
 // a bytes.Buffer: a stream already in memory) gets a read buffer no larger
 // than that: checking a replay's few KiB of output must not allocate the
