@@ -37,10 +37,11 @@ type lineSplitter struct {
 // errLineTooLong is returned by next with the line's size.
 var errLineTooLong = errors.New("line too long")
 
-// A reader that knows how much it holds (a bytes.Reader, a strings.Reader,
-// a bytes.Buffer: a stream already in memory) gets a read buffer no larger
-// than that: checking a replay's few KiB of output must not allocate the
-// whole read buffer each time.
+// newLineSplitter splits r into lines. A reader that knows how much it
+// holds (a bytes.Reader, a strings.Reader, a bytes.Buffer: a stream
+// already in memory) gets a read buffer no larger than that: checking a
+// replay's few KiB of output must not allocate the whole read buffer each
+// time.
 func newLineSplitter(r io.Reader, longest int64, inMemory, readBuf int) *lineSplitter {
 	if l, ok := r.(interface{ Len() int }); ok {
 		readBuf = min(readBuf, max(l.Len()+1, 4<<10))
