@@ -11,68 +11,73 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
 //go:embed templates/*.tmpl
 var templateFS embed.FS
 
-var pages = template.Must(template.New("").Funcs(template.FuncMap{
-	"pct":   pct,
-	"num":   func(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) },
-	"dur":   dur,
-	"join":  strings.Join,
-	"ticks": ticks,
-	"seq": func(n int) []int {
-		s := make([]int, n)
-		for i := range s {
-			s[i] = i
-		}
-		return s
-	},
-	"difflines":    diffLines,
-	"verdictClass": func(v string) string { return strings.ReplaceAll(v, " ", "") },
-	"turns": func(c *Cassette) int {
-		n := 0
-		for _, t := range c.Turns {
-			if t.Number > 0 {
-				n++
+// pages are the templates, parsed the first time a report is written
+// (not at every start of the binary).
+var pages = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("").Funcs(template.FuncMap{
+		"pct":   pct,
+		"num":   func(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) },
+		"dur":   dur,
+		"join":  strings.Join,
+		"ticks": ticks,
+		"seq": func(n int) []int {
+			s := make([]int, n)
+			for i := range s {
+				s[i] = i
 			}
-		}
-		return n
-	},
-	"interactions": func(c *Cassette) int {
-		n := len(c.Unused)
-		for _, t := range c.Turns {
-			n += len(t.Interactions)
-		}
-		return n
-	},
-	"cellClass": func(vs []*Variant) string {
-		if len(vs) == 0 {
-			return "c-none"
-		}
-		for _, v := range vs {
-			if !v.OK() {
-				return "c-fail"
+			return s
+		},
+		"difflines":    diffLines,
+		"verdictClass": func(v string) string { return strings.ReplaceAll(v, " ", "") },
+		"turns": func(c *Cassette) int {
+			n := 0
+			for _, t := range c.Turns {
+				if t.Number > 0 {
+					n++
+				}
 			}
-		}
-		return "c-ok"
-	},
-	"failures": func(m *SweepMatrix) []*Variant {
-		var out []*Variant
-		for _, r := range m.Rows {
-			for _, c := range r.Cells {
-				for _, v := range c {
-					if !v.OK() {
-						out = append(out, v)
+			return n
+		},
+		"interactions": func(c *Cassette) int {
+			n := len(c.Unused)
+			for _, t := range c.Turns {
+				n += len(t.Interactions)
+			}
+			return n
+		},
+		"cellClass": func(vs []*Variant) string {
+			if len(vs) == 0 {
+				return "c-none"
+			}
+			for _, v := range vs {
+				if !v.OK() {
+					return "c-fail"
+				}
+			}
+			return "c-ok"
+		},
+		"failures": func(m *SweepMatrix) []*Variant {
+			var out []*Variant
+			for _, r := range m.Rows {
+				for _, c := range r.Cells {
+					for _, v := range c {
+						if !v.OK() {
+							out = append(out, v)
+						}
 					}
 				}
 			}
-		}
-		return out
-	},
-}).ParseFS(templateFS, "templates/*.tmpl"))
+			return out
+		},
+	}).ParseFS(templateFS, "templates/*.tmpl"))
+})
 
 // pct is at as a percentage of scale, for a CSS length.
 func pct(at, scale float64) string {
@@ -159,7 +164,7 @@ func (s *Site) Write(dir string) error {
 		p.Site = s
 		p.Root = strings.Repeat("../", strings.Count(rel, "/"))
 		return writeFile(filepath.Join(dir, filepath.FromSlash(rel)), func(out io.Writer) error {
-			return pages.ExecuteTemplate(out, name, p)
+			return pages().ExecuteTemplate(out, name, p)
 		})
 	}
 	if err := w("index.html", "index", page{Title: s.Title}); err != nil {
