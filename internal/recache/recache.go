@@ -22,7 +22,8 @@ var (
 )
 
 // Compile is regexp.MustCompile(pattern), from the cache when the same
-// pattern was compiled before. It panics on a pattern that does not
+// pattern was compiled before; callers racing on a new pattern all get
+// the value the first of them stored. It panics on a pattern that does not
 // compile, as MustCompile does: callers pass patterns they built.
 func Compile(pattern string) *regexp.Regexp {
 	mu.Lock()
@@ -33,9 +34,12 @@ func Compile(pattern string) *regexp.Regexp {
 	}
 	re = regexp.MustCompile(pattern)
 	mu.Lock()
+	defer mu.Unlock()
+	if first, ok := cache[pattern]; ok {
+		return first // compiled meanwhile by another caller: one value for all
+	}
 	if len(cache) < maxEntries {
 		cache[pattern] = re
 	}
-	mu.Unlock()
 	return re
 }
