@@ -24,7 +24,8 @@ var reportCommand = command{
 	usage: "CASSETTE|DIR [--sweep [--max-variants N]] --html OUTDIR [--golden DIR] [--overwrite]",
 	purpose: "Write a static HTML report (and OUTDIR/report.json) of recorded cassettes replayed through the engine: per turn, each interaction's timeline " +
 		"(chunk arrivals, TTFT, the longest gap, stalls, resets, truncation, Retry-After waits) beside the transcript; for a folder, the pass/fail table " +
-		"against the golden files; with --sweep, the matrix of injected faults. The pages load nothing: open OUTDIR/index.html from disk.",
+		"against the golden files; with --sweep, the matrix of injected faults. The pages load nothing: open OUTDIR/index.html from disk. " +
+		"(`openmax report merge REPORT...` joins the JUnit or JSON reports of a sharded run; see its --help.)",
 }
 
 // runReport is `openmax report`.
