@@ -168,22 +168,7 @@ func ParseStream(body io.Reader) iter.Seq[provider.Part] {
 // events parses an event stream.
 func events(ctx context.Context, body io.Reader, yield func(provider.Part) bool) {
 	st := newState()
-	r := sse.NewReader(body)
-	for {
-		if ctx.Err() != nil {
-			return
-		}
-		ev, err := r.Next()
-		if err != nil {
-			if ctx.Err() == nil {
-				st.End(err, yield)
-			}
-			return
-		}
-		if !st.Event(ev, yield) {
-			return
-		}
-	}
+	httpx.ReadEvents(ctx, body, st, yield)
 }
 
 func newState() *state { return &state{blocks: map[int]*block{}} }

@@ -305,22 +305,7 @@ func ParseResponse(body io.Reader) iter.Seq[provider.Part] { return httpx.ParseW
 // readStream parses an SSE body.
 func readStream(ctx context.Context, body io.Reader, contentType string, yield func(provider.Part) bool) {
 	st := &state{contentType: contentType}
-	events := sse.NewReader(body)
-	for {
-		if ctx.Err() != nil {
-			return
-		}
-		ev, err := events.Next()
-		if err != nil {
-			if ctx.Err() == nil {
-				st.End(err, yield)
-			}
-			return
-		}
-		if !st.Event(ev, yield) {
-			return
-		}
-	}
+	httpx.ReadEvents(ctx, body, st, yield)
 }
 
 // Event folds one event of the stream into the reply and yields what it

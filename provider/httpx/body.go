@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/openmax/openmax/provider"
+	"github.com/openmax/openmax/provider/sse"
 )
 
 // DecodeBody returns the body of a 2xx response with its Content-Encoding
@@ -158,5 +159,40 @@ func ParseWhole(body io.Reader, whole WholeFunc) iter.Seq[provider.Part] {
 func ParseStream(body io.Reader, stream StreamFunc) iter.Seq[provider.Part] {
 	return func(yield func(provider.Part) bool) {
 		stream(context.Background(), body, "text/event-stream", yield)
+	}
+}
+
+// EventReader is a vendor client's reading of one event stream, event by
+// event: the state its parser keeps. The same reader serves the live
+// client (ReadEvents) and the reading of a recorded body (the wire's
+// Parse), so both make the same parts of the same bytes.
+type EventReader interface {
+	// Event folds one event in, yielding its parts; false once the reply
+	// is over (its end, a failure, or yield returned false).
+	Event(ev sse.Event, yield func(provider.Part) bool) bool
+	// End ends a stream whose events stopped with err (io.EOF at the end
+	// of the body) while the reply was not over.
+	End(err error, yield func(provider.Part) bool)
+}
+
+// ReadEvents feeds the Server-Sent Events of body to r until r says the
+// reply is over, the body ends (r.End then says how) or ctx is done
+// (nothing more is yielded then).
+func ReadEvents(ctx context.Context, body io.Reader, r EventReader, yield func(provider.Part) bool) {
+	events := sse.NewReader(body)
+	for {
+		if ctx.Err() != nil {
+			return
+		}
+		ev, err := events.Next()
+		if err != nil {
+			if ctx.Err() == nil {
+				r.End(err, yield)
+			}
+			return
+		}
+		if !r.Event(ev, yield) {
+			return
+		}
 	}
 }

@@ -138,22 +138,7 @@ func ParseStream(body io.Reader) iter.Seq[provider.Part] { return httpx.ParseStr
 // readStream parses an SSE body.
 func readStream(ctx context.Context, body io.Reader, contentType string, yield func(provider.Part) bool) {
 	s := &chatStream{contentType: contentType}
-	events := sse.NewReader(body)
-	for {
-		if ctx.Err() != nil {
-			return
-		}
-		ev, err := events.Next()
-		if err != nil {
-			if ctx.Err() == nil {
-				s.End(err, yield)
-			}
-			return
-		}
-		if !s.Event(ev, yield) {
-			return
-		}
-	}
+	httpx.ReadEvents(ctx, body, s, yield)
 }
 
 // chatStream is the reading of one streamed reply, event by event: the

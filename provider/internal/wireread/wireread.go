@@ -14,6 +14,7 @@ import (
 
 	"github.com/openmax/openmax/provider"
 	"github.com/openmax/openmax/provider/codec"
+	"github.com/openmax/openmax/provider/httpx"
 	"github.com/openmax/openmax/provider/sse"
 )
 
@@ -56,16 +57,8 @@ func Collect(parts *[]provider.Part) func(provider.Part) bool {
 	}
 }
 
-// Client is a vendor client's reading of one stream, event by event: the
-// state its own parser keeps.
-type Client interface {
-	// Event folds one event in, yielding its parts; false once the reply
-	// is over.
-	Event(ev sse.Event, yield func(provider.Part) bool) bool
-	// End ends a stream whose events stopped with err (io.EOF at the end
-	// of the body) while the reply was not over.
-	End(err error, yield func(provider.Part) bool)
-}
+// Client is a vendor client's reading of one stream (httpx.EventReader).
+type Client = httpx.EventReader
 
 // Reader is how a wire reads a recorded body (codec.Wire.Parse).
 type Reader struct {

@@ -170,22 +170,7 @@ func (it *item) setItem(x *Item) {
 // readStream parses an SSE body.
 func readStream(ctx context.Context, body io.Reader, contentType string, yield func(provider.Part) bool) {
 	st := newState()
-	events := sse.NewReader(body)
-	for {
-		if ctx.Err() != nil {
-			return
-		}
-		ev, err := events.Next()
-		if err != nil {
-			if ctx.Err() == nil {
-				st.end(err, contentType, yield)
-			}
-			return
-		}
-		if !st.event(ev, yield) {
-			return
-		}
-	}
+	httpx.ReadEvents(ctx, body, &client{st, contentType}, yield)
 }
 
 // event folds one SSE event into the state, yielding the parts it
