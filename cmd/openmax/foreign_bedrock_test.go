@@ -24,24 +24,32 @@ const bedrockScenario = `replies:
 // runBedrockClient runs testdata/npm/bedrock.mjs against base.
 func runBedrockClient(t *testing.T, ctx context.Context, work, base string, extra ...string) (string, int) {
 	t.Helper()
-	script, err := os.ReadFile(filepath.Join(npmDir, "bedrock.mjs"))
+	return runNodeClient(t, ctx, work, "bedrock.mjs", append([]string{"BEDROCK_BASE_URL=" + base}, extra...)...)
+}
+
+// runNodeClient runs the script testdata/npm/NAME with node in work
+// (where npmModules linked the pinned packages), with env added to ours,
+// and returns its stdout and exit code; its stderr goes to the test log.
+func runNodeClient(t *testing.T, ctx context.Context, work, name string, env ...string) (string, int) {
+	t.Helper()
+	script, err := os.ReadFile(filepath.Join(npmDir, name))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(work, "bedrock.mjs"), script, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(work, name), script, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.CommandContext(ctx, "node", "bedrock.mjs")
+	cmd := exec.CommandContext(ctx, "node", name)
 	cmd.Dir = work
-	cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "BEDROCK_BASE_URL="+base, "NODE_NO_WARNINGS=1")
-	cmd.Env = append(cmd.Env, extra...)
+	cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "NODE_NO_WARNINGS=1")
+	cmd.Env = append(cmd.Env, env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil && cmd.ProcessState == nil {
-		t.Fatalf("node: %v", err)
+		t.Fatalf("node %s: %v", name, err)
 	}
 	if stderr.Len() > 0 {
-		t.Logf("node bedrock stderr:\n%s", stderr.String())
+		t.Logf("node %s stderr:\n%s", name, stderr.String())
 	}
 	return stdout.String(), cmd.ProcessState.ExitCode()
 }

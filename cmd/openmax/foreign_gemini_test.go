@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -26,26 +25,7 @@ const geminiScenario = `replies:
 // runGeminiClient runs testdata/npm/gemini.mjs against base.
 func runGeminiClient(t *testing.T, ctx context.Context, work, base string, extra ...string) (string, int) {
 	t.Helper()
-	script, err := os.ReadFile(filepath.Join(npmDir, "gemini.mjs"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(work, "gemini.mjs"), script, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.CommandContext(ctx, "node", "gemini.mjs")
-	cmd.Dir = work
-	cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "GEMINI_BASE_URL="+base, "NODE_NO_WARNINGS=1")
-	cmd.Env = append(cmd.Env, extra...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil && cmd.ProcessState == nil {
-		t.Fatalf("node: %v", err)
-	}
-	if stderr.Len() > 0 {
-		t.Logf("node gemini stderr:\n%s", stderr.String())
-	}
-	return stdout.String(), cmd.ProcessState.ExitCode()
+	return runNodeClient(t, ctx, work, "gemini.mjs", append([]string{"GEMINI_BASE_URL=" + base}, extra...)...)
 }
 
 // TestForeignGeminiClient: Google's JavaScript SDK talks to the fake
