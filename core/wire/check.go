@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -86,12 +87,11 @@ func NewChecker(opts ...CheckOption) *Checker {
 // Line checks the next line (without its newline) and returns the violation,
 // or nil when the line is legal here.
 func (c *Checker) Line(line []byte) error {
-	c.n++
-	typ, m, err := c.line(line)
-	c.prev = typ
-	if err == nil && c.input != nil {
-		c.observeInput(typ, m.str("message"), m.str("stop_reason"))
+	typ, d, m, err := c.prepare(c.members, line)
+	if m != nil {
+		c.members = m
 	}
+	err = c.finish(typ, d, m, err)
 	// Keep the members' slice for the next line, but not a long line it
 	// points into (short ones are in the reader's buffer anyway).
 	if len(line) > streamReadBuffer {
@@ -101,32 +101,33 @@ func (c *Checker) Line(line []byte) error {
 	return err
 }
 
-func (c *Checker) line(line []byte) (string, object, error) {
+// prepare is the part of a line's check that needs nothing from the lines
+// before it: UTF-8, the JSON split (appended to dst[:0]), the type, the
+// shape and the values. It reads only the Checker's options and its scratch
+// space, so a copy of them (forWorker) can prepare lines on another
+// goroutine. m is the split when there was one, even with an error.
+func (c *Checker) prepare(dst object, line []byte) (typ string, d *Def, m object, err error) {
 	if !utf8.Valid(line) {
-		return "", nil, fmt.Errorf("not valid UTF-8")
+		return "", nil, nil, fmt.Errorf("not valid UTF-8")
 	}
-	var m object
-	var err error
 	if c.twoPass {
 		m, err = parseObjectTwoPass(line)
 	} else {
-		m, err = parseObjectInto(c.members, line)
+		m, err = parseObjectInto(dst, line)
 	}
 	if err != nil {
 		if errors.Is(err, errNotObject) {
-			return "", nil, fmt.Errorf("not a JSON object: %s", jsonKind(line))
+			return "", nil, nil, fmt.Errorf("not a JSON object: %s", jsonKind(line))
 		}
-		return "", nil, fmt.Errorf("not a JSON object: %s", describeJSONError(line, err))
+		return "", nil, nil, fmt.Errorf("not a JSON object: %s", describeJSONError(line, err))
 	}
-	c.members = m
 	rawType, typePlain, ok := m.getv("type")
 	if !ok {
-		return "", nil, fmt.Errorf(`missing "type"`)
+		return "", nil, m, fmt.Errorf(`missing "type"`)
 	}
 	if jsonKind(rawType) != "string" {
-		return "", nil, fmt.Errorf(`"type" must be a string, got %s`, jsonKind(rawType))
+		return "", nil, m, fmt.Errorf(`"type" must be a string, got %s`, jsonKind(rawType))
 	}
-	var d *Def
 	if c.twoPass {
 		d, ok = EventDef(unquote(rawType))
 		if !ok {
@@ -137,19 +138,38 @@ func (c *Checker) line(line []byte) (string, object, error) {
 	}
 	if !ok {
 		typ := unquote(rawType)
-		return typ, nil, fmt.Errorf("unknown type %s", quoteShort(typ))
+		return typ, nil, m, fmt.Errorf("unknown type %s", quoteShort(typ))
 	}
-	typ := d.Name
+	typ = d.Name
 	if err := c.shape(d, m); err != nil {
-		return typ, nil, fmt.Errorf("%s: %w", typ, err)
+		return typ, nil, m, fmt.Errorf("%s: %w", typ, err)
 	}
 	if err := c.values(typ, m); err != nil {
-		return typ, nil, fmt.Errorf("%s: %w", typ, err)
+		return typ, nil, m, fmt.Errorf("%s: %w", typ, err)
 	}
-	if err := c.sequence(d, m); err != nil {
-		return typ, nil, fmt.Errorf("%s: %w", typ, err)
+	return typ, d, m, nil
+}
+
+// finish counts a prepared line and, when prepare found nothing wrong with
+// it, checks it against the stream so far (the sequencing rules).
+func (c *Checker) finish(typ string, d *Def, m object, err error) error {
+	c.n++
+	if err == nil {
+		if serr := c.sequence(d, m); serr != nil {
+			err = fmt.Errorf("%s: %w", typ, serr)
+		}
 	}
-	return typ, m, nil
+	c.prev = typ
+	if err == nil && c.input != nil {
+		c.observeInput(typ, m.str("message"), m.str("stop_reason"))
+	}
+	return err
+}
+
+// forWorker returns a Checker that prepares lines as c would, with scratch
+// space of its own.
+func (c *Checker) forWorker() *Checker {
+	return &Checker{strict: c.strict, twoPass: c.twoPass}
 }
 
 // lineDef finds the definition named by a line's raw "type" string, events
@@ -511,8 +531,25 @@ func CheckStreamStrict(r io.Reader, report func(Verdict)) (int, error) {
 // read once and parsed once. Memory stays near heldLine whatever the input:
 // a longer line is spooled to a temporary file until its end shows whether
 // it is within MaxCheckedLine, and only then read back whole.
+//
+// With more than one CPU and a reader that is not already in memory (a
+// pipe, a file), lines are prepared by GOMAXPROCS workers and finished in
+// order on the calling goroutine (check_parallel.go); report is always
+// called from the calling goroutine, in line order.
 func (c *Checker) Stream(r io.Reader, report func(Verdict)) (int, error) {
-	lr := newLineSplitter(r, MaxCheckedLine, heldLine, streamReadBuffer)
+	_, inMemory := r.(interface{ Len() int })
+	if workers := runtime.GOMAXPROCS(0); workers > 1 && !inMemory && !c.twoPass {
+		return c.streamParallel(r, report, parallelConfig{workers: workers})
+	}
+	return c.streamSerial(r, report, parallelConfig{})
+}
+
+// streamSerial is Stream on the calling goroutine alone: for a stream
+// already in memory (a replay's output, a test's), where starting workers
+// costs more than it saves, and for one CPU.
+func (c *Checker) streamSerial(r io.Reader, report func(Verdict), cfg parallelConfig) (int, error) {
+	cfg = cfg.withDefaults()
+	lr := newLineSplitter(r, cfg.longest, cfg.inMemory, cfg.readBuf)
 	defer lr.close()
 	bad := 0
 	for {
@@ -525,10 +562,9 @@ func (c *Checker) Stream(r io.Reader, report func(Verdict)) (int, error) {
 			}
 			return bad, nil
 		case errors.Is(err, errLineTooLong):
-			c.n++
-			c.prev = ""
 			bad++
-			report(Verdict{Line: c.n, Err: fmt.Errorf("%d bytes: longer than the checker reads (%d MiB)", size, MaxCheckedLine>>20)})
+			err := c.tooLong(size)
+			report(Verdict{Line: c.n, Err: err})
 			continue
 		case err != nil:
 			return bad, fmt.Errorf("read: %w", err)
@@ -540,6 +576,14 @@ func (c *Checker) Stream(r io.Reader, report func(Verdict)) (int, error) {
 		}
 		report(v)
 	}
+}
+
+// tooLong counts a line longer than MaxCheckedLine, of size bytes, and
+// returns its violation.
+func (c *Checker) tooLong(size int64) error {
+	c.n++
+	c.prev = ""
+	return fmt.Errorf("%d bytes: longer than the checker reads (%d MiB)", size, MaxCheckedLine>>20)
 }
 
 // streamReadBuffer is Stream's read buffer: lines up to this size are
