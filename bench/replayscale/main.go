@@ -1,12 +1,16 @@
 // Command replayscale measures how replay scales (a manual measurement, not
-// part of CI), printing stock go-vcr v2 beside openmax in the same run:
+// part of CI), printing stock go-vcr v2 beside openmax in the same run,
+// every figure through a process of its own:
 //
-//   - a T-turn session (T = 10, 100, 300) loaded and replayed through the
-//     real harness (importer.Load, which every command loads through, and
-//     tape.Replay at instant pace) vs the same
-//     harness served by go-vcr's recorder in replay mode
-//     (SkipRequestLatency), which loads the same file; the median of
-//     several interleaved runs, per turn and in all;
+//   - a T-turn session (T = 10, 100, 300): `openmax replay FILE`, the
+//     command a user runs (load, replay through the real harness at instant
+//     pace, check every request and the transcript), beside a child of this
+//     bench that serves the same file to the same harness with go-vcr's
+//     recorder in replay mode (SkipRequestLatency, its best setting), and
+//     beside the process floor (`openmax --version`); wall time and CPU
+//     (user+sys) of each process, the median of interleaved runs;
+//   - the paced 429 cassette of the library (a 429 with Retry-After, then
+//     the answer): the same three, and the recorded wall time it replays;
 //   - loading three cassettes (each mostly one streamed body): wall time and
 //     peak RSS of a child process that only loads the file (importer.Load
 //     vs go-vcr's cassette.Load), with the file size beside them
@@ -17,8 +21,9 @@
 // OpenAI-shaped transport while a scripted client sends one user command
 // after each done, and the exchanges are written as a cassette (Save).
 //
-// Usage: go run ./bench/replayscale [-runs 5] [-turns 10,100,300] [-mb 25,40,55]
-// (-cpuprofile FILE profiles openmax's replays of the longest session).
+// Usage: go run ./bench/replayscale [-runs 5] [-turns 10,100,300] [-mb 25,40,55] [-openmax BIN]
+// (-cpuprofile FILE: openmax writes a CPU profile of its replay of the
+// longest session, through OPENMAX_CPUPROFILE).
 package main
 
 import (
@@ -29,9 +34,9 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
-	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
@@ -47,7 +52,6 @@ import (
 	"github.com/openmax/openmax/recorder"
 	"github.com/openmax/openmax/recorder/cassette"
 	"github.com/openmax/openmax/recorder/importer"
-	"github.com/openmax/openmax/recorder/replay"
 	"github.com/openmax/openmax/replay/tape"
 )
 
@@ -57,15 +61,20 @@ func main() {
 	runs := flag.Int("runs", 5, "interleaved runs per size (the median is printed)")
 	turns := flag.String("turns", "10,100,300", "session lengths")
 	mbs := flag.String("mb", "25,40,55", "streamed body sizes of the load cassettes, MiB (files about 2.1x that: the body is kept whole and as chunks)")
-	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of openmax's replays of the longest session")
+	cpuprofile := flag.String("cpuprofile", "", "openmax writes a CPU profile of its replay of the longest session here")
+	bin := flag.String("openmax", "", "the openmax binary (default: built from this checkout)")
 	load := flag.String("load", "", "(child) load this cassette with -with and print the time")
 	with := flag.String("with", "openmax", "(child) openmax or go-vcr")
+	peer := flag.String("peer", "", "(child) serve this cassette to the harness with go-vcr and replay its commands")
 	flag.Parse()
 	var err error
-	if *load != "" || *with == "none" {
+	switch {
+	case *peer != "":
+		err = peerReplay(*peer)
+	case *load != "" || *with == "none":
 		err = loadchild.Load(*with, *load)
-	} else {
-		err = run(*runs, benchcli.Ints(*turns), benchcli.Ints(*mbs), *cpuprofile)
+	default:
+		err = run(*runs, benchcli.Ints(*turns), benchcli.Ints(*mbs), *cpuprofile, *bin)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "replayscale:", err)
@@ -81,47 +90,41 @@ func median(ds []time.Duration) time.Duration {
 	return s[len(s)/2]
 }
 
-func run(runs int, turns, mbs []int, cpuprofile string) error {
+func run(runs int, turns, mbs []int, cpuprofile, bin string) error {
 	dir, err := os.MkdirTemp("", "replayscale")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
+	if bin == "" {
+		if bin, err = benchcli.BuildOpenmax(dir); err != nil {
+			return err
+		}
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
 
-	fmt.Printf("replay of a T-turn session (median of %d interleaved runs; %d CPUs)\n", runs, runtime.NumCPU())
-	fmt.Printf("  %5s %9s | %10s %8s | %10s %8s | %6s\n", "T", "file", "openmax", "per turn", "go-vcr", "per turn", "ratio")
+	fmt.Printf("replay of a T-turn session, each a process of its own (median of %d interleaved runs; %d CPUs)\n", runs, runtime.NumCPU())
+	fmt.Printf("  openmax = `openmax replay FILE`; go-vcr = the same harness served by go-vcr v2 (ModeReplaying, SkipRequestLatency); floor = `openmax --version`\n")
+	fmt.Printf("  %5s %9s | %9s %9s | %9s %9s | %8s | %6s %6s | %s\n", "T", "file", "openmax", "CPU", "go-vcr", "CPU", "floor", "wall", "CPU", "target")
 	for _, t := range turns {
 		path := filepath.Join(dir, fmt.Sprintf("turns%d.yaml", t))
 		if err := makeSession(path, t); err != nil {
 			return fmt.Errorf("making the %d-turn session: %w", t, err)
 		}
-		var ours, stock []time.Duration
-		profile := cpuprofile != "" && t == slices.Max(turns)
-		for range runs {
-			if profile {
-				pf, err := os.Create(cpuprofile)
-				if err != nil {
-					return err
-				}
-				pprof.StartCPUProfile(pf)
-				defer func() { pprof.StopCPUProfile(); pf.Close() }()
-				profile = false
-			}
-			d, err := replayOurs(path)
-			if err != nil {
-				return err
-			}
-			ours = append(ours, d)
-			d, err = replayStock(path, t)
-			if err != nil {
-				return err
-			}
-			stock = append(stock, d)
+		var env []string
+		if cpuprofile != "" && t == slices.Max(turns) {
+			env = []string{"OPENMAX_CPUPROFILE=" + cpuprofile}
 		}
-		fi, _ := os.Stat(path)
-		o, s := median(ours), median(stock)
-		fmt.Printf("  %5d %7.1fMB | %8.1fms %6.2fms | %8.1fms %6.2fms | %5.2fx\n", t, float64(fi.Size())/1e6,
-			ms(o), ms(o)/float64(t), ms(s), ms(s)/float64(t), float64(o)/float64(s))
+		if err := compare(runs, fmt.Sprintf("%5d", t), path, bin, self, env); err != nil {
+			return err
+		}
+	}
+	fmt.Printf("\nthe paced 429 cassette (cassettes/%s, recorded over %s)\n", paced429, recordedWall(paced429))
+	if err := compare(runs, "  429", filepath.Join(repoRoot(), "cassettes", paced429), bin, self, nil); err != nil {
+		return err
 	}
 
 	_, base, err := measureLoad("", "none")
@@ -174,44 +177,199 @@ func measureLoad(path, with string) (time.Duration, int64, error) {
 	return r.D, r.RSS, nil
 }
 
-// replayOurs loads the file and replays the session through the harness,
-// as `openmax replay` does.
-func replayOurs(path string) (time.Duration, error) {
-	start := time.Now()
-	f, _, err := importer.Load(path)
+// paced429 is the library cassette of the paced 429 measurement.
+const paced429 = "429_retry_after_seconds.yaml"
+
+// repoRoot is the checkout this bench runs in (go run runs it there).
+func repoRoot() string {
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}").Output()
 	if err != nil {
-		return 0, err
+		return "."
 	}
-	r, err := tape.Replay(context.Background(), f, tape.ReplayOptions{Serving: replay.Options{Pace: replay.Pace{Mode: replay.PaceInstant}}})
-	d := time.Since(start)
-	if err != nil {
-		return 0, err
-	}
-	if p := r.Problems(false); len(p) > 0 {
-		return 0, fmt.Errorf("the replay did not reproduce the session: %q", p[0])
-	}
-	return d, nil
+	return strings.TrimSpace(string(out))
 }
 
-// replayStock serves the same file to the same harness with go-vcr's
-// recorder in replay mode (it matches method and URL, in recorded order).
-func replayStock(path string, turns int) (time.Duration, error) {
+// recordedWall is how long the recorded session took: until the end of
+// its last exchange (when its request went out plus its last chunk).
+func recordedWall(name string) string {
+	f, _, err := importer.Load(filepath.Join(repoRoot(), "cassettes", name))
+	if err != nil {
+		return "?"
+	}
+	var d time.Duration
+	for _, it := range f.Interactions {
+		if it.Stream == nil {
+			continue
+		}
+		end := it.Stream.Start
+		if n := len(it.Stream.Chunks); n > 0 {
+			end += it.Stream.Chunks[n-1].At
+		}
+		d = max(d, end)
+	}
+	return d.Round(time.Millisecond).String()
+}
+
+// proc is one timed process: wall time from exec to exit, and its CPU.
+type proc struct{ wall, cpu time.Duration }
+
+func timeProc(env []string, argv ...string) (proc, error) {
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = append(os.Environ(), env...)
+	var out, errb strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errb
 	start := time.Now()
+	err := cmd.Run()
+	wall := time.Since(start)
+	if err != nil {
+		return proc{}, fmt.Errorf("%s: %w\n%s%s", strings.Join(argv, " "), err, out.String(), errb.String())
+	}
+	return proc{wall, cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()}, nil
+}
+
+// compare times `openmax replay path`, the go-vcr peer and the floor,
+// interleaved (each round starting with the next kind), and prints one row.
+func compare(runs int, label, path, bin, self string, env []string) error {
+	side, err := writePeerInput(path)
+	if err != nil {
+		return err
+	}
+	kinds := [][]string{
+		{bin, "replay", path},
+		{self, "-peer", side},
+		{bin, "--version"},
+	}
+	got := make([][]proc, len(kinds))
+	for r := range runs {
+		for k := range kinds {
+			k = (k + r) % len(kinds)
+			var e []string
+			if k == 0 {
+				e = env
+			}
+			p, err := timeProc(e, kinds[k]...)
+			if err != nil {
+				return err
+			}
+			got[k] = append(got[k], p)
+		}
+	}
+	med := func(ps []proc, cpu bool) time.Duration {
+		ds := make([]time.Duration, len(ps))
+		for i, p := range ps {
+			ds[i] = p.wall
+			if cpu {
+				ds[i] = p.cpu
+			}
+		}
+		return median(ds)
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	o, oc, v, vc, fl := med(got[0], false), med(got[0], true), med(got[1], false), med(got[1], true), med(got[2], false)
+	fmt.Printf("  %5s %7.2fMB | %7.1fms %7.1fms | %7.1fms %7.1fms | %6.1fms | %5.2fx %5.2fx | <=0.70x go-vcr; %.2fx floor\n", label, float64(fi.Size())/1e6,
+		ms(o), ms(oc), ms(v), ms(vc), ms(fl), float64(o)/float64(v), float64(oc)/float64(vc), float64(o)/float64(fl))
+	return nil
+}
+
+// peerInput is what the go-vcr peer needs beyond the cassette, which go-vcr
+// loads itself: the harness configuration and the client's commands. The
+// parent reads them with openmax's loader, untimed, so the peer's time is
+// go-vcr's loading and serving and the harness, nothing of ours.
+type peerInput struct {
+	Config   harness.Config `json:"config"`
+	Commands []string       `json:"commands"`
+}
+
+func writePeerInput(path string) (string, error) {
+	f, _, err := importer.Load(path)
+	if err != nil {
+		return "", err
+	}
+	if f.Session == nil || f.Session.Config == nil {
+		return "", fmt.Errorf("%s holds no session", path)
+	}
+	in := peerInput{Config: *f.Session.Config}
+	for _, c := range f.Session.Commands {
+		in.Commands = append(in.Commands, c.Line)
+	}
+	b, err := json.Marshal(in)
+	if err != nil {
+		return "", err
+	}
+	side := path + ".peer.json"
+	return side, os.WriteFile(side, b, 0o600)
+}
+
+// peerReplay is the peer's child: go-vcr's recorder in replay mode, no
+// latency, serving the cassette beside side (FILE.yaml.peer.json names
+// FILE.yaml) to the harness, which a client drives with the recorded
+// commands, one after hello and one after each done.
+func peerReplay(side string) error {
+	b, err := os.ReadFile(side)
+	if err != nil {
+		return err
+	}
+	var in peerInput
+	if err := json.Unmarshal(b, &in); err != nil {
+		return err
+	}
+	path := strings.TrimSuffix(side, ".peer.json")
 	r, err := vcrrecorder.NewAsMode(strings.TrimSuffix(path, ".yaml"), vcrrecorder.ModeReplaying, nil)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	r.SkipRequestLatency = true
 	defer r.Stop()
-	conn, done, err := serve(r, turns)
+	cfg := in.Config
+	cfg.IdleTimeout, cfg.HeaderTimeout, cfg.ReplyTimeout = 0, 0, 0
+	cfg.SessionID, cfg.Project = "s-peer", filepath.Dir(side)
+	h, err := harness.New(cfg, harness.Deps{
+		Transport: r, Clock: &instantClock{now: tape.Epoch}, Seed: 1,
+		Getenv: func(k string) string {
+			if strings.HasSuffix(k, "_API_KEY") {
+				return tape.PlaceholderKey
+			}
+			return ""
+		},
+		NoBuiltin: true, PlaceholderKeys: true,
+	})
 	if err != nil {
-		return 0, err
+		return err
 	}
-	d := time.Since(start)
-	if n := strings.Count(conn.out.String(), `"type":"done"`); n != turns || done != turns {
-		return 0, fmt.Errorf("go-vcr replay ended after %d turns, want %d", n, turns)
+	c := newClient(len(in.Commands))
+	c.lines = in.Commands
+	if _, err := h.ServeConn(context.Background(), c, harness.ServeOptions{NoSave: true, Trusted: true, Project: filepath.Dir(side)}); err != nil {
+		return err
 	}
-	return d, nil
+	if c.dones != len(in.Commands) {
+		return fmt.Errorf("go-vcr replay ended after %d turns, want %d", c.dones, len(in.Commands))
+	}
+	return nil
+}
+
+// instantClock is virtual time for the peer: every wait ends at once,
+// moving the clock on by its length.
+type instantClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *instantClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *instantClock) After(d time.Duration) <-chan time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(max(d, 0))
+	ch := make(chan time.Time, 1)
+	ch <- c.now
+	return ch
 }
 
 // harnessFor builds the harness a replay builds (recorded tools only, none
@@ -258,6 +416,7 @@ type client struct {
 	sent  int
 	dones int
 	cmds  []cassette.Command
+	lines []string // the commands to send, when given (else made up)
 }
 
 func newClient(turns int) *client { return &client{turns: turns, in: make(chan []byte, 2)} }
@@ -298,6 +457,9 @@ func (c *client) WriteLine(line []byte) error {
 		return nil
 	}
 	cmd := fmt.Sprintf(`{"cmd":"user","text":"question %d: what comes next in the sequence, and why?"}`, c.sent)
+	if c.lines != nil {
+		cmd = c.lines[c.sent]
+	}
 	c.cmds = append(c.cmds, cassette.Command{Line: cmd, Anchor: at})
 	c.sent++
 	c.in <- []byte(cmd)

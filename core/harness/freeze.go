@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/openmax/openmax/core"
 	"github.com/openmax/openmax/core/tool"
@@ -37,7 +38,7 @@ const (
 	maxSkillSize = 64 << 10
 )
 
-var skillNameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+var skillNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`) })
 
 // frozenItem is one frozen tool or skill: the file it came from
 // ("built-in" for a tool of openmax's own) and a digest of what the model
@@ -195,7 +196,7 @@ func (f *freezer) read(reg *tool.Registry) snapshot {
 		}
 		rel := SkillsDir + "/" + e.Name()
 		name := strings.TrimSuffix(e.Name(), ".md")
-		if !skillNameRE.MatchString(name) {
+		if !skillNameRE().MatchString(name) {
 			s.notLoaded = append(s.notLoaded, fmt.Sprintf("%s: a skill's name is letters, digits, - and _ (at most 64)", rel))
 			continue
 		}

@@ -244,8 +244,8 @@ func (h *Harness) ServeConn(ctx context.Context, conn stdio.Conn, o ServeOptions
 		ApprovalTimeout: h.cfg.ApprovalTimeout, Clock: h.deps.Clock,
 		Handled: o.Handled, Stepped: o.Stepped, Acting: o.Acting,
 	}
-	opts.Refreeze = h.refreezer(o.Reload)                            // freeze.go
-	opts.AgentSpawned = h.deps.getenv(builtin.AgentSpawnedEnv) != "" // docs/policy.md
+	opts.Refreeze = h.refreezer(o.Reload)                                                   // freeze.go
+	opts.AgentSpawned = func() bool { return h.deps.getenv(builtin.AgentSpawnedEnv) != "" } // docs/policy.md
 	if o.Project != "" {
 		opts.Project = o.Project
 	}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/openmax/openmax/core"
@@ -85,8 +86,8 @@ var (
 		core.HookUserPromptSubmit: true, core.HookTurnEnd: true,
 		core.HookTurnStart: true, core.HookToolStart: true, core.HookToolEnd: true, core.HookTurnDone: true,
 	}
-	hookName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
-	envName  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	hookName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`) })
+	envName  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
 )
 
 // fileError is a hook file that is not loaded: the failure names the file
@@ -168,7 +169,7 @@ func check(fh fileHook, base string) (*Hook, error) {
 		Name: fh.Name, Event: core.HookEvent(fh.Event), Mode: fh.Mode, Command: fh.Command,
 		Args: fh.Args, Lifecycle: fh.Lifecycle, Timeout: DefaultTimeout, Dir: base,
 	}
-	if !hookName.MatchString(h.Name) {
+	if !hookName().MatchString(h.Name) {
 		return nil, fmt.Errorf("name %q: want 1 to 64 letters, digits, '.', '_' or '-'", h.Name)
 	}
 	if !knownEvents[h.Event] {
@@ -209,7 +210,7 @@ func check(fh fileHook, base string) (*Hook, error) {
 	if len(fh.Env) > 0 {
 		h.Env = make(map[string]string, len(fh.Env))
 		for k, v := range fh.Env {
-			if !envName.MatchString(k) {
+			if !envName().MatchString(k) {
 				return nil, fmt.Errorf("hook %q: env name %q is not a valid variable name", h.Name, k)
 			}
 			if k == builtin.AgentSpawnedEnv {

@@ -48,8 +48,10 @@ type Options struct {
 	// AgentSpawned refuses every approval_mode with a protocol_error: this
 	// process was started by one of openmax's tools (it found
 	// OPENMAX_AGENT_SPAWNED), and an agent must not change its own gate.
-	// An untrusted project refuses approval_mode too.
-	AgentSpawned bool
+	// An untrusted project refuses approval_mode too. It is asked only
+	// when an approval_mode arrives (finding out may walk the process
+	// tree); nil means not spawned by an agent.
+	AgentSpawned func() bool
 	// Refreeze answers reload: it re-reads tools, skills and the system
 	// prompt from the current configuration and returns the engine the
 	// next turns use (nil keeps the current one), the refrozen receipt,
@@ -546,7 +548,7 @@ func (s *server) reload() {
 // "" when it may.
 func (s *server) modeLocked() string {
 	switch {
-	case s.opts.AgentSpawned:
+	case s.opts.AgentSpawned != nil && s.opts.AgentSpawned():
 		return "this openmax was started by an agent's tool (OPENMAX_AGENT_SPAWNED is set, or an openmax session is among its parent processes), and an agent cannot change its own approval mode"
 	case s.opts.Untrusted:
 		if u, ok := s.opts.Modes.(interface{ Unreadable() error }); ok && u.Unreadable() != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
+	"sync"
 )
 
 // clientInput is what the checker knows of the commands the client sent,
@@ -34,7 +35,7 @@ type clientInput struct {
 	refused  int // done refused lines (each follows a protocol_error)
 }
 
-var lineRef = regexp.MustCompile(`^line (\d+): `)
+var lineRef = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^line (\d+): `) })
 
 // AnswersLine reports the stdin line a whole protocol_error line of
 // openmax output answers; ok is false for any other line.
@@ -57,7 +58,7 @@ func AnswersLine(line []byte) (n int, ok bool) {
 // protocol_error message answers, from its "line N: " prefix; ok is false
 // for a message without one.
 func AnsweredLine(message string) (n int, ok bool) {
-	sub := lineRef.FindStringSubmatch(message)
+	sub := lineRef().FindStringSubmatch(message)
 	if sub == nil {
 		return 0, false
 	}

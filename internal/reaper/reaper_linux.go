@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strconv"
 	"sync"
 	"syscall"
@@ -122,10 +121,10 @@ func adopted(zombies bool) []int {
 func children(zombies bool) []int {
 	self := os.Getpid()
 	var pids []int
-	tasks, _ := filepath.Glob("/proc/self/task/*/children")
+	tasks, _ := os.ReadDir("/proc/self/task") // not filepath.Glob: this runs at every exit
 	listed := false
-	for _, f := range tasks {
-		b, err := os.ReadFile(f)
+	for _, t := range tasks {
+		b, err := os.ReadFile("/proc/self/task/" + t.Name() + "/children")
 		if err != nil {
 			continue
 		}

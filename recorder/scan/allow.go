@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // DefaultAllowFile is the allowlist `openmax cassette scan` reads when no
@@ -52,7 +53,7 @@ func Builtin() *Allowlist {
 	return a
 }
 
-var ruleNameRe = regexp.MustCompile(`^[a-z0-9]+(?:-[a-z0-9]+)*$`)
+var ruleNameRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9]+(?:-[a-z0-9]+)*$`) })
 
 // ParseAllowlist reads an allowlist's text; name is used in errors, which
 // give the line.
@@ -83,7 +84,7 @@ func ParseAllowlist(name string, data []byte) (*Allowlist, error) {
 			a.rules[r] = true
 		default:
 			rule, fp, ok := strings.Cut(t, ":")
-			if !ok || !ruleNameRe.MatchString(rule) || len(fp) != 16 || !isHex(fp) {
+			if !ok || !ruleNameRe().MatchString(rule) || len(fp) != 16 || !isHex(fp) {
 				return nil, fmt.Errorf("%s:%d: not an entry (RULE:FINGERPRINT, value:TEXT, re:REGEXP or rule:RULE): %q", name, n, redactLine(t))
 			}
 			a.fps[t] = true

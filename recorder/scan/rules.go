@@ -6,6 +6,7 @@ import (
 	"math"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // The rule names a finding carries. Each is stable: an allowlist line
@@ -55,17 +56,21 @@ type textRule struct {
 // separators vendors use).
 const keyChars = `[A-Za-z0-9_\-]`
 
-var textRules = []textRule{
-	{name: RuleAnthropic, hints: []string{"sk-ant-"}, re: regexp.MustCompile(`(?:^|[^A-Za-z0-9_\-])(sk-ant-` + keyChars + `{20,})`), group: 1},
-	{name: RuleOpenAI, hints: []string{"sk-"}, re: regexp.MustCompile(`(?:^|[^A-Za-z0-9_\-])(sk-(?:proj-|svcacct-|admin-|None-)?` + keyChars + `{20,})`), group: 1,
-		check: func(s string) bool { return !strings.HasPrefix(s, "sk-ant-") && mixed(s[3:]) }},
-	{name: RuleGoogle, hints: []string{"AIza"}, re: regexp.MustCompile(`(?:^|[^A-Za-z0-9_\-])(AIza` + keyChars + `{35})(?:$|[^A-Za-z0-9_\-])`), group: 1},
-	{name: RuleAWSKeyID, hints: []string{"AKIA", "ASIA"}, re: regexp.MustCompile(`(?:^|[^A-Za-z0-9])((?:AKIA|ASIA)[A-Z0-9]{16})(?:$|[^A-Za-z0-9])`), group: 1},
-	{name: RuleGitHub, hints: []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_"}, re: regexp.MustCompile(`(?:^|[^A-Za-z0-9_])(gh[pousr]_[A-Za-z0-9]{36,})`), group: 1},
-	{name: RuleJWT, hints: []string{"eyJ"}, re: regexp.MustCompile(`(?:^|[^A-Za-z0-9_\-])(eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{2,}\.[A-Za-z0-9_\-]*)`), group: 1, check: jwtHeader},
-	{name: RulePrivateKey, hints: []string{"-----BEGIN"}, re: regexp.MustCompile(`-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----(?:\s|\\[rn])*[A-Za-z0-9+/=]{0,64}`)},
-	{name: RuleBearer, hints: []string{"earer "}, re: regexp.MustCompile(`(?:^|[^A-Za-z0-9])[Bb]earer +([A-Za-z0-9_\-.~+/]{16,}=*)`), group: 1, check: func(s string) bool { return !placeholder(s) && mixed(s) }},
-}
+// textRules are compiled the first time a scan needs them, not at every
+// start of the binary.
+var textRules = sync.OnceValue(func() []textRule {
+	return []textRule{
+		{name: RuleAnthropic, hints: []string{"sk-ant-"}, re: regexp.MustCompile(`(?:^|[^A-Za-z0-9_\-])(sk-ant-` + keyChars + `{20,})`), group: 1},
+		{name: RuleOpenAI, hints: []string{"sk-"}, re: regexp.MustCompile(`(?:^|[^A-Za-z0-9_\-])(sk-(?:proj-|svcacct-|admin-|None-)?` + keyChars + `{20,})`), group: 1,
+			check: func(s string) bool { return !strings.HasPrefix(s, "sk-ant-") && mixed(s[3:]) }},
+		{name: RuleGoogle, hints: []string{"AIza"}, re: regexp.MustCompile(`(?:^|[^A-Za-z0-9_\-])(AIza` + keyChars + `{35})(?:$|[^A-Za-z0-9_\-])`), group: 1},
+		{name: RuleAWSKeyID, hints: []string{"AKIA", "ASIA"}, re: regexp.MustCompile(`(?:^|[^A-Za-z0-9])((?:AKIA|ASIA)[A-Z0-9]{16})(?:$|[^A-Za-z0-9])`), group: 1},
+		{name: RuleGitHub, hints: []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_"}, re: regexp.MustCompile(`(?:^|[^A-Za-z0-9_])(gh[pousr]_[A-Za-z0-9]{36,})`), group: 1},
+		{name: RuleJWT, hints: []string{"eyJ"}, re: regexp.MustCompile(`(?:^|[^A-Za-z0-9_\-])(eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{2,}\.[A-Za-z0-9_\-]*)`), group: 1, check: jwtHeader},
+		{name: RulePrivateKey, hints: []string{"-----BEGIN"}, re: regexp.MustCompile(`-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----(?:\s|\\[rn])*[A-Za-z0-9+/=]{0,64}`)},
+		{name: RuleBearer, hints: []string{"earer "}, re: regexp.MustCompile(`(?:^|[^A-Za-z0-9])[Bb]earer +([A-Za-z0-9_\-.~+/]{16,}=*)`), group: 1, check: func(s string) bool { return !placeholder(s) && mixed(s) }},
+	}
+})
 
 // mixed reports whether s has both a letter and a digit: a key does, a
 // word or a long run of one character does not.
@@ -120,8 +125,9 @@ type match struct {
 // each match in order of its offset.
 func textMatches(s string) []match {
 	var out []match
-	for i := range textRules {
-		r := &textRules[i]
+	rules := textRules()
+	for i := range rules {
+		r := &rules[i]
 		if !containsAny(s, r.hints) {
 			continue
 		}
@@ -151,7 +157,7 @@ func placeholder(v string) bool {
 	if v == "" {
 		return true
 	}
-	if envRef.MatchString(v) {
+	if envRef().MatchString(v) {
 		return true
 	}
 	l := strings.ToLower(v)
@@ -175,7 +181,9 @@ func placeholder(v string) bool {
 
 // envRef matches a value that names where the secret comes from
 // instead of holding it: $NAME, ${NAME}, <your key>, {{ .Key }}.
-var envRef = regexp.MustCompile(`^(?:\$[A-Za-z_][A-Za-z0-9_]*|\$\{[^}]*\}|<[^<>]*>|\{\{[^{}]*\}\}|%[A-Za-z_]+%)$`)
+var envRef = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(?:\$[A-Za-z_][A-Za-z0-9_]*|\$\{[^}]*\}|<[^<>]*>|\{\{[^{}]*\}\}|%[A-Za-z_]+%)$`)
+})
 
 // credentialish reports whether a value in a place that holds credentials
 // (a secret header, query parameter or field) is long enough to be one:
@@ -246,7 +254,7 @@ func highEntropy(v string) bool {
 			return false
 		}
 	}
-	if uuidRe.MatchString(v) || sequential(v) {
+	if uuidRe().MatchString(v) || sequential(v) {
 		return false
 	}
 	if hex {
@@ -262,7 +270,9 @@ func highEntropy(v string) bool {
 	return entropy(v) >= entropyBar(len(v), false)
 }
 
-var uuidRe = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+var uuidRe = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+})
 
 // entropyBar is the entropy a token of n bytes must reach: the 1st
 // percentile of the entropy of random strings of that length over

@@ -23,6 +23,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/openmax/openmax/core/tool"
@@ -110,8 +111,8 @@ type Tool struct {
 }
 
 var (
-	nameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
-	envRE  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	nameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`) })
+	envRE  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
 )
 
 // Load reads every <project>/.openmax/tools/*.json, in name order. A
@@ -168,7 +169,7 @@ func LoadManifest(project, rel string, opts Options) (*Tool, error) {
 	switch {
 	case m.Name != stem:
 		return fail("name %q is not the file's name %q", m.Name, stem)
-	case !nameRE.MatchString(m.Name):
+	case !nameRE().MatchString(m.Name):
 		return fail("name %q: use 1 to 64 letters, digits, _ or -", m.Name)
 	case m.Code == "":
 		return fail(`"code" (the tool's program, a file in the project) is missing`)
@@ -191,7 +192,7 @@ func LoadManifest(project, rel string, opts Options) (*Tool, error) {
 	seen := map[string]bool{}
 	var env []string
 	for _, name := range m.Env {
-		if !envRE.MatchString(name) {
+		if !envRE().MatchString(name) {
 			return fail("env: %q is not an environment variable name", name)
 		}
 		if !seen[name] {

@@ -3,6 +3,7 @@ package view
 import (
 	"os"
 	"regexp"
+	"sync"
 )
 
 // style holds the ANSI sequences of a render; every field is empty when
@@ -31,10 +32,10 @@ func (s style) paint(code, text string) string {
 	return code + text + s.reset
 }
 
-var ansiSeq = regexp.MustCompile("\x1b\\[[0-9;]*m")
+var ansiSeq = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile("\x1b\\[[0-9;]*m") })
 
 // stripANSI removes the colour sequences this package writes.
-func stripANSI(s string) string { return ansiSeq.ReplaceAllString(s, "") }
+func stripANSI(s string) string { return ansiSeq().ReplaceAllString(s, "") }
 
 // IsTerminal reports whether output to f should be coloured: f is a
 // terminal (a character device) and the NO_COLOR environment variable is

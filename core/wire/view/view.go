@@ -23,6 +23,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -177,7 +178,7 @@ func newRenderer(w io.Writer, opt Options) *renderer {
 
 // ---- dispatch ----
 
-var exitLine = regexp.MustCompile(`^exit: (-?\d+)$`)
+var exitLine = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^exit: (-?\d+)$`) })
 
 func (v *renderer) line(b []byte) {
 	v.sum.Lines++
@@ -188,7 +189,7 @@ func (v *renderer) line(b []byte) {
 	if len(bytes.TrimSpace(b)) == 0 {
 		return
 	}
-	if m := exitLine.FindSubmatch(b); m != nil {
+	if m := exitLine().FindSubmatch(b); m != nil {
 		v.endStream()
 		code, _ := strconv.Atoi(string(m[1]))
 		v.sum.Exit, v.sum.HasExit = code, true
@@ -565,7 +566,7 @@ func (v *renderer) diff(d wire.Diff) {
 	}
 }
 
-var serverWait = regexp.MustCompile(`\(server asked to wait ([0-9][0-9a-zµ.]*)\)`)
+var serverWait = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\(server asked to wait ([0-9][0-9a-zµ.]*)\)`) })
 
 func (v *renderer) retry(r wire.Retry) {
 	v.sum.Retries++
@@ -578,7 +579,7 @@ func (v *renderer) retry(r wire.Retry) {
 		virtual = " (virtual)"
 	}
 	wait := "after a backoff wait" + virtual
-	if m := serverWait.FindStringSubmatch(r.Reason); m != nil {
+	if m := serverWait().FindStringSubmatch(r.Reason); m != nil {
 		if d, err := time.ParseDuration(m[1]); err == nil {
 			v.sum.Wait += d
 			wait = "after waiting " + d.String() + virtual + ", as the server asked"
