@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/openmax/openmax/provider"
 )
@@ -41,7 +42,9 @@ func Secrets(values ...string) []string {
 
 // credentialName matches the names of environment variables that hold
 // credentials.
-var credentialName = regexp.MustCompile(`(?i)(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH)`)
+var credentialName = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH)`)
+})
 
 // Credentials returns the values of the variables of environ ("NAME=value"
 // entries, as os.Environ gives them) whose names say they hold a
@@ -52,7 +55,7 @@ func Credentials(environ []string) []string {
 	var values []string
 	for _, kv := range environ {
 		name, v, ok := strings.Cut(kv, "=")
-		if ok && credentialName.MatchString(name) {
+		if ok && credentialName().MatchString(name) {
 			values = append(values, v)
 		}
 	}

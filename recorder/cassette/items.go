@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"reflect"
 	"regexp"
+	"sync"
 )
 
 // Item is one interaction of a cassette with its text: the item of the
@@ -27,7 +28,7 @@ type Item struct {
 func Items(data []byte, f *File) ([]Item, error) {
 	out := make([]Item, len(f.Interactions))
 	var raw [][]byte
-	if !workingLayout.Match(data) {
+	if !workingLayout().Match(data) {
 		raw = splitItems(data)
 	}
 	if len(raw) != len(f.Interactions) {
@@ -51,7 +52,7 @@ func Items(data []byte, f *File) ([]Item, error) {
 // workingLayout matches the marks of a cassette still being appended to
 // (see append.go): a "..." end line turned into a comment, or the key of
 // a hidden session.
-var workingLayout = regexp.MustCompile(`(?m)^(#\.\.|\.\.\.|(    )?x[0-9a-f]{8}: \|)$`)
+var workingLayout = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?m)^(#\.\.|\.\.\.|(    )?x[0-9a-f]{8}: \|)$`) })
 
 // splitItems cuts the interaction list of a block-style cassette into the
 // text of each item, or returns nil when it cannot tell where they are.

@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
@@ -21,7 +22,7 @@ import (
 const maxJSONDepth = 1000
 
 // jsonNumber is JSON's number syntax.
-var jsonNumber = regexp.MustCompile(`^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?$`)
+var jsonNumber = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?$`) })
 
 // parsedBody turns a parsed body n, with the headers h of its message,
 // into JSON text. A parsed body is a JSON body that the recording tool
@@ -144,7 +145,7 @@ func writeScalar(buf *bytes.Buffer, n *yaml.Node) error {
 		}
 		buf.WriteString(strconv.FormatBool(b))
 	case "!!int":
-		if jsonNumber.MatchString(n.Value) {
+		if jsonNumber().MatchString(n.Value) {
 			buf.WriteString(n.Value)
 			return nil
 		}
@@ -159,7 +160,7 @@ func writeScalar(buf *bytes.Buffer, n *yaml.Node) error {
 		}
 		buf.WriteString(strconv.FormatUint(u, 10))
 	case "!!float":
-		if jsonNumber.MatchString(n.Value) {
+		if jsonNumber().MatchString(n.Value) {
 			buf.WriteString(n.Value)
 			return nil
 		}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -47,8 +46,6 @@ type line struct {
 	CallID     string `json:"call_id"`
 }
 
-var lineRef = regexp.MustCompile(`^line (\d+): `)
-
 // observe reads a transcript. stdin tells which stdin lines were user
 // commands.
 func observe(stdout, stdin []byte) *observed {
@@ -82,8 +79,8 @@ func observe(stdout, stdin []byte) *observed {
 		case "error":
 			ob.errors = append(ob.errors, l.Message)
 		case "protocol_error":
-			if m := lineRef.FindStringSubmatch(l.Message); m != nil {
-				if k, _ := strconv.Atoi(m[1]); users[k] {
+			if k, ok := wire.AnsweredLine(l.Message); ok {
+				if users[k] {
 					ob.refused[k] = true
 					ob.refusal[k] = l.Message
 				}
