@@ -100,7 +100,6 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer, e en
 type sweepProgressLine struct {
 	w        io.Writer
 	terminal bool // one line rewritten after every replay; else the count once
-	prevDone int
 	drawn    bool
 }
 
@@ -118,14 +117,12 @@ func sweepProgress(stderr io.Writer) *sweepProgressLine {
 }
 
 func (p *sweepProgressLine) report(done, total int) {
-	planned := done == p.prevDone
-	p.prevDone = done
 	switch {
 	case p.terminal:
 		fmt.Fprintf(p.w, "\r\x1b[Kopenmax cassette sweep: %d/%d replays", done, total)
 		p.drawn = true
-	case planned:
-		fmt.Fprintf(p.w, "openmax cassette sweep: %d replays to run (%d unmodified done)\n", total, done)
+	case done == 0:
+		fmt.Fprintf(p.w, "openmax cassette sweep: %d replays to run\n", total)
 	}
 }
 

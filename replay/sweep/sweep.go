@@ -76,10 +76,9 @@ type Options struct {
 	// fails it when the replays differ: a replay is deterministic, so a
 	// difference is a race in the harness or the replay.
 	Repeat int
-	// Progress, when set, is called after every replay with the replays
-	// done and the total, and once more when the variants are chosen (done
-	// unchanged, total now the replays of the whole sweep; until then it
-	// counts the unmodified replays alone). Never two calls at once.
+	// Progress, when set, is called once the replays are chosen, with 0
+	// done and the total (the unmodified replays and the variants), and
+	// then after every replay. Never two calls at once.
 	Progress func(done, total int)
 	// Shard, when it is a part of the run, keeps only that part's rows:
 	// the rows are keyed "CASSETTE VARIANT" (the unmodified replay's
@@ -166,82 +165,92 @@ func Run(ctx context.Context, cs []Cassette, replay Replayer, o Options) (*Repor
 		need[i] = mine[Key(c.Name, None)] || len(selected[i]) > 0
 	}
 
-	// The unmodified replays first: every variant is judged against its
-	// cassette's.
+	// One pool runs the unmodified replays first (every variant is judged
+	// against its cassette's), then the variants; a variant waits only for
+	// its own cassette's unmodified replay, so no worker idles between the
+	// two (a barrier there left one core waiting on the slowest cassette).
 	type job struct {
-		c    int
-		v    Variant
-		file *cassette.File
-		row  *Row
-		base *observed
+		c int
+		v Variant
 	}
 	bases := make([]Row, len(cs))
 	baseObs := make([]*observed, len(cs))
+	baseDone := make([]chan struct{}, len(cs))
+	rows := make([][]Row, len(cs))
 	var jobs []job
 	for i, c := range cs {
 		bases[i] = Row{Cassette: c.Name, Variant: None, Kind: None}
+		baseDone[i] = make(chan struct{})
 		if need[i] {
-			jobs = append(jobs, job{c: i, v: Variant{Kind: None}, file: c.File, row: &bases[i]})
+			jobs = append(jobs, job{c: i, v: Variant{Kind: None}})
 		}
 	}
+	nBase := len(jobs)
+	for i, c := range cs {
+		if !need[i] {
+			continue
+		}
+		rows[i] = make([]Row, len(selected[i]))
+		for k, v := range selected[i] {
+			rows[i][k] = Row{Cassette: c.Name, Variant: v.Name(), Kind: v.Kind}
+			jobs = append(jobs, job{c: i, v: v})
+		}
+	}
+	vindex := make([]int, len(jobs)) // a variant job's index in its cassette's rows
+	for j, n := nBase, make([]int, len(cs)); j < len(jobs); j++ {
+		vindex[j] = n[jobs[j].c]
+		n[jobs[j].c]++
+	}
 	var progressMu sync.Mutex
-	done, total := 0, len(jobs)
-	progress := func(step int) {
+	done := 0
+	progress := func() {
 		if o.Progress == nil {
 			return
 		}
 		progressMu.Lock()
 		defer progressMu.Unlock()
-		done += step
-		o.Progress(done, total)
+		done++
+		o.Progress(done, len(jobs))
 	}
-	obs := make([]*observed, len(jobs))
+	if o.Progress != nil {
+		o.Progress(0, len(jobs))
+	}
 	runAll(ctx, o, len(jobs), func(j int) {
+		defer progress()
 		jb := jobs[j]
-		bo := o
-		if !mine[Key(cs[jb.c].Name, None)] {
-			bo.OnReplay = nil // replayed only to judge this shard's variants: not its row
-		}
-		obs[j] = judge(ctx, bo, replay, cs[jb.c], jb.v, jb.file, nil, jb.row)
-		progress(1)
-	})
-	for j, jb := range jobs {
-		baseObs[jb.c] = obs[j]
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("sweep: %w", err)
-	}
-
-	// Then the variants of every cassette whose unmodified replay ran.
-	var vjobs []job
-	rows := make([][]Row, len(cs))
-	for i, c := range cs {
-		if baseObs[i] == nil {
-			continue // it did not replay: every variant would fail the same way
-		}
-		vs := selected[i]
-		rows[i] = make([]Row, len(vs))
-		for k, v := range vs {
-			rows[i][k] = Row{Cassette: c.Name, Variant: v.Name(), Kind: v.Kind}
-			vjobs = append(vjobs, job{c: i, v: v, row: &rows[i][k], base: baseObs[i]})
-		}
-	}
-	progressMu.Lock()
-	total += len(vjobs)
-	progressMu.Unlock()
-	progress(0)
-	runAll(ctx, o, len(vjobs), func(j int) {
-		defer progress(1)
-		jb := vjobs[j]
-		f, err := edit.Inject(cs[jb.c].File, *jb.v.Op)
-		if err != nil {
-			jb.row.Failures = []string{"inject: " + err.Error()}
+		c := cs[jb.c]
+		if j < nBase {
+			defer close(baseDone[jb.c])
+			bo := o
+			if !mine[Key(c.Name, None)] {
+				bo.OnReplay = nil // replayed only to judge this shard's variants: not its row
+			}
+			baseObs[jb.c] = judge(ctx, bo, replay, c, jb.v, c.File, nil, &bases[jb.c])
 			return
 		}
-		judge(ctx, o, replay, cs[jb.c], jb.v, f, jb.base, jb.row)
+		row := &rows[jb.c][vindex[j]]
+		select {
+		case <-baseDone[jb.c]:
+		case <-ctx.Done():
+			return
+		}
+		if baseObs[jb.c] == nil {
+			return // it did not replay: every variant would fail the same way (no rows, below)
+		}
+		f, err := edit.Inject(c.File, *jb.v.Op)
+		if err != nil {
+			row.Failures = []string{"inject: " + err.Error()}
+			return
+		}
+		judge(ctx, o, replay, c, jb.v, f, baseObs[jb.c], row)
 	})
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("sweep: %w", err)
+	}
+	for i := range cs {
+		if baseObs[i] == nil {
+			rows[i] = nil
+		}
 	}
 	for i, c := range cs {
 		if mine[Key(c.Name, None)] {
