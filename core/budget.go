@@ -13,7 +13,7 @@ func (e *Engine) budget(s *Session) wire.Budget {
 
 // estimate is the token estimate of the next request: about four bytes a
 // token over the transcript and the tool schemas sent with every request.
-func (e *Engine) estimate(s *Session) int { return e.estimateOf(s.Messages()) }
+func (e *Engine) estimate(s *Session) int { return e.estimateOf(s.view()) }
 
 // estimateOf estimates a request carrying msgs.
 func (e *Engine) estimateOf(msgs []provider.Message) int {

@@ -74,6 +74,18 @@ func (s *Session) Messages() []provider.Message {
 	return append([]provider.Message(nil), s.messages...)
 }
 
+// view returns the transcript without copying it, for the engine's own
+// reads (every turn's request and estimate: a copy there made a T-turn
+// session cost O(T²) in copies). It is safe because the session never
+// writes a message in place: it only appends, or replaces the whole slice
+// (compaction). The view's capacity is its length, so appending to it
+// copies; its elements must not be modified.
+func (s *Session) view() []provider.Message {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.messages[:len(s.messages):len(s.messages)]
+}
+
 // WaitAbandoned waits until every tool call the session abandoned on a
 // cancel (see Engine.ToolGrace) has returned, or until ctx ends, and
 // reports ctx's error then.

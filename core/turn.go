@@ -87,7 +87,7 @@ func (t *turn) stream(ctx context.Context) reply {
 	req := provider.Request{
 		Model:    t.e.Model,
 		System:   t.e.System,
-		Messages: t.s.Messages(),
+		Messages: t.s.view(),
 		Tools:    t.e.Tools.Specs(),
 	}
 	var (

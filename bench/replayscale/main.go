@@ -63,6 +63,7 @@ func main() {
 	mbs := flag.String("mb", "25,40,55", "streamed body sizes of the load cassettes, MiB (files about 2.1x that: the body is kept whole and as chunks)")
 	cpuprofile := flag.String("cpuprofile", "", "openmax writes a CPU profile of its replay of the longest session here")
 	bin := flag.String("openmax", "", "the openmax binary (default: built from this checkout)")
+	keep := flag.String("dir", "", "make the sessions in this directory and keep them (default: a temporary one, removed)")
 	load := flag.String("load", "", "(child) load this cassette with -with and print the time")
 	with := flag.String("with", "openmax", "(child) openmax or go-vcr")
 	peer := flag.String("peer", "", "(child) serve this cassette to the harness with go-vcr and replay its commands")
@@ -74,7 +75,7 @@ func main() {
 	case *load != "" || *with == "none":
 		err = loadchild.Load(*with, *load)
 	default:
-		err = run(*runs, benchcli.Ints(*turns), benchcli.Ints(*mbs), *cpuprofile, *bin)
+		err = run(*runs, benchcli.Ints(*turns), benchcli.Ints(*mbs), *cpuprofile, *bin, *keep)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "replayscale:", err)
@@ -90,12 +91,16 @@ func median(ds []time.Duration) time.Duration {
 	return s[len(s)/2]
 }
 
-func run(runs int, turns, mbs []int, cpuprofile, bin string) error {
-	dir, err := os.MkdirTemp("", "replayscale")
-	if err != nil {
+func run(runs int, turns, mbs []int, cpuprofile, bin, dir string) error {
+	var err error
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", "replayscale"); err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
 	if bin == "" {
 		if bin, err = benchcli.BuildOpenmax(dir); err != nil {
 			return err
