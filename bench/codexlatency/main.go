@@ -52,7 +52,20 @@ func main() {
 	codexFlag := flag.String("codex", "", "the codex binary (default: $CODEX, codex on PATH, or the npm install under the openmax-npm cache)")
 	openmaxFlag := flag.String("openmax", "", "the openmax binary (default: built from this checkout into the scratch folder)")
 	keep := flag.Bool("keep", false, "keep the scratch folder")
+	turns := flag.Int("turns", 10, "turns a session in the per-turn part")
+	rounds := flag.Int("rounds", 5, "sessions of each peer per reply size in the per-turn part")
+	chunksFlag := flag.String("chunks", "10,100,1000", "reply sizes (text chunks a reply) of the per-turn part, comma-separated")
+	only := flag.String("only", "", "run only one part: startup (exec and interrupts) or turns (per-turn latency of --provider codex)")
 	flag.Parse()
+	var sizes []int
+	for _, f := range strings.Split(*chunksFlag, ",") {
+		var n int
+		if _, err := fmt.Sscan(f, &n); err != nil || n < 1 {
+			fmt.Fprintf(os.Stderr, "codexlatency: -chunks: %q is not a positive number\n", f)
+			os.Exit(2)
+		}
+		sizes = append(sizes, n)
+	}
 	codex := findCodex(*codexFlag)
 	if codex == "" {
 		fmt.Println("codexlatency: skipped: no codex binary (give -codex PATH or CODEX=PATH, put codex on PATH, or run go test ./cmd/openmax -run TestCodex once to install @openai/codex under the openmax-npm cache)")
@@ -62,7 +75,7 @@ func main() {
 		fmt.Fprintf(os.Stderr, "codexlatency: the codex binary: %v\n", err)
 		os.Exit(1)
 	}
-	if err := run(codex, *openmaxFlag, *n, *interrupts, *keep); err != nil {
+	if err := run(codex, *openmaxFlag, *n, *interrupts, *keep, *only, sizes, *turns, *rounds); err != nil {
 		fmt.Fprintf(os.Stderr, "codexlatency: %v\n", err)
 		os.Exit(1)
 	}
@@ -107,7 +120,7 @@ func findCodex(flagged string) string {
 	return found[0]
 }
 
-func run(codex, openmax string, n, interrupts int, keep bool) error {
+func run(codex, openmax string, n, interrupts int, keep bool, only string, sizes []int, turns, rounds int) error {
 	scratch, err := os.MkdirTemp("", "codexlatency-")
 	if err != nil {
 		return err
@@ -124,6 +137,9 @@ func run(codex, openmax string, n, interrupts int, keep bool) error {
 	}
 	version, _ := exec.Command(codex, "--version").Output()
 	fmt.Printf("== codex %s (%s), %s/%s, %d CPUs\n", strings.TrimSpace(string(version)), codex, runtime.GOOS, runtime.GOARCH, runtime.NumCPU())
+	if only == "turns" {
+		return perTurn(codex, openmax, scratch, sizes, turns, rounds)
+	}
 
 	dirs := map[string]string{}
 	for _, d := range []string{"home", "codex-home", "work", "state", "config"} {
@@ -211,7 +227,10 @@ func run(codex, openmax string, n, interrupts int, keep bool) error {
 	fmt.Printf("   %-48s %s\n", "openmax: cancel -> done cancelled", summary(openmaxLat))
 	fmt.Printf("   %-48s %s\n", "codex: turn/interrupt -> turn/completed", summary(codexLat))
 	fmt.Printf("   codex / openmax (medians)                        %.1fx\n", float64(median(codexLat))/float64(median(openmaxLat)))
-	return nil
+	if only == "startup" {
+		return nil
+	}
+	return perTurn(codex, openmax, scratch, sizes, turns, rounds)
 }
 
 // openmaxArgv is the openmax start-up timed beside codex's.
@@ -264,16 +283,17 @@ func startSession(argv []string, dir string, env []string) (*session, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	s := &session{cmd: cmd, in: in, lines: make(chan received, 1024)}
+	s := &session{cmd: cmd, in: in, lines: make(chan received, 1<<16)}
 	go func() {
 		defer close(s.lines)
-		br := bufio.NewReader(out)
+		br := bufio.NewReaderSize(out, 1<<16)
 		for {
 			line, err := br.ReadBytes('\n')
+			at := time.Now() // before decoding, as openmax's lines are timed
 			if len(bytes.TrimSpace(line)) > 0 {
 				var m message
 				if json.Unmarshal(line, &m) == nil {
-					s.lines <- received{m, time.Now()}
+					s.lines <- received{m, at}
 				}
 			}
 			if err != nil {
