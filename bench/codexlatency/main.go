@@ -11,7 +11,11 @@
 //     cancel → done (stop_reason cancelled) of `openmax --stdio --provider
 //     openai --api responses`, each with the model's stream stalled
 //     mid-answer by a fake of its own, over one session each, the turns
-//     interleaved.
+//     interleaved;
+//   - per turn, the first token and the end of each turn of `openmax
+//     --stdio --provider codex` beside codex app-server driven directly
+//     with the same requests (turns.go), at three reply sizes, and, with
+//     -before, a second openmax binary in the same interleaved run.
 //
 // codex runs offline: its model provider is `openmax fake-provider`
 // (Responses wire) on loopback, its CODEX_HOME a scratch folder with its own
@@ -20,6 +24,7 @@
 // in provider/codex.
 //
 // Usage: go run ./bench/codexlatency [-n 20] [-interrupts 10] [-codex PATH] [-openmax PATH]
+// [-only startup|turns] [-turns 10] [-rounds 5] [-chunks 10,100,1000] [-before PATH]
 //
 // Without a codex binary (-codex, $CODEX, codex on PATH, or the npm install
 // under ${XDG_CACHE_HOME:-~/.cache}/openmax-npm) it says so and exits 0.
@@ -55,6 +60,7 @@ func main() {
 	turns := flag.Int("turns", 10, "turns a session in the per-turn part")
 	rounds := flag.Int("rounds", 5, "sessions of each peer per reply size in the per-turn part")
 	chunksFlag := flag.String("chunks", "10,100,1000", "reply sizes (text chunks a reply) of the per-turn part, comma-separated")
+	before := flag.String("before", "", "another openmax binary to time beside -openmax in the per-turn part (a before/after comparison in one interleaved run)")
 	only := flag.String("only", "", "run only one part: startup (exec and interrupts) or turns (per-turn latency of --provider codex)")
 	flag.Parse()
 	var sizes []int
@@ -75,7 +81,7 @@ func main() {
 		fmt.Fprintf(os.Stderr, "codexlatency: the codex binary: %v\n", err)
 		os.Exit(1)
 	}
-	if err := run(codex, *openmaxFlag, *n, *interrupts, *keep, *only, sizes, *turns, *rounds); err != nil {
+	if err := run(codex, *openmaxFlag, *n, *interrupts, *keep, *only, *before, sizes, *turns, *rounds); err != nil {
 		fmt.Fprintf(os.Stderr, "codexlatency: %v\n", err)
 		os.Exit(1)
 	}
@@ -120,7 +126,7 @@ func findCodex(flagged string) string {
 	return found[0]
 }
 
-func run(codex, openmax string, n, interrupts int, keep bool, only string, sizes []int, turns, rounds int) error {
+func run(codex, openmax string, n, interrupts int, keep bool, only, before string, sizes []int, turns, rounds int) error {
 	scratch, err := os.MkdirTemp("", "codexlatency-")
 	if err != nil {
 		return err
@@ -138,7 +144,7 @@ func run(codex, openmax string, n, interrupts int, keep bool, only string, sizes
 	version, _ := exec.Command(codex, "--version").Output()
 	fmt.Printf("== codex %s (%s), %s/%s, %d CPUs\n", strings.TrimSpace(string(version)), codex, runtime.GOOS, runtime.GOARCH, runtime.NumCPU())
 	if only == "turns" {
-		return perTurn(codex, openmax, scratch, sizes, turns, rounds)
+		return perTurn(codex, openmax, before, scratch, sizes, turns, rounds)
 	}
 
 	dirs := map[string]string{}
@@ -230,7 +236,7 @@ func run(codex, openmax string, n, interrupts int, keep bool, only string, sizes
 	if only == "startup" {
 		return nil
 	}
-	return perTurn(codex, openmax, scratch, sizes, turns, rounds)
+	return perTurn(codex, openmax, before, scratch, sizes, turns, rounds)
 }
 
 // openmaxArgv is the openmax start-up timed beside codex's.
@@ -381,29 +387,7 @@ func startFake(openmax, scratch, name, home string, turns int) (string, func(), 
 	for range turns {
 		sc.WriteString("  - chunks:\n      - text: \"Streaming\"\n      - text: \" and then\"\n      - stall: true\n")
 	}
-	scenario := filepath.Join(scratch, name+"-scenario.yaml")
-	if err := os.WriteFile(scenario, []byte(sc.String()), 0o600); err != nil {
-		return "", nil, err
-	}
-	fake := exec.Command(openmax, "fake-provider", "--scenario", scenario)
-	fake.Env = append([]string{"PATH=" + os.Getenv("PATH")}, codexscenario.OfflineEnv(home, "")...)
-	out, err := fake.StdoutPipe()
-	if err != nil {
-		return "", nil, err
-	}
-	if err := fake.Start(); err != nil {
-		return "", nil, fmt.Errorf("fake-provider: %w", err)
-	}
-	stop := func() {
-		fake.Process.Signal(os.Interrupt)
-		fake.Wait()
-	}
-	url, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil || !strings.HasPrefix(url, "http://127.0.0.1:") {
-		stop()
-		return "", nil, fmt.Errorf("fake-provider printed %q: %v", url, err)
-	}
-	return strings.TrimSpace(url), stop, nil
+	return startScenarioFake(openmax, scratch, name, home, sc.String())
 }
 
 // interrupts2 opens a codex app-server session and an openmax --stdio

@@ -114,7 +114,7 @@ func newCodexHome(dir, url string) error {
 // thread/start and turn/start.
 func captureParams(s *turnSetup, scratch string) error {
 	tr := filepath.Join(scratch, "capture.jsonl")
-	o, err := startOpenmaxCodex(s, "--codex-transcript", tr)
+	o, err := startOpenmaxCodex(s, s.openmax, "--codex-transcript", tr)
 	if err != nil {
 		return err
 	}
@@ -157,22 +157,30 @@ func captureParams(s *turnSetup, scratch string) error {
 
 // perTurn runs rounds sessions of turns turns of each peer for each reply
 // size and prints the medians.
-func perTurn(codex, openmax, scratch string, sizes []int, turns, rounds int) error {
+func perTurn(codex, openmax, before, scratch string, sizes []int, turns, rounds int) error {
 	home := filepath.Join(scratch, "turns-home")
 	if err := os.MkdirAll(home, 0o700); err != nil {
 		return err
 	}
 	fmt.Printf("== per turn: %d turns a session, %d sessions of each peer per size, interleaved; medians (min..max)\n", turns, rounds)
 	fmt.Printf("   turn 1 from exec; turns 2-%d from the command (openmax: user line; codex: turn/start)\n", turns)
+	// The peers: openmax, the openmax of -before when given, and codex
+	// driven directly (always last).
+	bins := []string{openmax}
+	names := []string{"openmax --provider codex"}
+	if before != "" {
+		bins = append(bins, before)
+		names = append(names, "-before openmax")
+	}
 	type row struct {
-		size   int
-		om, cx peerTimes
+		size  int
+		peers []peerTimes // bins..., then codex
 	}
 	var rows []row
 	for _, size := range sizes {
-		// One fake per peer; the capture turn and every round draw replies
-		// from them in order.
-		replies := rounds*turns + 1
+		// One fake for codex and one for the openmax peers; the capture
+		// turn and every round draw replies from them in order.
+		replies := len(bins)*rounds*turns + 1
 		cxURL, stopCx, err := startScenarioFake(openmax, scratch, fmt.Sprintf("cx-%d", size), home, turnScenario(replies, size))
 		if err != nil {
 			return err
@@ -193,9 +201,9 @@ func perTurn(codex, openmax, scratch string, sizes []int, turns, rounds int) err
 			// The capture turn uses openmax's fake: one reply of it.
 			err = captureParams(s, scratch)
 		}
-		r := row{size: size}
+		r := row{size: size, peers: make([]peerTimes, len(bins)+1)}
 		for round := 0; err == nil && round < rounds; round++ {
-			err = turnRound(s, turns, round, &r.om, &r.cx)
+			err = turnRound(s, bins, turns, round, r.peers)
 		}
 		stopCx()
 		stopOm()
@@ -205,23 +213,36 @@ func perTurn(codex, openmax, scratch string, sizes []int, turns, rounds int) err
 		rows = append(rows, r)
 	}
 	ms := func(d time.Duration) string { return fmt.Sprintf("%.1f", float64(d.Microseconds())/1000) }
+	// added is the median of the differences of the pairs (the same turn
+	// of the same round of each peer, run next to each other), which
+	// cancels load that lasts longer than a turn; the difference of the
+	// medians is beside it.
 	diff := func(a, b []time.Duration) string {
-		return fmt.Sprintf("%+.1f", float64((median(a)-median(b)).Microseconds())/1000)
-	}
-	fmt.Printf("   %-7s %-22s %-26s %-26s %-9s %s\n", "chunks", "what", "openmax --provider codex", "codex app-server direct", "added", "limit")
-	for _, r := range rows {
-		lines := []struct {
-			what   string
-			om, cx []time.Duration
-			limit  string
-		}{
-			{"turn 1 exec->token", r.om.first1, r.cx.first1, "no app-server start"},
-			{"turn 1 exec->done", r.om.done1, r.cx.done1, "no app-server start"},
-			{fmt.Sprintf("turns 2-%d ->token", turns), r.om.firstN, r.cx.firstN, "+2.0 ms"},
-			{fmt.Sprintf("turns 2-%d ->done", turns), r.om.doneN, r.cx.doneN, "+2.0 ms"},
+		d := make([]time.Duration, len(a))
+		for i := range a {
+			d[i] = a[i] - b[i]
 		}
-		for _, l := range lines {
-			fmt.Printf("   %-7d %-22s %-26s %-26s %-9s %s\n", r.size, l.what, span(l.om, ms), span(l.cx, ms), diff(l.om, l.cx), l.limit)
+		return fmt.Sprintf("%+6.1f (%+.1f)", float64(median(d).Microseconds())/1000, float64((median(a)-median(b)).Microseconds())/1000)
+	}
+	fmt.Printf("   added: over codex app-server driven directly, the median of the paired differences (the difference of the medians)\n")
+	fmt.Printf("   %-7s %-22s %-26s %-26s %-16s %s\n", "chunks", "what", "peer", "median (min..max) ms", "added", "limit")
+	for _, r := range rows {
+		cx := r.peers[len(r.peers)-1]
+		whats := []struct {
+			what  string
+			of    func(peerTimes) []time.Duration
+			limit string
+		}{
+			{"turn 1 exec->token", func(p peerTimes) []time.Duration { return p.first1 }, "no app-server start"},
+			{"turn 1 exec->done", func(p peerTimes) []time.Duration { return p.done1 }, "no app-server start"},
+			{fmt.Sprintf("turns 2-%d ->token", turns), func(p peerTimes) []time.Duration { return p.firstN }, "+2.0 ms"},
+			{fmt.Sprintf("turns 2-%d ->done", turns), func(p peerTimes) []time.Duration { return p.doneN }, "+2.0 ms"},
+		}
+		for _, w := range whats {
+			for k := range bins {
+				fmt.Printf("   %-7d %-22s %-26s %-26s %-16s %s\n", r.size, w.what, names[k], span(w.of(r.peers[k]), ms), diff(w.of(r.peers[k]), w.of(cx)), w.limit)
+			}
+			fmt.Printf("   %-7d %-22s %-26s %-26s\n", r.size, w.what, "codex app-server direct", span(w.of(cx), ms))
 		}
 	}
 	return nil
@@ -236,53 +257,56 @@ func span(ds []time.Duration, ms func(time.Duration) string) string {
 	return fmt.Sprintf("%7s (%s..%s)", ms(median(ds)), ms(lo), ms(hi))
 }
 
-// turnRound runs one session of each peer, their turns interleaved.
-func turnRound(s *turnSetup, turns, round int, om, cx *peerTimes) error {
-	var o *openmaxCodex
-	var c *directCodex
+// turnSession is one peer's session: a turn timed from start when it is
+// set, else from its command.
+type turnSession interface {
+	turn(i int, start time.Time) (turnTimes, error)
+	close() error
+}
+
+// turnRound runs one session of each peer (the openmax binaries bins,
+// then codex driven directly), their turns interleaved, the first peer of
+// each turn rotating.
+func turnRound(s *turnSetup, bins []string, turns, round int, times []peerTimes) error {
+	sessions := make([]turnSession, len(times))
 	defer func() {
-		if o != nil {
-			o.close()
-		}
-		if c != nil {
-			c.s.close()
+		for _, ss := range sessions {
+			if ss != nil {
+				ss.close()
+			}
 		}
 	}()
 	for i := range turns {
-		for k := range 2 {
-			if (i+k+round)%2 == 0 {
-				var t turnTimes
-				var err error
-				if i == 0 {
-					start := time.Now()
-					if o, err = startOpenmaxCodex(s); err != nil {
-						return fmt.Errorf("openmax: %w", err)
+		for k := range times {
+			p := (i + k + round) % len(times)
+			var t turnTimes
+			var err error
+			if i == 0 {
+				start := time.Now()
+				if p < len(bins) {
+					var o *openmaxCodex
+					o, err = startOpenmaxCodex(s, bins[p])
+					if o != nil {
+						sessions[p] = o
 					}
-					t, err = o.turn(i, start)
 				} else {
-					t, err = o.turn(i, time.Time{})
+					var c *directCodex
+					c, err = startDirectCodex(s)
+					if c != nil {
+						sessions[p] = c
+					}
 				}
 				if err != nil {
-					return fmt.Errorf("openmax, turn %d: %w", i+1, err)
+					return fmt.Errorf("peer %d: %w", p, err)
 				}
-				om.add(i, t)
+				t, err = sessions[p].turn(i, start)
 			} else {
-				var t turnTimes
-				var err error
-				if i == 0 {
-					start := time.Now()
-					if c, err = startDirectCodex(s); err != nil {
-						return fmt.Errorf("codex: %w", err)
-					}
-					t, err = c.turn(i, start)
-				} else {
-					t, err = c.turn(i, time.Time{})
-				}
-				if err != nil {
-					return fmt.Errorf("codex, turn %d: %w", i+1, err)
-				}
-				cx.add(i, t)
+				t, err = sessions[p].turn(i, time.Time{})
 			}
+			if err != nil {
+				return fmt.Errorf("peer %d, turn %d: %w", p, i+1, err)
+			}
+			times[p].add(i, t)
 		}
 	}
 	return nil
@@ -292,17 +316,17 @@ func turnRound(s *turnSetup, turns, round int, om, cx *peerTimes) error {
 type openmaxCodex struct{ *openmaxTurns }
 
 // startOpenmaxCodex execs openmax and waits for hello.
-func startOpenmaxCodex(s *turnSetup, extra ...string) (*openmaxCodex, error) {
+func startOpenmaxCodex(s *turnSetup, bin string, extra ...string) (*openmaxCodex, error) {
 	if err := os.MkdirAll(s.work, 0o700); err != nil {
 		return nil, err
 	}
-	trust := exec.Command(s.openmax, "trust", s.work)
+	trust := exec.Command(bin, "trust", s.work)
 	trust.Dir, trust.Env = s.work, s.openmaxEnv
 	if out, err := trust.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("openmax trust: %w: %s", err, out)
 	}
 	argv := append([]string{"--stdio", "--provider", "codex", "--codex", s.codex}, extra...)
-	cmd := exec.Command(s.openmax, argv...)
+	cmd := exec.Command(bin, argv...)
 	cmd.Dir, cmd.Env = s.work, s.openmaxEnv
 	if p := os.Getenv("CODEXLATENCY_OPENMAX_ENV"); p != "" {
 		cmd.Env = append(cmd.Env, strings.Fields(p)...)
@@ -376,6 +400,9 @@ func (o *openmaxCodex) turn(i int, start time.Time) (turnTimes, error) {
 	}
 	return turnTimes{tok.at.Sub(sent), done.at.Sub(sent)}, nil
 }
+
+// close ends the session (closing the app-server's stdin).
+func (c *directCodex) close() error { return c.s.close() }
 
 // directCodex is codex app-server driven directly, one thread.
 type directCodex struct {
