@@ -374,18 +374,31 @@ func (b *Backend) thread(ctx context.Context, h *core.TurnHost) (*codex.Session,
 // completed, for one).
 func (b *Backend) route(cl *codex.Client) {
 	for ev := range cl.Events() {
-		var p struct {
-			ThreadID string `json:"threadId"`
+		// Decoded once, here: the thread picks the turn, and the turn
+		// maps the decoded value.
+		rt := routed{Event: ev}
+		thread, ok := "", false
+		if !ev.IsRequest() {
+			if v, err := ev.Decode(); err == nil {
+				rt.v = v
+				thread, ok = threadOf(v)
+			}
 		}
-		_ = json.Unmarshal(ev.Params, &p)
+		if !ok {
+			var p struct {
+				ThreadID string `json:"threadId"`
+			}
+			_ = json.Unmarshal(ev.Params, &p)
+			thread = p.ThreadID
+		}
 		b.mu.Lock()
-		r := b.turns[p.ThreadID]
+		r := b.turns[thread]
 		b.mu.Unlock()
 		switch {
 		case r != nil:
-			r.deliver(ev)
+			r.deliver(rt)
 		case ev.IsRequest():
-			refuse(ev, "no openmax turn is running on thread "+p.ThreadID)
+			refuse(ev, "no openmax turn is running on thread "+thread)
 		}
 	}
 	b.mu.Lock()
@@ -397,6 +410,31 @@ func (b *Backend) route(cl *codex.Client) {
 	for _, r := range runs {
 		r.ended(cl)
 	}
+}
+
+// threadOf is the thread of a decoded notification the turns map, read
+// from its generated type; ok is false for the others, whose thread the
+// router reads from the params.
+func threadOf(v any) (thread string, ok bool) {
+	switch p := v.(type) {
+	case *codex.AgentMessageDeltaNotification:
+		return p.ThreadID, true
+	case *codex.ReasoningSummaryTextDeltaNotification:
+		return p.ThreadID, true
+	case *codex.ReasoningTextDeltaNotification:
+		return p.ThreadID, true
+	case *codex.ItemStartedNotification:
+		return p.ThreadID, true
+	case *codex.ItemCompletedNotification:
+		return p.ThreadID, true
+	case *codex.ThreadTokenUsageUpdatedNotification:
+		return p.ThreadID, true
+	case *codex.ErrorNotification:
+		return p.ThreadID, true
+	case *codex.TurnCompletedNotification:
+		return p.ThreadID, true
+	}
+	return "", false
 }
 
 // refuse answers a tool call nobody can run as a failed call, and an
