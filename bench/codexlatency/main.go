@@ -278,6 +278,25 @@ type session struct {
 func startSession(argv []string, dir string, env []string) (*session, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir, cmd.Env = dir, env
+	lines := make(chan received, 1<<16)
+	in, err := spawnLines(cmd, func(line []byte, at time.Time) {
+		if len(bytes.TrimSpace(line)) > 0 {
+			var m message
+			if json.Unmarshal(line, &m) == nil {
+				lines <- received{m, at}
+			}
+		}
+	}, func() { close(lines) })
+	if err != nil {
+		return nil, err
+	}
+	return &session{cmd: cmd, in: in, lines: lines}, nil
+}
+
+// spawnLines starts cmd and hands each line of its stdout to got, with
+// the time it was read (before got looks at it), from a goroutine that
+// calls end when stdout ends. It returns cmd's stdin.
+func spawnLines(cmd *exec.Cmd, got func(line []byte, at time.Time), end func()) (io.WriteCloser, error) {
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err
@@ -289,25 +308,20 @@ func startSession(argv []string, dir string, env []string) (*session, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	s := &session{cmd: cmd, in: in, lines: make(chan received, 1<<16)}
 	go func() {
-		defer close(s.lines)
+		defer end()
 		br := bufio.NewReaderSize(out, 1<<16)
 		for {
 			line, err := br.ReadBytes('\n')
-			at := time.Now() // before decoding, as openmax's lines are timed
-			if len(bytes.TrimSpace(line)) > 0 {
-				var m message
-				if json.Unmarshal(line, &m) == nil {
-					s.lines <- received{m, at}
-				}
+			if len(line) > 0 {
+				got(line, time.Now())
 			}
 			if err != nil {
 				return
 			}
 		}
 	}()
-	return s, nil
+	return in, nil
 }
 
 // send writes one JSON line and returns when it was written.
@@ -525,38 +539,23 @@ type timedLine struct {
 }
 
 func startOpenmaxTurns(bin, url, dir string, env []string) (*openmaxTurns, error) {
-	trust := exec.Command(bin, "trust", dir) // turns run only in trusted projects
+	return startOpenmax(bin, dir, env, "--stdio", "--provider", "openai", "--api", "responses", "--base-url", url+"/v1")
+}
+
+// startOpenmax trusts dir (turns run only in trusted projects), execs bin
+// with args there and waits for hello.
+func startOpenmax(bin, dir string, env []string, args ...string) (*openmaxTurns, error) {
+	trust := exec.Command(bin, "trust", dir)
 	trust.Dir, trust.Env = dir, env
 	if out, err := trust.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("openmax trust: %w: %s", err, out)
 	}
-	cmd := exec.Command(bin, "--stdio", "--provider", "openai", "--api", "responses", "--base-url", url+"/v1")
+	cmd := exec.Command(bin, args...)
 	cmd.Dir, cmd.Env = dir, env
-	in, err := cmd.StdinPipe()
+	o, err := startLines(cmd)
 	if err != nil {
 		return nil, err
 	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	o := &openmaxTurns{cmd: cmd, in: in, lines: make(chan timedLine, 1024)}
-	go func() {
-		defer close(o.lines)
-		br := bufio.NewReader(out)
-		for {
-			line, err := br.ReadBytes('\n')
-			if len(line) > 0 {
-				o.lines <- timedLine{line, time.Now()}
-			}
-			if err != nil {
-				return
-			}
-		}
-	}()
 	if _, err := o.await(func(l []byte) bool { return bytes.HasPrefix(l, []byte(`{"type":"hello"`)) }); err != nil {
 		o.close()
 		return nil, err

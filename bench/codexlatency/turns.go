@@ -320,23 +320,8 @@ func startOpenmaxCodex(s *turnSetup, bin string, extra ...string) (*openmaxCodex
 	if err := os.MkdirAll(s.work, 0o700); err != nil {
 		return nil, err
 	}
-	trust := exec.Command(bin, "trust", s.work)
-	trust.Dir, trust.Env = s.work, s.openmaxEnv
-	if out, err := trust.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("openmax trust: %w: %s", err, out)
-	}
-	argv := append([]string{"--stdio", "--provider", "codex", "--codex", s.codex}, extra...)
-	cmd := exec.Command(bin, argv...)
-	cmd.Dir, cmd.Env = s.work, s.openmaxEnv
-	if p := os.Getenv("CODEXLATENCY_OPENMAX_ENV"); p != "" {
-		cmd.Env = append(cmd.Env, strings.Fields(p)...)
-	}
-	o, err := startLines(cmd)
+	o, err := startOpenmax(bin, s.work, s.openmaxEnv, append([]string{"--stdio", "--provider", "codex", "--codex", s.codex}, extra...)...)
 	if err != nil {
-		return nil, err
-	}
-	if _, err := o.await(func(l []byte) bool { return bytes.HasPrefix(l, []byte(`{"type":"hello"`)) }); err != nil {
-		o.close()
 		return nil, err
 	}
 	return &openmaxCodex{o}, nil
@@ -344,32 +329,12 @@ func startOpenmaxCodex(s *turnSetup, bin string, extra ...string) (*openmaxCodex
 
 // startLines starts cmd with its stdout read line by line.
 func startLines(cmd *exec.Cmd) (*openmaxTurns, error) {
-	in, err := cmd.StdinPipe()
+	lines := make(chan timedLine, 1<<16)
+	in, err := spawnLines(cmd, func(line []byte, at time.Time) { lines <- timedLine{line, at} }, func() { close(lines) })
 	if err != nil {
 		return nil, err
 	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	o := &openmaxTurns{cmd: cmd, in: in, lines: make(chan timedLine, 1<<16)}
-	go func() {
-		defer close(o.lines)
-		br := bufio.NewReaderSize(out, 1<<16)
-		for {
-			line, err := br.ReadBytes('\n')
-			if len(line) > 0 {
-				o.lines <- timedLine{line, time.Now()}
-			}
-			if err != nil {
-				return
-			}
-		}
-	}()
-	return o, nil
+	return &openmaxTurns{cmd: cmd, in: in, lines: lines}, nil
 }
 
 // turn sends user turn i and times its first token and its done, from
