@@ -24,7 +24,7 @@
 // in provider/codex.
 //
 // Usage: go run ./bench/codexlatency [-n 20] [-interrupts 10] [-codex PATH] [-openmax PATH]
-// [-only startup|turns] [-turns 10] [-rounds 5] [-chunks 10,100,1000] [-before PATH]
+// [-only startup|turns] [-turns 10] [-rounds 5] [-chunks 10,100,1000] [-before PATH] [-relay]
 //
 // Without a codex binary (-codex, $CODEX, codex on PATH, or the npm install
 // under ${XDG_CACHE_HOME:-~/.cache}/openmax-npm) it says so and exits 0.
@@ -52,6 +52,9 @@ import (
 )
 
 func main() {
+	if log := os.Getenv(relayEnv); log != "" {
+		os.Exit(runRelay(log, os.Args[1:]))
+	}
 	n := flag.Int("n", 20, "timed start-up rounds (after one untimed warm-up round)")
 	interrupts := flag.Int("interrupts", 10, "turns to interrupt")
 	codexFlag := flag.String("codex", "", "the codex binary (default: $CODEX, codex on PATH, or the npm install under the openmax-npm cache)")
@@ -61,6 +64,7 @@ func main() {
 	rounds := flag.Int("rounds", 5, "sessions of each peer per reply size in the per-turn part")
 	chunksFlag := flag.String("chunks", "10,100,1000", "reply sizes (text chunks a reply) of the per-turn part, comma-separated")
 	before := flag.String("before", "", "another openmax binary to time beside -openmax in the per-turn part (a before/after comparison in one interleaved run)")
+	relay := flag.Bool("relay", false, "also time openmax's own share of each turn, codex behind a relay (relay.go)")
 	only := flag.String("only", "", "run only one part: startup (exec and interrupts) or turns (per-turn latency of --provider codex)")
 	flag.Parse()
 	var sizes []int
@@ -81,7 +85,7 @@ func main() {
 		fmt.Fprintf(os.Stderr, "codexlatency: the codex binary: %v\n", err)
 		os.Exit(1)
 	}
-	if err := run(codex, *openmaxFlag, *n, *interrupts, *keep, *only, *before, sizes, *turns, *rounds); err != nil {
+	if err := run(codex, *openmaxFlag, *n, *interrupts, *keep, *only, *before, sizes, *turns, *rounds, *relay); err != nil {
 		fmt.Fprintf(os.Stderr, "codexlatency: %v\n", err)
 		os.Exit(1)
 	}
@@ -126,7 +130,7 @@ func findCodex(flagged string) string {
 	return found[0]
 }
 
-func run(codex, openmax string, n, interrupts int, keep bool, only, before string, sizes []int, turns, rounds int) error {
+func run(codex, openmax string, n, interrupts int, keep bool, only, before string, sizes []int, turns, rounds int, relay bool) error {
 	scratch, err := os.MkdirTemp("", "codexlatency-")
 	if err != nil {
 		return err
@@ -144,7 +148,7 @@ func run(codex, openmax string, n, interrupts int, keep bool, only, before strin
 	version, _ := exec.Command(codex, "--version").Output()
 	fmt.Printf("== codex %s (%s), %s/%s, %d CPUs\n", strings.TrimSpace(string(version)), codex, runtime.GOOS, runtime.GOARCH, runtime.NumCPU())
 	if only == "turns" {
-		return perTurn(codex, openmax, before, scratch, sizes, turns, rounds)
+		return perTurn(codex, openmax, before, scratch, sizes, turns, rounds, relay)
 	}
 
 	dirs := map[string]string{}
@@ -236,7 +240,7 @@ func run(codex, openmax string, n, interrupts int, keep bool, only, before strin
 	if only == "startup" {
 		return nil
 	}
-	return perTurn(codex, openmax, before, scratch, sizes, turns, rounds)
+	return perTurn(codex, openmax, before, scratch, sizes, turns, rounds, relay)
 }
 
 // openmaxArgv is the openmax start-up timed beside codex's.

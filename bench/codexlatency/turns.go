@@ -29,7 +29,10 @@ import (
 // round by round, so load from other work falls on both alike.
 
 // turnTimes are one turn's waits.
-type turnTimes struct{ first, done time.Duration }
+type turnTimes struct {
+	first, done time.Duration
+	sent        time.Time // when the command went out
+}
 
 // peerTimes collects a peer's turns: turn 1 apart, the later ones pooled.
 type peerTimes struct {
@@ -157,7 +160,7 @@ func captureParams(s *turnSetup, scratch string) error {
 
 // perTurn runs rounds sessions of turns turns of each peer for each reply
 // size and prints the medians.
-func perTurn(codex, openmax, before, scratch string, sizes []int, turns, rounds int) error {
+func perTurn(codex, openmax, before, scratch string, sizes []int, turns, rounds int, relay bool) error {
 	home := filepath.Join(scratch, "turns-home")
 	if err := os.MkdirAll(home, 0o700); err != nil {
 		return err
@@ -173,14 +176,18 @@ func perTurn(codex, openmax, before, scratch string, sizes []int, turns, rounds 
 		names = append(names, "-before openmax")
 	}
 	type row struct {
-		size  int
-		peers []peerTimes // bins..., then codex
+		size        int
+		peers       []peerTimes // bins..., then codex
+		first, done []time.Duration
 	}
 	var rows []row
 	for _, size := range sizes {
 		// One fake for codex and one for the openmax peers; the capture
 		// turn and every round draw replies from them in order.
 		replies := len(bins)*rounds*turns + 1
+		if relay {
+			replies += rounds * turns
+		}
 		cxURL, stopCx, err := startScenarioFake(openmax, scratch, fmt.Sprintf("cx-%d", size), home, turnScenario(replies, size))
 		if err != nil {
 			return err
@@ -204,6 +211,9 @@ func perTurn(codex, openmax, before, scratch string, sizes []int, turns, rounds 
 		r := row{size: size, peers: make([]peerTimes, len(bins)+1)}
 		for round := 0; err == nil && round < rounds; round++ {
 			err = turnRound(s, bins, turns, round, r.peers)
+		}
+		if err == nil && relay {
+			r.first, r.done, err = relayShares(s, scratch, size, turns, rounds)
 		}
 		stopCx()
 		stopOm()
@@ -243,6 +253,14 @@ func perTurn(codex, openmax, before, scratch string, sizes []int, turns, rounds 
 				fmt.Printf("   %-7d %-22s %-26s %-26s %-16s %s\n", r.size, w.what, names[k], span(w.of(r.peers[k]), ms), diff(w.of(r.peers[k]), w.of(cx)), w.limit)
 			}
 			fmt.Printf("   %-7d %-22s %-26s %-26s\n", r.size, w.what, "codex app-server direct", span(w.of(cx), ms))
+		}
+	}
+	if relay {
+		fmt.Printf("== openmax's own share of turns 2-%d (-relay: codex behind a relay that notes turn/start, the first delta and turn/completed; %d sessions a size)\n", turns, rounds)
+		fmt.Printf("   %-7s %-40s %-26s %s\n", "chunks", "what", "median (min..max) ms", "limit")
+		for _, r := range rows {
+			fmt.Printf("   %-7d %-40s %-26s %s\n", r.size, "user -> turn/start + first delta -> token", span(r.first, ms), "+2.0 ms")
+			fmt.Printf("   %-7d %-40s %-26s %s\n", r.size, "user -> turn/start + completed -> done", span(r.done, ms), "+2.0 ms")
 		}
 	}
 	return nil
@@ -363,7 +381,7 @@ func (o *openmaxCodex) turn(i int, start time.Time) (turnTimes, error) {
 	if !bytes.Contains(done.line, []byte(`"stop_reason":"completed"`)) {
 		return turnTimes{}, fmt.Errorf("the turn ended with %.300s", done.line)
 	}
-	return turnTimes{tok.at.Sub(sent), done.at.Sub(sent)}, nil
+	return turnTimes{tok.at.Sub(sent), done.at.Sub(sent), sent}, nil
 }
 
 // close ends the session (closing the app-server's stdin).
@@ -450,7 +468,7 @@ func (c *directCodex) turn(i int, start time.Time) (turnTimes, error) {
 			if first.IsZero() {
 				return turnTimes{}, errors.New("the turn completed with no delta")
 			}
-			return turnTimes{first.Sub(sent), r.at.Sub(sent)}, nil
+			return turnTimes{first.Sub(sent), r.at.Sub(sent), sent}, nil
 		}
 	}
 }
