@@ -3,6 +3,9 @@ package core
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
 
 	"github.com/openmax/openmax/core/tool"
 	"github.com/openmax/openmax/core/wire"
@@ -17,11 +20,60 @@ import (
 // the turn, and openmax's own tools with their gates, which the backend
 // reaches through the TurnHost.
 type Backend interface {
-	// RunTurn runs one turn for text, which the session already holds as
-	// its last user message. It emits every event of the turn through
-	// the host except done, and returns the stop reason. Cancelling ctx
-	// must end the turn promptly with wire.StopCancelled.
+	// RunTurn runs one turn for text. It emits every event of the turn
+	// through the host except done, and returns the stop reason.
+	// Cancelling ctx must end the turn promptly with wire.StopCancelled.
+	//
+	// The session is writing text as its last user message while RunTurn
+	// starts, so the backend may hand the turn to its program at once;
+	// every host method that reports or decides something (Emit,
+	// CallTool, Gate, ToolStarted, ToolEnded, Note, TurnEnd, Reply,
+	// SetThread) first waits until the message is written and the turn
+	// has opened (budget, the harness notes, the turn_start hooks: as soon
+	// as the message is written), so nothing the backend reports reaches
+	// the client, the session or a hook before the prompt is on disk. When it cannot be written, the turn ends with error: ctx
+	// is cancelled and the host drops what the backend reports from then
+	// on.
 	RunTurn(ctx context.Context, h *TurnHost, text string) string
+}
+
+// runBackend runs the turn in e.Backend while the session writes the
+// prompt and notes (see Backend.RunTurn).
+func (t *turn) runBackend(ctx context.Context, text string, notes []provider.Message) string {
+	for _, n := range notes {
+		t.notes = append(t.notes, n.Text)
+	}
+	bctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	h := newTurnHost(ctx, t)
+	t.host = h
+	h.modeOf, _ = t.s.approvals() // fixed while a turn runs; append holds the session's lock
+	h.cancel, h.text = cancel, text
+	written := make(chan error, 1)
+	h.written = written
+	go func() {
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					written <- fmt.Errorf("could not write the session record: %v", r)
+				}
+			}()
+			written <- t.s.append(append(notes, provider.Message{Role: provider.RoleUser, Text: text})...)
+		}()
+		// The turn opens as soon as the prompt is written, whatever the
+		// backend is waiting for (its program's start, its first event).
+		defer func() {
+			if r := recover(); r != nil {
+				t.e.panicked(r)
+			}
+		}()
+		h.open()
+	}()
+	stop := t.e.Backend.RunTurn(bctx, h, text)
+	if !h.open() { // waits for the turn to have opened
+		return wire.StopError
+	}
+	return stop
 }
 
 // TurnHost is what a Backend may use of the turn it runs. Its methods are
@@ -31,6 +83,50 @@ type TurnHost struct {
 	t   *turn
 	ctx context.Context // the turn's: hooks observe under it (backend_rules.go)
 	mu  chan struct{}   // one event or tool call at a time, in order
+
+	modeOf  func() string      // the session's approval mode (Mode)
+	text    string             // the prompt (turn_start's payload)
+	cancel  context.CancelFunc // ends the backend's turn
+	written <-chan error       // the prompt's write; nil: written before RunTurn
+	opening sync.Once
+	failed  bool // the prompt could not be written: the turn ended with error
+}
+
+// open waits, once, for the prompt's write and opens the turn: budget,
+// then either the write's error (and the backend's turn is cancelled) or
+// the harness notes and the turn_start hooks. It reports whether the turn
+// goes on.
+func (h *TurnHost) open() bool {
+	h.opening.Do(func() {
+		if h.written == nil {
+			return
+		}
+		t := h.t
+		err := <-h.written
+		t.emit(t.e.budget(t.s))
+		t.opened = true
+		if err != nil {
+			h.failed = true
+			h.cancel()
+			t.emit(wire.Error{Message: err.Error()})
+			return
+		}
+		for _, n := range t.notes {
+			t.emit(wire.HarnessNote{Text: n})
+		}
+		t.observe(h.ctx, HookTurnStart, PromptPayload{SessionID: t.s.ID, Prompt: h.text})
+	})
+	return !h.failed
+}
+
+// enter takes the host's lock once the turn has opened; false (and no
+// lock) when the turn ended because the prompt could not be written.
+func (h *TurnHost) enter() bool {
+	if !h.open() {
+		return false
+	}
+	h.lock()
+	return true
 }
 
 func newTurnHost(ctx context.Context, t *turn) *TurnHost {
@@ -57,7 +153,9 @@ func (h *TurnHost) Emit(ev wire.Event) {
 			ev = e
 		}
 	}
-	h.lock()
+	if !h.enter() {
+		return
+	}
 	defer h.unlock()
 	h.t.emit(ev)
 }
@@ -76,7 +174,9 @@ func (h *TurnHost) Tools() []provider.ToolSpec {
 // for the backend to hand back to its model. The result is not written to
 // the session: the backend's program holds the conversation.
 func (h *TurnHost) CallTool(ctx context.Context, callID, name string, args json.RawMessage) tool.Result {
-	h.lock()
+	if !h.enter() {
+		return tool.Failed("not run: the turn ended (its prompt could not be written to the session)")
+	}
 	defer h.unlock()
 	res, _, crash := h.t.dispatch(ctx, provider.ToolCall{ID: callID, Name: name, Args: args}, func(tool.Result) error { return nil })
 	if crash != nil && res.OK {
@@ -97,6 +197,7 @@ func (h *TurnHost) Thread() string {
 // SetThread saves the backend's id for this session's conversation with
 // the session's state, so --continue resumes it.
 func (h *TurnHost) SetThread(id string) {
+	h.open() // after the prompt; the thread is kept even when the turn failed
 	h.t.s.mu.Lock()
 	h.t.s.backendThread = id
 	h.t.s.mu.Unlock()
@@ -106,5 +207,8 @@ func (h *TurnHost) SetThread(id string) {
 // Reply keeps the model's final text of the turn in the session, so a
 // continued session shows it.
 func (h *TurnHost) Reply(text string) error {
+	if !h.open() {
+		return errors.New("the turn ended: its prompt could not be written to the session")
+	}
 	return h.t.s.append(provider.Message{Role: provider.RoleAssistant, Text: text})
 }

@@ -17,7 +17,10 @@ import (
 // Mode is the session's approval mode now: auto, ask, readonly, or a
 // value openmax does not know (which Gate treats as refusing).
 func (h *TurnHost) Mode() string {
-	modeOf, _ := h.t.s.approvals()
+	modeOf := h.modeOf
+	if h.written == nil {
+		modeOf, _ = h.t.s.approvals()
+	}
 	if modeOf == nil {
 		return "auto"
 	}
@@ -40,7 +43,9 @@ func (h *TurnHost) Notes() []string {
 // approval_settled, and the client's answer). It returns why the action
 // must not run, or "" to let it run.
 func (h *TurnHost) Gate(ctx context.Context, callID, name string, args json.RawMessage) string {
-	h.lock()
+	if !h.enter() {
+		return "the turn ended: its prompt could not be written to the session"
+	}
 	defer h.unlock()
 	if why := h.denied(name, args); why != "" {
 		return why
@@ -70,7 +75,9 @@ func (h *TurnHost) denied(name string, args json.RawMessage) string {
 // ToolStarted reports a tool call the backend's program runs itself:
 // tool_start, then the tool_start hooks.
 func (h *TurnHost) ToolStarted(callID, name string, args json.RawMessage) {
-	h.lock()
+	if !h.enter() {
+		return
+	}
 	defer h.unlock()
 	shown := displayArgs(args)
 	h.t.emit(wire.ToolStart{CallID: callID, Name: name, Args: shown})
@@ -81,7 +88,9 @@ func (h *TurnHost) ToolStarted(callID, name string, args json.RawMessage) {
 // empty) as the harness_note riding it (a refusal, or why a rule could not
 // apply), then the tool_end hooks, in the engine's order.
 func (h *TurnHost) ToolEnded(callID, name string, ok bool, output, note string) {
-	h.lock()
+	if !h.enter() {
+		return
+	}
 	defer h.unlock()
 	h.t.emit(wire.ToolEnd{CallID: callID, OK: ok, Output: output})
 	if note != "" {
@@ -105,6 +114,9 @@ func (h *TurnHost) Note(callID, text string) {
 // unverified once MaxContinuations refusals were honored (or a refusal
 // could not be saved), or cancelled.
 func (h *TurnHost) TurnEnd(ctx context.Context, text, stop string) (again bool, reason, end string) {
+	if !h.open() {
+		return false, "", wire.StopError
+	}
 	if h.t.e.Hooks == nil {
 		return false, "", stop
 	}

@@ -98,7 +98,9 @@ func (e *Engine) RunTurn(ctx context.Context, s *Session, text string, emit Emit
 	defer func() {
 		if r := recover(); r != nil {
 			e.panicked(r)
-			if !t.opened { // a hook crashed before the turn opened
+			if t.host != nil {
+				t.host.open() // a backend's turn opens when its prompt is written
+			} else if !t.opened { // a hook crashed before the turn opened
 				t.emit(e.budget(s))
 			}
 			t.emit(wire.Error{Message: fmt.Sprintf("internal error: %v", r)})
@@ -111,6 +113,9 @@ func (e *Engine) RunTurn(ctx context.Context, s *Session, text string, emit Emit
 		}
 	}
 	notes := s.takeNotes()
+	if e.Backend != nil {
+		return t.runBackend(ctx, text, notes) // backend.go
+	}
 	err := s.append(append(notes, provider.Message{Role: provider.RoleUser, Text: text})...)
 	emit(e.budget(s))
 	t.opened = true
@@ -123,8 +128,5 @@ func (e *Engine) RunTurn(ctx context.Context, s *Session, text string, emit Emit
 		t.notes = append(t.notes, n.Text)
 	}
 	t.observe(ctx, HookTurnStart, PromptPayload{SessionID: s.ID, Prompt: text})
-	if e.Backend != nil {
-		return e.Backend.RunTurn(ctx, newTurnHost(ctx, t), text)
-	}
 	return t.run(ctx)
 }

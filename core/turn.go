@@ -23,6 +23,9 @@ type turn struct {
 	refusal string
 	// notes are the harness notes written before this turn's prompt.
 	notes []string
+	// host is the TurnHost of a Backend's turn (backend.go), nil for the
+	// engine's own.
+	host *TurnHost
 }
 
 func (t *turn) run(ctx context.Context) string {

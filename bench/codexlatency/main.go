@@ -11,7 +11,11 @@
 //     cancel → done (stop_reason cancelled) of `openmax --stdio --provider
 //     openai --api responses`, each with the model's stream stalled
 //     mid-answer by a fake of its own, over one session each, the turns
-//     interleaved.
+//     interleaved;
+//   - per turn, the first token and the end of each turn of `openmax
+//     --stdio --provider codex` beside codex app-server driven directly
+//     with the same requests (turns.go), at three reply sizes, and, with
+//     -before, a second openmax binary in the same interleaved run.
 //
 // codex runs offline: its model provider is `openmax fake-provider`
 // (Responses wire) on loopback, its CODEX_HOME a scratch folder with its own
@@ -20,6 +24,7 @@
 // in provider/codex.
 //
 // Usage: go run ./bench/codexlatency [-n 20] [-interrupts 10] [-codex PATH] [-openmax PATH]
+// [-only startup|turns] [-turns 10] [-rounds 5] [-chunks 10,100,1000] [-before PATH] [-relay]
 //
 // Without a codex binary (-codex, $CODEX, codex on PATH, or the npm install
 // under ${XDG_CACHE_HOME:-~/.cache}/openmax-npm) it says so and exits 0.
@@ -47,12 +52,30 @@ import (
 )
 
 func main() {
+	if log := os.Getenv(relayEnv); log != "" {
+		os.Exit(runRelay(log, os.Args[1:]))
+	}
 	n := flag.Int("n", 20, "timed start-up rounds (after one untimed warm-up round)")
 	interrupts := flag.Int("interrupts", 10, "turns to interrupt")
 	codexFlag := flag.String("codex", "", "the codex binary (default: $CODEX, codex on PATH, or the npm install under the openmax-npm cache)")
 	openmaxFlag := flag.String("openmax", "", "the openmax binary (default: built from this checkout into the scratch folder)")
 	keep := flag.Bool("keep", false, "keep the scratch folder")
+	turns := flag.Int("turns", 10, "turns a session in the per-turn part")
+	rounds := flag.Int("rounds", 5, "sessions of each peer per reply size in the per-turn part")
+	chunksFlag := flag.String("chunks", "10,100,1000", "reply sizes (text chunks a reply) of the per-turn part, comma-separated")
+	before := flag.String("before", "", "another openmax binary to time beside -openmax in the per-turn part (a before/after comparison in one interleaved run)")
+	relay := flag.Bool("relay", false, "also time openmax's own share of each turn, codex behind a relay (relay.go)")
+	only := flag.String("only", "", "run only one part: startup (exec and interrupts) or turns (per-turn latency of --provider codex)")
 	flag.Parse()
+	var sizes []int
+	for _, f := range strings.Split(*chunksFlag, ",") {
+		var n int
+		if _, err := fmt.Sscan(f, &n); err != nil || n < 1 {
+			fmt.Fprintf(os.Stderr, "codexlatency: -chunks: %q is not a positive number\n", f)
+			os.Exit(2)
+		}
+		sizes = append(sizes, n)
+	}
 	codex := findCodex(*codexFlag)
 	if codex == "" {
 		fmt.Println("codexlatency: skipped: no codex binary (give -codex PATH or CODEX=PATH, put codex on PATH, or run go test ./cmd/openmax -run TestCodex once to install @openai/codex under the openmax-npm cache)")
@@ -62,7 +85,7 @@ func main() {
 		fmt.Fprintf(os.Stderr, "codexlatency: the codex binary: %v\n", err)
 		os.Exit(1)
 	}
-	if err := run(codex, *openmaxFlag, *n, *interrupts, *keep); err != nil {
+	if err := run(codex, *openmaxFlag, *n, *interrupts, *keep, *only, *before, sizes, *turns, *rounds, *relay); err != nil {
 		fmt.Fprintf(os.Stderr, "codexlatency: %v\n", err)
 		os.Exit(1)
 	}
@@ -107,7 +130,7 @@ func findCodex(flagged string) string {
 	return found[0]
 }
 
-func run(codex, openmax string, n, interrupts int, keep bool) error {
+func run(codex, openmax string, n, interrupts int, keep bool, only, before string, sizes []int, turns, rounds int, relay bool) error {
 	scratch, err := os.MkdirTemp("", "codexlatency-")
 	if err != nil {
 		return err
@@ -124,6 +147,9 @@ func run(codex, openmax string, n, interrupts int, keep bool) error {
 	}
 	version, _ := exec.Command(codex, "--version").Output()
 	fmt.Printf("== codex %s (%s), %s/%s, %d CPUs\n", strings.TrimSpace(string(version)), codex, runtime.GOOS, runtime.GOARCH, runtime.NumCPU())
+	if only == "turns" {
+		return perTurn(codex, openmax, before, scratch, sizes, turns, rounds, relay)
+	}
 
 	dirs := map[string]string{}
 	for _, d := range []string{"home", "codex-home", "work", "state", "config"} {
@@ -211,7 +237,10 @@ func run(codex, openmax string, n, interrupts int, keep bool) error {
 	fmt.Printf("   %-48s %s\n", "openmax: cancel -> done cancelled", summary(openmaxLat))
 	fmt.Printf("   %-48s %s\n", "codex: turn/interrupt -> turn/completed", summary(codexLat))
 	fmt.Printf("   codex / openmax (medians)                        %.1fx\n", float64(median(codexLat))/float64(median(openmaxLat)))
-	return nil
+	if only == "startup" {
+		return nil
+	}
+	return perTurn(codex, openmax, before, scratch, sizes, turns, rounds, relay)
 }
 
 // openmaxArgv is the openmax start-up timed beside codex's.
@@ -253,6 +282,25 @@ type session struct {
 func startSession(argv []string, dir string, env []string) (*session, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir, cmd.Env = dir, env
+	lines := make(chan received, 1<<16)
+	in, err := spawnLines(cmd, func(line []byte, at time.Time) {
+		if len(bytes.TrimSpace(line)) > 0 {
+			var m message
+			if json.Unmarshal(line, &m) == nil {
+				lines <- received{m, at}
+			}
+		}
+	}, func() { close(lines) })
+	if err != nil {
+		return nil, err
+	}
+	return &session{cmd: cmd, in: in, lines: lines}, nil
+}
+
+// spawnLines starts cmd and hands each line of its stdout to got, with
+// the time it was read (before got looks at it), from a goroutine that
+// calls end when stdout ends. It returns cmd's stdin.
+func spawnLines(cmd *exec.Cmd, got func(line []byte, at time.Time), end func()) (io.WriteCloser, error) {
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err
@@ -264,24 +312,20 @@ func startSession(argv []string, dir string, env []string) (*session, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	s := &session{cmd: cmd, in: in, lines: make(chan received, 1024)}
 	go func() {
-		defer close(s.lines)
-		br := bufio.NewReader(out)
+		defer end()
+		br := bufio.NewReaderSize(out, 1<<16)
 		for {
 			line, err := br.ReadBytes('\n')
-			if len(bytes.TrimSpace(line)) > 0 {
-				var m message
-				if json.Unmarshal(line, &m) == nil {
-					s.lines <- received{m, time.Now()}
-				}
+			if len(line) > 0 {
+				got(line, time.Now())
 			}
 			if err != nil {
 				return
 			}
 		}
 	}()
-	return s, nil
+	return in, nil
 }
 
 // send writes one JSON line and returns when it was written.
@@ -361,29 +405,7 @@ func startFake(openmax, scratch, name, home string, turns int) (string, func(), 
 	for range turns {
 		sc.WriteString("  - chunks:\n      - text: \"Streaming\"\n      - text: \" and then\"\n      - stall: true\n")
 	}
-	scenario := filepath.Join(scratch, name+"-scenario.yaml")
-	if err := os.WriteFile(scenario, []byte(sc.String()), 0o600); err != nil {
-		return "", nil, err
-	}
-	fake := exec.Command(openmax, "fake-provider", "--scenario", scenario)
-	fake.Env = append([]string{"PATH=" + os.Getenv("PATH")}, codexscenario.OfflineEnv(home, "")...)
-	out, err := fake.StdoutPipe()
-	if err != nil {
-		return "", nil, err
-	}
-	if err := fake.Start(); err != nil {
-		return "", nil, fmt.Errorf("fake-provider: %w", err)
-	}
-	stop := func() {
-		fake.Process.Signal(os.Interrupt)
-		fake.Wait()
-	}
-	url, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil || !strings.HasPrefix(url, "http://127.0.0.1:") {
-		stop()
-		return "", nil, fmt.Errorf("fake-provider printed %q: %v", url, err)
-	}
-	return strings.TrimSpace(url), stop, nil
+	return startScenarioFake(openmax, scratch, name, home, sc.String())
 }
 
 // interrupts2 opens a codex app-server session and an openmax --stdio
@@ -521,38 +543,23 @@ type timedLine struct {
 }
 
 func startOpenmaxTurns(bin, url, dir string, env []string) (*openmaxTurns, error) {
-	trust := exec.Command(bin, "trust", dir) // turns run only in trusted projects
+	return startOpenmax(bin, dir, env, "--stdio", "--provider", "openai", "--api", "responses", "--base-url", url+"/v1")
+}
+
+// startOpenmax trusts dir (turns run only in trusted projects), execs bin
+// with args there and waits for hello.
+func startOpenmax(bin, dir string, env []string, args ...string) (*openmaxTurns, error) {
+	trust := exec.Command(bin, "trust", dir)
 	trust.Dir, trust.Env = dir, env
 	if out, err := trust.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("openmax trust: %w: %s", err, out)
 	}
-	cmd := exec.Command(bin, "--stdio", "--provider", "openai", "--api", "responses", "--base-url", url+"/v1")
+	cmd := exec.Command(bin, args...)
 	cmd.Dir, cmd.Env = dir, env
-	in, err := cmd.StdinPipe()
+	o, err := startLines(cmd)
 	if err != nil {
 		return nil, err
 	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	o := &openmaxTurns{cmd: cmd, in: in, lines: make(chan timedLine, 1024)}
-	go func() {
-		defer close(o.lines)
-		br := bufio.NewReader(out)
-		for {
-			line, err := br.ReadBytes('\n')
-			if len(line) > 0 {
-				o.lines <- timedLine{line, time.Now()}
-			}
-			if err != nil {
-				return
-			}
-		}
-	}()
 	if _, err := o.await(func(l []byte) bool { return bytes.HasPrefix(l, []byte(`{"type":"hello"`)) }); err != nil {
 		o.close()
 		return nil, err

@@ -107,6 +107,14 @@ func runCodexCase(t *testing.T, bin string, c codexCase, codexCmd string, extraE
 // so a second run can continue the first one's session.
 func runCodexIn(t *testing.T, bin string, c codexCase, project, state, codexCmd string, extraEnv []string, args ...string) (transcript, stdin []byte, stderr string) {
 	t.Helper()
+	return runCodexSteps(t, bin, c, project, state, codexCmd, extraEnv, nil, args...)
+}
+
+// runCodexSteps is runCodexIn with ready, when not nil, called once the
+// process has started and before the first step (under the run's hang
+// guard, ctx).
+func runCodexSteps(t *testing.T, bin string, c codexCase, project, state, codexCmd string, extraEnv []string, ready func(ctx context.Context, cmd *exec.Cmd), args ...string) (transcript, stdin []byte, stderr string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute) // a hang guard
 	defer cancel()
 	var hooks caseHooks // hooks_session_test.go
@@ -154,6 +162,9 @@ func runCodexIn(t *testing.T, bin string, c codexCase, project, state, codexCmd 
 		}
 		s.result <- code
 	}()
+	if ready != nil {
+		ready(ctx, cmd)
+	}
 	for i, step := range strings.Split(strings.TrimSpace(string(c.steps)), "\n") {
 		if err := s.step(ctx, strings.TrimRight(step, "\r")); err != nil {
 			t.Fatalf("%s: step %d %q: %v\nstdout so far:\n%s\nstderr:\n%s", c.path, i+1, step, err, strings.Join(s.got, "\n"), errBuf.String())

@@ -7,16 +7,19 @@
 package codexbackend
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/openmax/openmax/core"
 	"github.com/openmax/openmax/core/wire"
+	"github.com/openmax/openmax/provider"
 	"github.com/openmax/openmax/provider/clock"
 	"github.com/openmax/openmax/provider/codex"
 )
@@ -111,11 +114,22 @@ type Backend struct {
 	threads map[string]*codex.Session // openmax session id → its thread on the running app-server
 	ids     map[string]string         // openmax session id → its thread id, kept across restarts
 	turns   map[string]*turnRun       // codex thread id → the turn running on it
+	boot    *boot                     // an app-server started ahead of the first turn (Prestart), not yet taken
 	closed  bool
 	bad     *badLines
 }
 
-// New returns a Backend; nothing starts until the first turn.
+// boot is an app-server start begun before any turn needed it: done is
+// closed when it has ended, with cl running or err saying why not.
+type boot struct {
+	tools  []codex.Tool // the dynamic tools it was started with
+	cancel context.CancelFunc
+	done   chan struct{}
+	cl     *codex.Client
+	err    error
+}
+
+// New returns a Backend; nothing starts until Prestart or the first turn.
 func New(cfg Config) *Backend {
 	if cfg.Log == nil {
 		cfg.Log = io.Discard
@@ -132,16 +146,96 @@ const closeWait = 5 * time.Second
 // killed.
 func (b *Backend) Close(ctx context.Context) error {
 	b.mu.Lock()
-	cl := b.cl
-	b.cl, b.closed = nil, true
+	cl, bt := b.cl, b.boot
+	b.cl, b.boot, b.closed = nil, nil, true
 	b.mu.Unlock()
 	defer b.bad.summary()
+	if bt != nil {
+		// A start still under way is called off (its process killed) and
+		// waited for; one that ended is closed like any other.
+		bt.cancel()
+		<-bt.done
+		if bt.cl != nil && cl == nil {
+			cl = bt.cl
+		}
+	}
 	if cl == nil {
 		return nil
 	}
 	ctx, stop := withTimeout(ctx, b.clock(), closeWait, errors.New("the codex app-server did not end in time"))
 	defer stop()
 	return cl.Close(ctx)
+}
+
+// Prestart starts the app-server now, with tools as its dynamic tools,
+// instead of at the first turn, and returns at once: the start runs while
+// the session opens (hello, the client's first command), so the first turn
+// finds it running. A start that fails is reported by the first turn,
+// exactly as a start at that turn would be, and the turn after tries
+// again. Prestart does nothing once an app-server runs or is starting, or
+// after Close, which calls off a start under way.
+func (b *Backend) Prestart(tools []provider.ToolSpec) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed || b.cl != nil || b.boot != nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	bt := &boot{tools: dynamicTools(tools), cancel: cancel, done: make(chan struct{})}
+	b.boot = bt
+	go func() {
+		defer close(bt.done)
+		actx, stop := b.answering(ctx)
+		defer stop()
+		cl, err := b.launch(actx, bt.tools)
+		if cause := context.Cause(actx); err != nil && errors.Is(cause, errNoAnswer) {
+			err = cause
+		}
+		bt.cl, bt.err = cl, err
+	}()
+}
+
+// takeBoot waits for the start Prestart began, if one was not taken yet,
+// and makes its app-server the running one when it started with the
+// tools the host lists now (else it is closed and the caller starts
+// another). Its failure is returned once, as the start's.
+func (b *Backend) takeBoot(ctx context.Context, h *core.TurnHost) error {
+	b.mu.Lock()
+	bt := b.boot
+	b.mu.Unlock()
+	if bt == nil {
+		return nil
+	}
+	select {
+	case <-bt.done:
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+	b.mu.Lock()
+	if b.boot != bt { // another turn took it, or Close did
+		b.mu.Unlock()
+		return nil
+	}
+	b.boot = nil
+	switch {
+	case bt.err != nil:
+		b.mu.Unlock()
+		return fmt.Errorf("start codex app-server: %w", bt.err)
+	case b.cl == nil && sameTools(bt.tools, dynamicTools(h.Tools())):
+		b.cl = bt.cl
+		b.mu.Unlock()
+		go b.route(bt.cl)
+		return nil
+	}
+	b.mu.Unlock()
+	// The tools changed (a reload) before the first turn: the thread must
+	// offer the new ones, so this app-server goes.
+	go func() {
+		ctx, stop := withTimeout(context.Background(), b.clock(), closeWait, errors.New("the codex app-server did not end in time"))
+		defer stop()
+		_ = bt.cl.Close(ctx)
+	}()
+	return nil
 }
 
 // RunTurn implements core.Backend.
@@ -167,6 +261,9 @@ func (b *Backend) RunTurn(ctx context.Context, h *core.TurnHost, text string) st
 // client returns the running app-server, starting it (with the tools the
 // host lists) when there is none or the last one ended.
 func (b *Backend) client(ctx context.Context, h *core.TurnHost) (*codex.Client, error) {
+	if err := b.takeBoot(ctx, h); err != nil {
+		return nil, err
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {
@@ -181,10 +278,34 @@ func (b *Backend) client(ctx context.Context, h *core.TurnHost) (*codex.Client, 
 			return b.cl, nil
 		}
 	}
+	cl, err := b.launch(ctx, dynamicTools(h.Tools()))
+	if err != nil {
+		return nil, fmt.Errorf("start codex app-server: %w", err)
+	}
+	b.cl = cl
+	go b.route(cl)
+	return cl, nil
+}
+
+// dynamicTools are openmax's tools as codex's dynamic tools.
+func dynamicTools(specs []provider.ToolSpec) []codex.Tool {
 	var tools []codex.Tool
-	for _, sp := range h.Tools() {
+	for _, sp := range specs {
 		tools = append(tools, codex.Tool{Name: sp.Name, Description: sp.Description, InputSchema: sp.Schema})
 	}
+	return tools
+}
+
+// sameTools reports whether a and b offer the same tools.
+func sameTools(a, b []codex.Tool) bool {
+	return slices.EqualFunc(a, b, func(x, y codex.Tool) bool {
+		return x.Name == y.Name && x.Description == y.Description && bytes.Equal(x.InputSchema, y.InputSchema)
+	})
+}
+
+// launch starts an app-server offering tools; its events go to the turns
+// once the caller runs route on it.
+func (b *Backend) launch(ctx context.Context, tools []codex.Tool) (*codex.Client, error) {
 	o := codex.Options{
 		Command: b.cfg.Command, Dir: b.cfg.Dir, Env: b.cfg.Env,
 		ClientName: "openmax", ClientVersion: b.cfg.Version,
@@ -205,10 +326,8 @@ func (b *Backend) client(ctx context.Context, h *core.TurnHost) (*codex.Client, 
 	}
 	cl, err := start(ctx, o)
 	if err != nil {
-		return nil, fmt.Errorf("start codex app-server: %w", err)
+		return nil, err
 	}
-	b.cl = cl
-	go b.route(cl)
 	return cl, nil
 }
 
@@ -255,18 +374,31 @@ func (b *Backend) thread(ctx context.Context, h *core.TurnHost) (*codex.Session,
 // completed, for one).
 func (b *Backend) route(cl *codex.Client) {
 	for ev := range cl.Events() {
-		var p struct {
-			ThreadID string `json:"threadId"`
+		// Decoded once, here: the thread picks the turn, and the turn
+		// maps the decoded value.
+		rt := routed{Event: ev}
+		thread, ok := "", false
+		if !ev.IsRequest() {
+			if v, err := ev.Decode(); err == nil {
+				rt.v = v
+				thread, ok = threadOf(v)
+			}
 		}
-		_ = json.Unmarshal(ev.Params, &p)
+		if !ok {
+			var p struct {
+				ThreadID string `json:"threadId"`
+			}
+			_ = json.Unmarshal(ev.Params, &p)
+			thread = p.ThreadID
+		}
 		b.mu.Lock()
-		r := b.turns[p.ThreadID]
+		r := b.turns[thread]
 		b.mu.Unlock()
 		switch {
 		case r != nil:
-			r.deliver(ev)
+			r.deliver(rt)
 		case ev.IsRequest():
-			refuse(ev, "no openmax turn is running on thread "+p.ThreadID)
+			refuse(ev, "no openmax turn is running on thread "+thread)
 		}
 	}
 	b.mu.Lock()
@@ -278,6 +410,31 @@ func (b *Backend) route(cl *codex.Client) {
 	for _, r := range runs {
 		r.ended(cl)
 	}
+}
+
+// threadOf is the thread of a decoded notification the turns map, read
+// from its generated type; ok is false for the others, whose thread the
+// router reads from the params.
+func threadOf(v any) (thread string, ok bool) {
+	switch p := v.(type) {
+	case *codex.AgentMessageDeltaNotification:
+		return p.ThreadID, true
+	case *codex.ReasoningSummaryTextDeltaNotification:
+		return p.ThreadID, true
+	case *codex.ReasoningTextDeltaNotification:
+		return p.ThreadID, true
+	case *codex.ItemStartedNotification:
+		return p.ThreadID, true
+	case *codex.ItemCompletedNotification:
+		return p.ThreadID, true
+	case *codex.ThreadTokenUsageUpdatedNotification:
+		return p.ThreadID, true
+	case *codex.ErrorNotification:
+		return p.ThreadID, true
+	case *codex.TurnCompletedNotification:
+		return p.ThreadID, true
+	}
+	return "", false
 }
 
 // refuse answers a tool call nobody can run as a failed call, and an

@@ -39,7 +39,7 @@ type turnRun struct {
 	h *core.TurnHost
 	s *codex.Session
 
-	events   chan codex.Event
+	events   chan routed
 	gone     chan struct{} // the app-server ended
 	goneOnce sync.Once
 	finished chan struct{} // the loop returned
@@ -66,7 +66,7 @@ type turnRun struct {
 func newTurnRun(b *Backend, h *core.TurnHost, s *codex.Session) *turnRun {
 	return &turnRun{
 		b: b, h: h, s: s,
-		events:   make(chan codex.Event, 256),
+		events:   make(chan routed, 256),
 		gone:     make(chan struct{}),
 		finished: make(chan struct{}),
 		room:     make(chan struct{}, 1),
@@ -75,7 +75,14 @@ func newTurnRun(b *Backend, h *core.TurnHost, s *codex.Session) *turnRun {
 	}
 }
 
-func (r *turnRun) deliver(ev codex.Event) {
+// routed is an event with its params decoded by the router (v; nil when
+// the schema does not know the method), so the turn decodes it no more.
+type routed struct {
+	codex.Event
+	v any
+}
+
+func (r *turnRun) deliver(ev routed) {
 	if r.roomFor(int64(len(ev.Params))) {
 		select {
 		case r.events <- ev:
@@ -84,7 +91,7 @@ func (r *turnRun) deliver(ev codex.Event) {
 		}
 	}
 	if ev.IsRequest() {
-		refuse(ev, "the openmax turn has ended")
+		refuse(ev.Event, "the openmax turn has ended")
 	}
 }
 
@@ -130,9 +137,9 @@ func (r *turnRun) run(ctx context.Context, text string) (stop string) {
 	for {
 		select {
 		case ev := <-r.events:
-			r.took(ev)
+			r.took(ev.Event)
 			if ev.IsRequest() {
-				r.request(ctx, ev)
+				r.request(ctx, ev.Event)
 				continue
 			}
 			if stop, done := r.handle(ev); done {
@@ -144,9 +151,9 @@ func (r *turnRun) run(ctx context.Context, text string) (stop string) {
 			for drained := false; !drained; {
 				select {
 				case ev := <-r.events:
-					r.took(ev)
+					r.took(ev.Event)
 					if ev.IsRequest() {
-						refuse(ev, "the codex app-server ended")
+						refuse(ev.Event, "the codex app-server ended")
 						continue
 					}
 					if stop, done := r.handle(ev); done {
@@ -250,9 +257,9 @@ func (r *turnRun) closeOpen(why string) {
 }
 
 // handle maps one event; done reports the end of the turn.
-func (r *turnRun) handle(ev codex.Event) (stop string, done bool) {
-	v, err := ev.Decode()
-	if err != nil {
+func (r *turnRun) handle(ev routed) (stop string, done bool) {
+	v := ev.v
+	if v == nil {
 		return "", false // unknown to the schema: reported as a bad line already
 	}
 	if r.overReply(v, len(ev.Params)) {
@@ -406,16 +413,12 @@ func (r *turnRun) awaitCompletion() {
 	for {
 		select {
 		case ev := <-r.events:
-			r.took(ev)
+			r.took(ev.Event)
 			if ev.IsRequest() {
-				refuse(ev, "the openmax turn has ended")
+				refuse(ev.Event, "the openmax turn has ended")
 				continue
 			}
-			if ev.Method != codex.MethodTurnCompleted {
-				continue
-			}
-			v, err := ev.Decode()
-			if err == nil && v.(*codex.TurnCompletedNotification).Turn.ID == r.turnID {
+			if c, ok := ev.v.(*codex.TurnCompletedNotification); ok && c.Turn.ID == r.turnID {
 				return
 			}
 		case <-r.gone:

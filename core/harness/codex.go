@@ -11,6 +11,7 @@ import (
 	"github.com/openmax/openmax/core/codexbackend"
 	"github.com/openmax/openmax/internal/flock"
 	"github.com/openmax/openmax/internal/safefile"
+	"github.com/openmax/openmax/provider"
 )
 
 // useCodex makes codex app-server run the engine's turns (--provider
@@ -56,6 +57,14 @@ func (h *Harness) useCodex() error {
 	h.codex = codexbackend.New(cfg)
 	h.engine.Backend = h.codex
 	return nil
+}
+
+// toolSpecs are the engine's tools as a turn lists them (core.TurnHost.Tools).
+func (h *Harness) toolSpecs() []provider.ToolSpec {
+	if h.engine.Tools == nil {
+		return nil
+	}
+	return h.engine.Tools.Specs()
 }
 
 // closeCodex ends the app-server, if one runs, and the transcript.

@@ -273,6 +273,12 @@ func (h *Harness) ServeConn(ctx context.Context, conn stdio.Conn, o ServeOptions
 	}
 	defer closeHooks(h.engine, h.deps.Log)
 	defer h.closeCodex()
+	if h.codex != nil && !opts.Untrusted {
+		// The app-server starts while hello goes out, so the first turn
+		// does not wait for it (a failed start is that turn's error); in
+		// a project not trusted yet no turn runs, and nothing starts.
+		h.codex.Prestart(h.toolSpecs())
+	}
 	return stdio.ServeConn(ctx, conn, opts)
 }
 
