@@ -114,19 +114,26 @@ func continued(t *testing.T, ctx context.Context, bin string, env []string, args
 	return tx
 }
 
+// streamSaveSetup builds the binary and gives it a trusted project and a
+// state directory of its own.
+func streamSaveSetup(t *testing.T) (bin, project, state string, ctx context.Context, env []string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin = buildBinary(t)
+	project, state = t.TempDir(), t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	return bin, project, state, ctx, trustedBinaryEnv(t, ctx, bin, project, state)
+}
+
 // TestStreamedReplySavedAndResumed: through the binary, a reply long
 // enough to be written to the session file while it streams is there, one
 // record, whole and exact, when message_done carries it; it loads back
 // identical, and --continue resumes the session with it.
 func TestStreamedReplySavedAndResumed(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
-	bin := buildBinary(t)
-	project, state := t.TempDir(), t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	env := trustedBinaryEnv(t, ctx, bin, project, state)
+	bin, project, state, ctx, env := streamSaveSetup(t)
 	chunks := longChunks("w")
 	full := strings.Join(chunks, "")
 	args := []string{"--stdio", "--provider", "script", "--script", scenarioOf(t, chunks), "--project", project}
@@ -188,62 +195,18 @@ func TestStreamedReplySavedAndResumed(t *testing.T) {
 // records and the reply's partial record as a torn last line; --continue
 // resumes with every earlier message intact and the partial reply gone.
 func TestKillMidStreamKeepsEarlierMessages(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
-	bin := buildBinary(t)
-	project, state := t.TempDir(), t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	env := trustedBinaryEnv(t, ctx, bin, project, state)
+	bin, project, state, ctx, env := streamSaveSetup(t)
 	first, second := longChunks("a"), longChunks("b")
 	args := []string{"--stdio", "--provider", "script", "--script", scenarioOf(t, first, append(second, "\x00stall")), "--project", project}
 
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Env = env
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-	}()
-	lines := lineReader(stdout)
-	// until reports how many token lines came before the line holding mark.
-	until := func(mark string, tokens int) {
-		t.Helper()
-		n := 0
-		for n < tokens || tokens < 0 {
-			select {
-			case l, ok := <-lines:
-				if !ok {
-					t.Fatalf("stdout ended; stderr: %s", stderr.String())
-				}
-				if strings.Contains(l, `"type":"token"`) {
-					n++
-				}
-				if mark != "" && strings.Contains(l, mark) {
-					return
-				}
-			case <-ctx.Done():
-				t.Fatal("timed out")
-			}
-		}
-	}
-	fmt.Fprintln(stdin, `{"cmd":"user","text":"first"}`)
-	until(`"type":"done"`, -1)
-	fmt.Fprintln(stdin, `{"cmd":"user","text":"second"}`)
-	until("", len(second)) // every token of the second reply is out; it stalls now
+	l := startLive(t, ctx, bin, env, args...)
+	l.send(`{"cmd":"user","text":"first"}`)
+	l.until(ctx, `"type":"done"`)
+	l.send(`{"cmd":"user","text":"second"}`)
+	// Every token of the second reply is out (its last chunk ends "\u2028
+	// end"); it stalls now.
+	l.until(ctx, `"text":"b19999 `)
+	l.until(ctx, `\u2028 end"`)
 
 	earlier := []provider.Message{
 		{Role: provider.RoleUser, Text: "first"},
@@ -266,10 +229,10 @@ func TestKillMidStreamKeepsEarlierMessages(t *testing.T) {
 		t.Fatalf("before the kill the file holds %d lines and %d bytes after them, want %d records and the streaming reply's first 64 KiB pieces",
 			bytes.Count(data, []byte("\n")), len(data)-good, len(earlier))
 	}
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+	if err := l.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	cmd.Wait()
+	l.cmd.Wait()
 
 	_, msgs := sessionOnDisk(t, state, project)
 	wantMessages(t, msgs, earlier...)

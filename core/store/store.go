@@ -513,13 +513,7 @@ func (w *Writer) Append(m provider.Message) error {
 	if err := w.ready(); err != nil {
 		return fmt.Errorf("append to session %s: %w", w.id, err)
 	}
-	n, err := w.write(rec)
-	if err == nil && n != len(rec) {
-		err = io.ErrShortWrite
-	}
-	if err == nil {
-		err = w.f.Sync()
-	}
+	n, err := w.writeSync(rec)
 	if err != nil {
 		w.dirty = err
 		if rerr := w.repair(); rerr != nil {
@@ -564,6 +558,18 @@ func (w *Writer) repair() error {
 	}
 	w.dirty = nil
 	return nil
+}
+
+// writeSync writes rec whole and fsyncs the file.
+func (w *Writer) writeSync(rec []byte) (int, error) {
+	n, err := w.write(rec)
+	if err == nil && n != len(rec) {
+		err = io.ErrShortWrite
+	}
+	if err == nil {
+		err = w.f.Sync()
+	}
+	return n, err
 }
 
 // splitWrites, when positive, makes write issue records in chunks of that

@@ -98,13 +98,7 @@ func (s *Stream) Commit(quoted []byte, m provider.Message) error {
 	rec = append(rec, '}')
 	crc := crc32.Update(s.crc, castagnoli(), rec)
 	rec = appendRecordEnd(rec, crc)
-	n, err := w.write(rec)
-	if err == nil && n != len(rec) {
-		err = io.ErrShortWrite
-	}
-	if err == nil {
-		err = w.f.Sync()
-	}
+	n, err := w.writeSync(rec)
 	if err != nil {
 		return s.failLocked(err)
 	}
