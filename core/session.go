@@ -16,6 +16,9 @@ type Session struct {
 	mu       sync.Mutex
 	messages []provider.Message
 	persist  func(provider.Message) error
+	// stream starts a record written while a reply streams in
+	// (StreamRecords); nil appends every message whole through persist.
+	stream func(provider.Role) (RecordStream, error)
 	// scale corrects the estimate when the server counted more prompt
 	// tokens than estimated for the last request.
 	scale float64
@@ -65,6 +68,49 @@ func NewSession(id string) *Session { return &Session{ID: id} }
 // goes out; a persist failure ends the turn with an error.
 func NewSessionFrom(id string, history []provider.Message, persist func(provider.Message) error) *Session {
 	return &Session{ID: id, messages: append([]provider.Message(nil), history...), persist: persist}
+}
+
+// RecordStream is one message written to the session's record while its
+// text streams in (core/store's Stream is one). Write takes the next piece
+// of the text encoded as JSON string content (internal/jsonstr, no HTML
+// escaping, no quotes); Commit the last piece and the whole message (its
+// text is what the pieces hold), and returns once the message is as
+// durable as persist makes it; Abort drops the record. After a failed
+// Write the record is gone and the message is appended whole instead.
+type RecordStream interface {
+	Write(quoted []byte) error
+	Commit(quoted []byte, m provider.Message) error
+	Abort() error
+}
+
+// StreamRecords makes long replies go to the session's record as they
+// stream, through records begin starts, instead of whole through persist
+// once complete: so a long reply's end waits for its last piece, not for
+// the whole of it to be encoded and written. Call it before the session's
+// first turn.
+func (s *Session) StreamRecords(begin func(provider.Role) (RecordStream, error)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stream = begin
+}
+
+// streamer returns the session's StreamRecords function, or nil.
+func (s *Session) streamer() func(provider.Role) (RecordStream, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stream
+}
+
+// commit completes a streamed record of m, the last piece of its text
+// being quoted, and adds m, as append does.
+func (s *Session) commit(rec RecordStream, quoted []byte, m provider.Message) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := rec.Commit(quoted, m); err != nil {
+		return fmt.Errorf("could not write the session record: %w", err)
+	}
+	s.messages = append(s.messages, m)
+	return nil
 }
 
 // Messages returns a copy of the transcript.

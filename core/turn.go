@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/openmax/openmax/core/wire"
 	"github.com/openmax/openmax/provider"
@@ -93,8 +92,9 @@ func (t *turn) stream(ctx context.Context) reply {
 		Messages: t.s.view(),
 		Tools:    t.e.Tools.Specs(),
 	}
+	text := &replyText{s: t.s}
+	defer text.drop() // a reply not saved below (a failure, a panic) leaves no record
 	var (
-		text     strings.Builder
 		thinking []provider.Thinking
 		phase    string
 		calls    []provider.ToolCall
@@ -112,8 +112,8 @@ func (t *turn) stream(ctx context.Context) reply {
 			if p.Text == "" {
 				continue
 			}
-			text.WriteString(p.Text)
 			t.emit(wire.Token{Text: p.Text})
+			text.add(p.Text)
 		case provider.ThinkingDelta:
 			thinking = addThinking(thinking, p)
 			if p.Text != "" {
@@ -164,10 +164,10 @@ func (t *turn) stream(ctx context.Context) reply {
 	case ctx.Err() != nil:
 		// Cancelled: what streamed is closed and kept, as the client saw it.
 		if partial != "" {
-			if err := t.s.append(provider.Message{Role: provider.RoleAssistant, Text: partial}); err != nil {
+			if err := text.save(provider.Message{Role: provider.RoleAssistant, Text: partial}); err != nil {
 				return t.fail(err)
 			}
-			t.emit(wire.MessageDone{Text: partial})
+			t.emit(text.done())
 		}
 		return reply{stop: wire.StopCancelled}
 	case failure != nil && !errors.Is(failure, provider.ErrIncomplete):
@@ -177,10 +177,10 @@ func (t *turn) stream(ctx context.Context) reply {
 	case failure != nil || !finished:
 		// No completion signal: keep what streamed, refuse its tool calls.
 		if partial != "" {
-			if err := t.s.append(provider.Message{Role: provider.RoleAssistant, Text: partial}); err != nil {
+			if err := text.save(provider.Message{Role: provider.RoleAssistant, Text: partial}); err != nil {
 				return t.fail(err)
 			}
-			t.emit(wire.MessageDone{Text: partial})
+			t.emit(text.done())
 		}
 		msg := provider.ErrIncomplete.Error()
 		if failure != nil {
@@ -192,11 +192,11 @@ func (t *turn) stream(ctx context.Context) reply {
 		t.emit(wire.Error{Message: "reply truncated: " + msg})
 		return reply{stop: wire.StopTruncated}
 	}
-	if err := t.s.append(provider.Message{Role: provider.RoleAssistant, Text: partial, Thinking: thinking, ToolCalls: calls, Phase: phase}); err != nil {
+	if err := text.save(provider.Message{Role: provider.RoleAssistant, Text: partial, Thinking: thinking, ToolCalls: calls, Phase: phase}); err != nil {
 		return t.fail(err)
 	}
 	if partial != "" {
-		t.emit(wire.MessageDone{Text: partial})
+		t.emit(text.done())
 	}
 	for _, u := range unrun {
 		// Shown as the reply made it, run never: not in the transcript.

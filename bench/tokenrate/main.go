@@ -19,6 +19,10 @@
 //	                                          -pause writes one); print how
 //	                                          late each token line arrives
 //	                                          against that schedule
+//	tokenrate fsync [-dir D] [-n 21]          the median time of appending a
+//	                                          line to a file in D and fsyncing
+//	                                          it: the floor of a message_done
+//	                                          that waits for the disk
 //	tokenrate scenario -chunks N [-pause D]   write a script scenario: one
 //	                                          reply of N text chunks (with a
 //	                                          delay of D after each when set)
@@ -42,7 +46,7 @@ import (
 )
 
 func main() {
-	benchcli.Main("tokenrate", "tokenrate run [-o FILE] -- BIN ARGS... | tokenrate cat -in FILE | tokenrate pause [-n N] [-delay D] -- BIN ARGS... | tokenrate scenario -chunks N [-pause D]", map[string]func([]string) error{"run": run, "cat": catPeer, "pause": pause, "scenario": scenario})
+	benchcli.Main("tokenrate", "tokenrate run [-o FILE] -- BIN ARGS... | tokenrate cat -in FILE | tokenrate fsync [-dir D] | tokenrate pause [-n N] [-delay D] -- BIN ARGS... | tokenrate scenario -chunks N [-pause D]", map[string]func([]string) error{"run": run, "cat": catPeer, "pause": pause, "scenario": scenario, "fsync": fsyncFloor})
 }
 
 // words are the text chunks of a scenario, in turn (bench/gen's words, so
@@ -252,6 +256,9 @@ func run(args []string) error {
 	fmt.Printf("last_token_ms=%s\n", since(lastTok))
 	fmt.Printf("message_done_ms=%s\n", since(msgDone))
 	fmt.Printf("user_to_done_ms=%s\n", ms(elapsed))
+	if !lastTok.IsZero() {
+		fmt.Printf("last_token_to_done_ms=%s\n", ms(done.Sub(lastTok)))
+	}
 	fmt.Printf("tokens_per_s=%.0f\n", float64(tokens)/elapsed.Seconds())
 	fmt.Printf("done=%s\n", doneLine)
 	return nil
@@ -274,7 +281,16 @@ func catPeer(args []string) error {
 		return err
 	}
 	r := newReader(stdout, nil)
-	if err := r.each(func(_, _ []byte, _ time.Time) bool { return true }); !errors.Is(err, io.EOF) {
+	var lastTok, done time.Time
+	if err := r.each(func(typ, _ []byte, at time.Time) bool {
+		switch string(typ) {
+		case "token":
+			lastTok = at
+		case "done":
+			done = at
+		}
+		return true
+	}); !errors.Is(err, io.EOF) {
 		return err
 	}
 	elapsed := time.Since(t0)
@@ -285,6 +301,42 @@ func catPeer(args []string) error {
 	fmt.Printf("cat_tokens=%d\n", r.tokens)
 	fmt.Printf("cat_ms=%s\n", ms(elapsed))
 	fmt.Printf("cat_tokens_per_s=%.0f\n", float64(r.tokens)/elapsed.Seconds())
+	if !lastTok.IsZero() && !done.IsZero() {
+		// What the bytes between the last token line and done (message_done,
+		// carrying the whole reply) take through the pipes alone.
+		fmt.Printf("cat_last_token_to_done_ms=%s\n", ms(done.Sub(lastTok)))
+	}
+	return nil
+}
+
+// fsyncFloor times what a durable message_done costs at least: appending
+// a line to a file in dir and fsyncing it, n times; it prints the median.
+func fsyncFloor(args []string) error {
+	fs := flag.NewFlagSet("fsync", flag.ExitOnError)
+	dir := fs.String("dir", os.TempDir(), "where the file goes (the session store's disk)")
+	n := fs.Int("n", 21, "fsyncs timed")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(*dir, "fsync-floor-")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	var took []time.Duration
+	for range *n {
+		if _, err := f.WriteString(`{"msg":{"role":"assistant","text":"a short tail"},"crc":"00000000"}` + "\n"); err != nil {
+			return err
+		}
+		t0 := time.Now()
+		if err := f.Sync(); err != nil {
+			return err
+		}
+		took = append(took, time.Since(t0))
+	}
+	slices.Sort(took)
+	fmt.Printf("fsync_ms=%s\n", ms(took[len(took)/2]))
 	return nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/openmax/openmax/core/stdio"
 	"github.com/openmax/openmax/core/store"
 	"github.com/openmax/openmax/core/wire"
+	"github.com/openmax/openmax/provider"
 )
 
 // ErrNoPriorSession reports Config.Continue in a project with no saved
@@ -91,6 +92,7 @@ func (h *Harness) openSession(sid string) (opened, error) {
 			return memory(err)
 		}
 		sess := core.NewSessionFrom(sid, nil, w.Append)
+		streamRecords(sess, w)
 		h.bindState(sess, w.Path(), false)
 		return opened{sess: sess, close: func() { w.Close() }}, nil
 	}
@@ -107,12 +109,27 @@ func (h *Harness) openSession(sid string) (opened, error) {
 	}
 	tmsgs, truncated := store.Transcript(msgs)
 	sess := core.NewSessionFrom(latest, msgs, w.Append)
+	streamRecords(sess, w)
 	h.bindState(sess, w.Path(), true)
 	return opened{
 		sess:       sess,
 		transcript: &wire.Transcript{Messages: tmsgs, Truncated: truncated},
 		close:      func() { w.Close() },
 	}, nil
+}
+
+// streamRecords makes the session write long replies to w as they stream
+// (store.Writer.Stream): a message is still on disk before its
+// message_done goes out, but only the reply's last piece and the fsync
+// are left for that moment.
+func streamRecords(sess *core.Session, w *store.Writer) {
+	sess.StreamRecords(func(role provider.Role) (core.RecordStream, error) {
+		s, err := w.Stream(role)
+		if err != nil {
+			return nil, err // not a nil *store.Stream in a non-nil interface
+		}
+		return s, nil
+	})
 }
 
 // settings reads whether the project is trusted and binds its saved

@@ -17,14 +17,21 @@
 //
 // Every transcript line is a self-checking record:
 //
-//	{"crc":"<8 hex digits>","msg":{...}}\n
+//	{"msg":{...},"crc":"<8 hex digits>"}\n
 //
-// where crc is the CRC-32C of the msg object's bytes exactly as written. A
-// line is appended with one write and fsynced before Append returns. The last
-// line of a file may be torn by a crash (no newline, or bytes that do not
-// check); it is dropped when the session is continued, and cut off the file
-// so that later appends follow the last good record. A bad line with any
-// line after it is corruption (ErrCorrupt), never skipped.
+// where crc is the CRC-32C of the msg object's bytes exactly as written
+// (files written before the checksum moved to the end hold
+// {"crc":"<8 hex digits>","msg":{...}}, read the same). The checksum comes
+// last so that a record can be written as its message streams in (Stream):
+// an assistant reply goes to the file in pieces while its tokens arrive,
+// and only its end and the fsync remain when the reply is complete. A line
+// is appended by Append with one write, or by a Stream in several, and
+// fsynced before Append or Stream.Commit returns. The last line of a file
+// may be torn by a crash (no newline, or bytes that do not check: a record
+// cut mid-write, or a reply killed while it streamed); it is dropped when
+// the session is continued, and cut off the file so that later appends
+// follow the last good record. A bad line with any line after it is
+// corruption (ErrCorrupt), never skipped.
 //
 // A failed append (a short write, ENOSPC, a failed fsync) is undone: the
 // file is cut back to its last good record and synced, before Append
@@ -466,12 +473,13 @@ type Writer struct {
 	id   string
 	path string
 
-	mu    sync.Mutex
-	f     appendFile // nil once closed
-	lock  *flock.Lock
-	size  int64        // bytes of good records in the file
-	dirty error        // why the file may hold bytes past size: a failed append not yet undone
-	pub   *publication // the session's publication, until it has succeeded
+	mu     sync.Mutex
+	f      appendFile // nil once closed
+	lock   *flock.Lock
+	size   int64        // bytes of good records in the file
+	dirty  error        // why the file may hold bytes past size: a failed append not yet undone
+	pub    *publication // the session's publication, until it has succeeded
+	stream *Stream      // the record being streamed, if any: nothing else is appended meanwhile
 }
 
 // appendFile is what a Writer needs of its transcript (an *os.File opened
@@ -502,24 +510,10 @@ func (w *Writer) Append(m provider.Message) error {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.f == nil {
-		return fmt.Errorf("append to session %s: writer is closed", w.id)
-	}
-	if err := w.published(); err != nil {
+	if err := w.ready(); err != nil {
 		return fmt.Errorf("append to session %s: %w", w.id, err)
 	}
-	if w.dirty != nil {
-		if err := w.repair(); err != nil {
-			return fmt.Errorf("append to session %s: an earlier append failed (%v) and its partial record cannot be cut off yet: %w", w.id, w.dirty, err)
-		}
-	}
-	n, err := w.write(rec)
-	if err == nil && n != len(rec) {
-		err = io.ErrShortWrite
-	}
-	if err == nil {
-		err = w.f.Sync()
-	}
+	n, err := w.writeSync(rec)
 	if err != nil {
 		w.dirty = err
 		if rerr := w.repair(); rerr != nil {
@@ -528,6 +522,27 @@ func (w *Writer) Append(m provider.Message) error {
 		return fmt.Errorf("append to session %s: %w", w.id, err)
 	}
 	w.size += int64(n)
+	return nil
+}
+
+// ready says whether a record may be written now: the Writer is open, no
+// record is streaming, the session is published, and what a failed append
+// left is cut off. w.mu is held.
+func (w *Writer) ready() error {
+	if w.f == nil {
+		return errors.New("writer is closed")
+	}
+	if w.stream != nil {
+		return errors.New("a streamed record is still open")
+	}
+	if err := w.published(); err != nil {
+		return err
+	}
+	if w.dirty != nil {
+		if err := w.repair(); err != nil {
+			return fmt.Errorf("an earlier append failed (%v) and its partial record cannot be cut off yet: %w", w.dirty, err)
+		}
+	}
 	return nil
 }
 
@@ -543,6 +558,18 @@ func (w *Writer) repair() error {
 	}
 	w.dirty = nil
 	return nil
+}
+
+// writeSync writes rec whole and fsyncs the file.
+func (w *Writer) writeSync(rec []byte) (int, error) {
+	n, err := w.write(rec)
+	if err == nil && n != len(rec) {
+		err = io.ErrShortWrite
+	}
+	if err == nil {
+		err = w.f.Sync()
+	}
+	return n, err
 }
 
 // splitWrites, when positive, makes write issue records in chunks of that
@@ -573,6 +600,12 @@ func (w *Writer) Close() error {
 	defer w.mu.Unlock()
 	if w.f == nil {
 		return nil
+	}
+	if s := w.stream; s != nil {
+		// A record still streaming is not kept: cut it off (best effort; a
+		// torn last line is dropped when the session is continued anyway).
+		s.ended, s.err, w.stream = true, errAborted, nil
+		w.f.Truncate(w.size)
 	}
 	perr := w.published()
 	ferr := w.f.Close()
@@ -618,12 +651,16 @@ type diskToolCall struct {
 }
 
 const (
-	recordPrefix = `{"crc":"`
-	recordMiddle = `","msg":`
-	crcDigits    = 8
+	recordHead = `{"msg":`
+	recordTail = `,"crc":"` // then the digits and `"}`
+	crcDigits  = 8
+	// The form files written before the checksum moved to the end hold.
+	oldPrefix = `{"crc":"`
+	oldMiddle = `","msg":`
 )
 
-func encodeRecord(m provider.Message) ([]byte, error) {
+// toDisk is m as stored.
+func toDisk(m provider.Message) diskMessage {
 	d := diskMessage{Role: string(m.Role), Text: m.Text, CallID: m.CallID, IsError: m.IsError, Phase: m.Phase}
 	for _, t := range m.Thinking {
 		d.Thinking = append(d.Thinking, diskThinking(t))
@@ -631,31 +668,66 @@ func encodeRecord(m provider.Message) ([]byte, error) {
 	for _, c := range m.ToolCalls {
 		d.ToolCalls = append(d.ToolCalls, diskToolCall{ID: c.ID, Name: c.Name, Args: string(c.Args)})
 	}
-	body, err := json.Marshal(d) // escapes any newline, so the record is one line
+	return d
+}
+
+// marshal encodes v as encoding/json does, without HTML escaping (as the
+// text of a streamed record is written) and with no trailing newline. Any
+// newline in a string is escaped, so a record is one line.
+func marshal(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
+func encodeRecord(m provider.Message) ([]byte, error) {
+	body, err := marshal(toDisk(m))
 	if err != nil {
 		return nil, err
 	}
-	rec := make([]byte, 0, len(recordPrefix)+crcDigits+len(recordMiddle)+len(body)+2)
-	rec = append(rec, recordPrefix...)
-	rec = fmt.Appendf(rec, "%08x", crc32.Checksum(body, castagnoli()))
-	rec = append(rec, recordMiddle...)
+	rec := make([]byte, 0, len(recordHead)+len(body)+len(recordTail)+crcDigits+3)
+	rec = append(rec, recordHead...)
 	rec = append(rec, body...)
-	rec = append(rec, '}', '\n')
-	return rec, nil
+	return appendRecordEnd(rec, crc32.Checksum(body, castagnoli())), nil
+}
+
+// appendRecordEnd appends what follows a record's msg object: its
+// checksum, the closing brace and the newline.
+func appendRecordEnd(rec []byte, crc uint32) []byte {
+	rec = append(rec, recordTail...)
+	rec = fmt.Appendf(rec, "%08x", crc)
+	return append(rec, '"', '}', '\n')
+}
+
+// splitRecord returns a record line's msg object and the checksum it
+// carries, in either form.
+func splitRecord(line []byte) (body, sum []byte, err error) {
+	end := len(recordTail) + crcDigits + 2 // the checksum member and `"}`
+	switch {
+	case bytes.HasPrefix(line, []byte(recordHead)) && len(line) >= len(recordHead)+end &&
+		bytes.HasPrefix(line[len(line)-end:], []byte(recordTail)) && bytes.HasSuffix(line, []byte(`"}`)):
+		return line[len(recordHead) : len(line)-end], line[len(line)-end+len(recordTail) : len(line)-2], nil
+	case bytes.HasPrefix(line, []byte(oldPrefix)) && len(line) > len(oldPrefix)+crcDigits+len(oldMiddle) &&
+		bytes.Equal(line[len(oldPrefix)+crcDigits:len(oldPrefix)+crcDigits+len(oldMiddle)], []byte(oldMiddle)) &&
+		line[len(line)-1] == '}':
+		return line[len(oldPrefix)+crcDigits+len(oldMiddle) : len(line)-1], line[len(oldPrefix) : len(oldPrefix)+crcDigits], nil
+	}
+	return nil, nil, errors.New("not a transcript record")
 }
 
 func decodeRecord(line []byte) (provider.Message, error) {
-	head := len(recordPrefix) + crcDigits + len(recordMiddle)
-	if len(line) < head+1 || !bytes.HasPrefix(line, []byte(recordPrefix)) ||
-		!bytes.Equal(line[len(recordPrefix)+crcDigits:head], []byte(recordMiddle)) ||
-		line[len(line)-1] != '}' {
-		return provider.Message{}, errors.New("not a transcript record")
+	body, sum, err := splitRecord(line)
+	if err != nil {
+		return provider.Message{}, err
 	}
 	var want [4]byte
-	if _, err := hex.Decode(want[:], line[len(recordPrefix):len(recordPrefix)+crcDigits]); err != nil {
+	if _, err := hex.Decode(want[:], sum); err != nil {
 		return provider.Message{}, fmt.Errorf("bad checksum field: %w", err)
 	}
-	body := line[head : len(line)-1]
 	got := crc32.Checksum(body, castagnoli())
 	if got != uint32(want[0])<<24|uint32(want[1])<<16|uint32(want[2])<<8|uint32(want[3]) {
 		return provider.Message{}, errors.New("checksum mismatch")

@@ -5,7 +5,8 @@ import (
 	"slices"
 	"strconv"
 	"sync"
-	"unicode/utf8"
+
+	"github.com/openmax/openmax/internal/jsonstr"
 )
 
 // The fast path of the emitter. Every event and line whose fields are all
@@ -179,6 +180,19 @@ func appendText(dst []byte, p *plan, text string) []byte {
 	return append(dst, '}', '\n')
 }
 
+// appendQuotedText is appendText for a text given already encoded as JSON
+// string content (MessageDoneQuoted).
+func appendQuotedText(dst []byte, p *plan, quoted []byte) []byte {
+	f := &p.fields[0]
+	dst = slices.Grow(dst, len(p.member)+1+len(f.key)+len(quoted)+4)
+	dst = append(dst, p.member...)
+	dst = append(dst, ',')
+	dst = append(dst, f.key...)
+	dst = append(dst, '"')
+	dst = append(dst, quoted...)
+	return append(dst, '"', '}', '\n')
+}
+
 // appendEventAfterID appends what follows an event line's session_id
 // value: its type member and its fields, as AppendEvent does.
 func appendEventAfterID(dst []byte, e Event) ([]byte, error) {
@@ -191,6 +205,9 @@ func appendEventAfterID(dst []byte, e Event) ([]byte, error) {
 		text, s = textPlans().thinking, e.Text
 	case MessageDone:
 		text, s = textPlans().messageDone, e.Text
+		if text != nil && e.quoted != nil {
+			return appendQuotedText(dst, text, *e.quoted), nil
+		}
 	}
 	if text != nil {
 		return appendText(dst, text, s), nil
@@ -203,75 +220,8 @@ func appendEventAfterID(dst []byte, e Event) ([]byte, error) {
 	return appendFieldsReflect(dst, e)
 }
 
-// safeASCII[b] says whether the ASCII byte b stands for itself inside a
-// JSON string as encoding/json writes it with HTML escaping off;
-// htmlSafeASCII, with it on (<, > and & escaped too).
-var safeASCII, htmlSafeASCII [utf8.RuneSelf]bool
-
-func init() {
-	for b := 0x20; b < utf8.RuneSelf; b++ {
-		safeASCII[b] = b != '"' && b != '\\'
-		htmlSafeASCII[b] = safeASCII[b] && b != '<' && b != '>' && b != '&'
-	}
-}
-
-const hexDigits = "0123456789abcdef"
-
 // appendQuoted appends s as a JSON string exactly as encoding/json encodes
-// a Go string: quotes and backslashes escaped, control characters as \b,
-// \f, \n, \r, \t or \u00XX, invalid UTF-8 as \ufffd, U+2028 and U+2029
-// escaped, and, when html is set (as json.Marshal does), <, > and & as
-// \u003c, \u003e and \u0026.
+// it (internal/jsonstr), with HTML escaping when html is set.
 func appendQuoted(dst []byte, s string, html bool) []byte {
-	safe := &safeASCII
-	if html {
-		safe = &htmlSafeASCII
-	}
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		b := s[i]
-		if b < utf8.RuneSelf {
-			if safe[b] {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch b {
-			case '"', '\\':
-				dst = append(dst, '\\', b)
-			case '\b':
-				dst = append(dst, '\\', 'b')
-			case '\f':
-				dst = append(dst, '\\', 'f')
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default: // other control characters, and <, > and & when html
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		c, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case c == utf8.RuneError && size == 1:
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-		case c == '\u2028' || c == '\u2029':
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[c&0xF])
-		default:
-			i += size
-			continue
-		}
-		i += size
-		start = i
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
+	return jsonstr.AppendQuoted(dst, s, html)
 }

@@ -42,6 +42,9 @@ func fieldsOf(t reflect.Type) []Field {
 	var out []Field
 	for i := range t.NumField() {
 		sf := t.Field(i)
+		if !sf.IsExported() {
+			continue // not on the wire (MessageDone's encoding kept beside its text)
+		}
 		tag := sf.Tag.Get("json")
 		name, opts, _ := strings.Cut(tag, ",")
 		if name == "" || name == "-" {

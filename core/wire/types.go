@@ -37,6 +37,25 @@ type Thinking struct {
 // MessageDone closes a run of tokens.
 type MessageDone struct {
 	Text string `json:"text" doc:"the complete text of the run of tokens it closes"`
+
+	// quoted, when set (MessageDoneQuoted), is Text encoded as JSON
+	// string content, built while the text streamed: the line is written
+	// from it, not by encoding Text again.
+	quoted *[]byte
+}
+
+// MessageDoneQuoted is the MessageDone of text whose encoding as JSON
+// string content (internal/jsonstr, no HTML escaping, no quotes) is
+// quoted, built piece by piece as the text streamed (a jsonstr.Escaper):
+// its line is the line of MessageDone{Text: text}, written without
+// encoding a long text a second time at the end of a reply. quoted must
+// not change afterwards. A quoted shorter than text cannot be its
+// encoding and is ignored.
+func MessageDoneQuoted(text string, quoted []byte) MessageDone {
+	if len(quoted) < len(text) {
+		return MessageDone{Text: text}
+	}
+	return MessageDone{Text: text, quoted: &quoted}
 }
 
 // Budget reports how full the context window is.
