@@ -424,7 +424,12 @@ func sessionText(s *Session) ([]byte, error) {
 // PlainText is the cassette in the plain layout Marshal gives, from
 // interactions already encoded by EncodeInteraction.
 func PlainText(items [][]byte, s *Session) ([]byte, error) {
+	size := len(headerText) + len(listKey) + 32
+	for _, it := range items {
+		size += len(it)
+	}
 	var buf bytes.Buffer
+	buf.Grow(size)
 	buf.WriteString(headerText)
 	if len(items) == 0 {
 		buf.WriteString("interactions: []\n")
