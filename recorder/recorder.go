@@ -249,7 +249,7 @@ func (r *Recorder) syncLoop() {
 		app.Reserve() //nolint:errcheck // only a speed-up
 		s := app.Syncer()
 		r.saveMu.Unlock()
-		if err := s.Sync(); err != nil {
+		if err := syncFile(s); err != nil {
 			r.saveMu.Lock()
 			if r.app == app && r.failed == nil && !r.finished {
 				r.fail(err) //nolint:errcheck // reported by Err, Close and SetSession
@@ -258,6 +258,9 @@ func (r *Recorder) syncLoop() {
 		}
 	}
 }
+
+// syncFile is how syncLoop syncs (a test holds it up, or fails it).
+var syncFile = (*cassette.Syncer).Sync
 
 // syncSoon asks syncLoop for a sync of the saves made so far.
 func (r *Recorder) syncSoon() {

@@ -15,8 +15,10 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -816,5 +818,74 @@ func TestNewFailsOnABadPath(t *testing.T) {
 	}
 	if _, err := New(Options{}); err == nil {
 		t.Error("no error without a path")
+	}
+}
+
+// TestProxyClientDoesNotWaitForTheDisk: through the recording proxy over
+// loopback, with every sync of the cassette held up, clients still read
+// each streamed reply to its end, and each completed interaction is already in the
+// file (a killed process keeps it; ours and stock go-vcr load it); a sync
+// that then fails stops the recording: the proxy answers 507 and Close
+// reports ErrIncomplete, the file keeping every interaction saved.
+func TestProxyClientDoesNotWaitForTheDisk(t *testing.T) {
+	held := make(chan struct{})
+	failed := errors.New("the disk is gone")
+	var syncs atomic.Int64
+	syncFile = func(*cassette.Syncer) error {
+		syncs.Add(1)
+		<-held
+		return failed
+	}
+	t.Cleanup(func() { syncFile = (*cassette.Syncer).Sync })
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		http.NewResponseController(w).Flush() //nolint:errcheck // streamed: no Content-Length
+		io.WriteString(w, "data: "+r.URL.Path+"\n\n")
+	}))
+	defer upstream.Close()
+	up, _ := url.Parse(upstream.URL)
+	g := newRig(t)
+	proxy := httptest.NewServer(NewProxy(up, g.rec))
+	defer proxy.Close()
+	client := &http.Client{Transport: &http.Transport{}}
+	get := func(path string) (int, string) {
+		resp, err := client.Get(proxy.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.StatusCode, string(b)
+	}
+	for i := range 3 {
+		path := fmt.Sprintf("/v1/%d", i)
+		if code, body := get(path); code != 200 || body != "data: "+path+"\n\n" {
+			t.Fatalf("request %d: %d %q", i, code, body)
+		}
+		if f := g.load(t); len(f.Interactions) != i+1 || f.Interactions[i].Response.Body != "data: "+path+"\n\n" {
+			t.Fatalf("after request %d the file holds %d interactions", i, len(f.Interactions))
+		}
+		if c, err := vcr.Load(strings.TrimSuffix(g.path, ".yaml")); err != nil || len(c.Interactions) != i+1 {
+			t.Fatalf("stock go-vcr after request %d: %v", i, err)
+		}
+	}
+	if syncs.Load() == 0 {
+		t.Fatal("no sync was started behind the saves")
+	}
+	close(held) // the sync fails
+	for g.rec.Err() == nil {
+		runtime.Gosched()
+	}
+	if code, body := get("/v1/late"); code != http.StatusInsufficientStorage || !strings.Contains(body, failed.Error()) {
+		t.Errorf("after the failed sync: %d %q", code, body)
+	}
+	if err := g.rec.Close(); !errors.Is(err, ErrIncomplete) || !errors.Is(err, failed) {
+		t.Errorf("Close: %v", err)
+	}
+	if f := g.load(t); len(f.Interactions) != 3 {
+		t.Errorf("after the failed sync the file holds %d interactions, want 3", len(f.Interactions))
 	}
 }
