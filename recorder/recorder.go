@@ -45,7 +45,10 @@
 // Bytes that arrive together with the end of the body or an error are
 // handed to the client at once and the end on its next Read, so the client
 // never waits for the cassette to be written to get bytes; the
-// interaction is on disk by the time the client sees the end. A client
+// interaction is in the file by the time the client sees the end. The one
+// exception is the read that completes a known Content-Length: those bytes
+// are the end for the client (a proxy's client stops reading there), so
+// they are handed over once the interaction is in the file. A client
 // that closes the body early is recorded as a cancel, unless all of a
 // known Content-Length had arrived (a JSON decoder need not read on to
 // EOF).
@@ -761,11 +764,18 @@ func (b *recBody) Read(p []byte) (int, error) {
 		b.mu.Lock()
 		b.n += int64(n)
 		b.last = at
-		if err != nil {
+		whole := b.length >= 0 && b.n >= b.length
+		if err != nil && !whole {
 			b.pending, b.pendAt = err, at
 			err = nil
 		}
 		b.mu.Unlock()
+		if whole {
+			// These bytes complete a known Content-Length: with them the
+			// client has the whole reply (a proxy's client too), so the
+			// interaction goes into the file first.
+			b.r.finish(b.e, err, at, nil)
+		}
 		return n, err
 	}
 	if err != nil {
