@@ -8,12 +8,17 @@
 // drops.
 //
 // Each interaction is appended to the cassette file as it completes (see
-// cassette.Appender), synced before the client sees the end of its body, so
-// the cost of a save does not grow with the interactions before it and a
-// crash leaves a file that Load and stock go-vcr read with every
-// interaction that had completed: the process killed at any moment, or the
-// OS (unless it dies with a session flush, which does not wait for the
-// disk, half written back: see FlushSession). A save that fails (a full
+// cassette.Appender), before the client sees the end of its body, so the
+// cost of a save does not grow with the interactions before it and a
+// process killed at any moment leaves a file that Load and stock go-vcr
+// read with every interaction whose end a client saw. The client does not
+// wait for the disk: a goroutine of the recorder syncs the file behind the
+// saves (one sync covers every save made while the one before ran), so an
+// OS crash or a power cut loses at most the saves of the last sync or so
+// (a millisecond here) and, should the disk get the byte that joins a
+// save to the document before the save's text, rarely leaves a tail that
+// does not load (see cassette.Appender.Append); Close, and SetSession, wait
+// for the disk. A save that fails (a full
 // disk) stops the recording: the file keeps the saves before, and Err,
 // Close and the proxy report ErrIncomplete from then on.
 // Interactions are written in the order their requests started, whatever
@@ -40,7 +45,10 @@
 // Bytes that arrive together with the end of the body or an error are
 // handed to the client at once and the end on its next Read, so the client
 // never waits for the cassette to be written to get bytes; the
-// interaction is on disk by the time the client sees the end. A client
+// interaction is in the file by the time the client sees the end. The one
+// exception is the read that completes a known Content-Length: those bytes
+// are the end for the client (a proxy's client stops reading there), so
+// they are handed over once the interaction is in the file. A client
 // that closes the body early is recorded as a cancel, unless all of a
 // known Content-Length had arrived (a JSON decoder need not read on to
 // EOF).
@@ -130,6 +138,10 @@ type Recorder struct {
 	finished  bool  // Close has written the plain file; a later save rewrites it whole
 	failed    error // the first failed save (ErrIncomplete): nothing is written after it
 
+	kick     chan struct{} // a save to sync (see syncLoop)
+	stopSync chan struct{} // closed by Close
+	syncDone chan struct{} // closed when syncLoop returns
+
 	mu      sync.Mutex
 	entries []*entry // one slot per request, in start order
 	session *cassette.Session
@@ -190,6 +202,9 @@ func New(opts Options) (*Recorder, error) {
 		clk:      opts.Clock,
 		patterns: append([]*regexp.Regexp(nil), opts.Scrub...),
 		last:     -1,
+		kick:     make(chan struct{}, 1),
+		stopSync: make(chan struct{}),
+		syncDone: make(chan struct{}),
 	}
 	for _, k := range opts.Keep {
 		if k.Interaction == nil || len(k.Text) == 0 {
@@ -208,12 +223,54 @@ func New(opts Options) (*Recorder, error) {
 		if err := checkReplaceable(opts.Path); err != nil {
 			return nil, err
 		}
-		return r, nil
-	}
-	if err := r.claim(); err != nil {
+	} else if err := r.claim(); err != nil {
 		return nil, err
 	}
+	go r.syncLoop()
 	return r, nil
+}
+
+// syncLoop makes the saves durable behind the clients: after each kick it
+// tops up the blank lines ahead of the document (under saveMu, a write of
+// the page cache) and syncs the file without holding saveMu, so a save in
+// the meantime never waits for the disk. A sync that fails stops the
+// recording as a failed save does.
+func (r *Recorder) syncLoop() {
+	defer close(r.syncDone)
+	for {
+		select {
+		case <-r.stopSync:
+			return
+		case <-r.kick:
+		}
+		r.saveMu.Lock()
+		app := r.app
+		if r.failed != nil || r.finished || app == nil {
+			r.saveMu.Unlock()
+			continue
+		}
+		app.Reserve() //nolint:errcheck // only a speed-up
+		s := app.Syncer()
+		r.saveMu.Unlock()
+		if err := syncFile(s); err != nil {
+			r.saveMu.Lock()
+			if r.app == app && r.failed == nil && !r.finished {
+				r.fail(err) //nolint:errcheck // reported by Err, Close and SetSession
+			}
+			r.saveMu.Unlock()
+		}
+	}
+}
+
+// syncFile is how syncLoop syncs (a test holds it up, or fails it).
+var syncFile = (*cassette.Syncer).Sync
+
+// syncSoon asks syncLoop for a sync of the saves made so far.
+func (r *Recorder) syncSoon() {
+	select {
+	case r.kick <- struct{}{}:
+	default: // one is pending, and covers this save
+	}
 }
 
 // claim creates Path exclusively, holding an empty cassette.
@@ -344,7 +401,10 @@ func (r *Recorder) finish(e *entry, err error, at time.Duration, end *cassette.E
 	}
 	r.completeLocked(e, end, at)
 	r.mu.Unlock()
-	r.save(true) //nolint:errcheck // reported by Close and SetSession
+	// In the file before the client sees the end; on the disk soon after.
+	if r.save(false) == nil {
+		r.syncSoon()
+	}
 }
 
 // completeLocked builds e's interaction, scrubbed.
@@ -639,6 +699,8 @@ func (r *Recorder) Close() error {
 // the whole cassette again, atomically, in the plain layout (Marshal's).
 // After a failed save it writes nothing and reports that save's error.
 func (r *Recorder) finishFile() error {
+	close(r.stopSync)
+	<-r.syncDone
 	serr := r.save(true)
 	r.saveMu.Lock()
 	defer r.saveMu.Unlock()
@@ -702,11 +764,18 @@ func (b *recBody) Read(p []byte) (int, error) {
 		b.mu.Lock()
 		b.n += int64(n)
 		b.last = at
-		if err != nil {
+		whole := b.length >= 0 && b.n >= b.length
+		if err != nil && !whole {
 			b.pending, b.pendAt = err, at
 			err = nil
 		}
 		b.mu.Unlock()
+		if whole {
+			// These bytes complete a known Content-Length: with them the
+			// client has the whole reply (a proxy's client too), so the
+			// interaction goes into the file first.
+			b.r.finish(b.e, err, at, nil)
+		}
 		return n, err
 	}
 	if err != nil {

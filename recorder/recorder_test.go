@@ -24,6 +24,7 @@ import (
 	vcr "github.com/dnaeon/go-vcr/v2/cassette"
 
 	"github.com/openmax/openmax/core/harness"
+	"github.com/openmax/openmax/internal/gettest"
 	"github.com/openmax/openmax/provider/clock"
 	"github.com/openmax/openmax/recorder/cassette"
 )
@@ -816,5 +817,137 @@ func TestNewFailsOnABadPath(t *testing.T) {
 	}
 	if _, err := New(Options{}); err == nil {
 		t.Error("no error without a path")
+	}
+}
+
+// TestProxyClientDoesNotWaitForTheDisk: through the recording proxy over
+// loopback, with every sync of the cassette held up, clients still read
+// each streamed reply to its end, and each completed interaction is
+// already in the file (a killed process keeps it; ours and stock go-vcr
+// load it); a sync that then fails stops the recording: Close reports
+// ErrIncomplete, the proxy answers 507, and the file keeps every
+// interaction saved.
+func TestProxyClientDoesNotWaitForTheDisk(t *testing.T) {
+	held := make(chan struct{})
+	started := make(chan struct{}, 1)
+	failed := errors.New("the disk is gone")
+	syncFile = func(*cassette.Syncer) error {
+		select {
+		case started <- struct{}{}:
+		default:
+		}
+		<-held
+		return failed
+	}
+	t.Cleanup(func() { syncFile = (*cassette.Syncer).Sync })
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		http.NewResponseController(w).Flush() //nolint:errcheck // streamed: no Content-Length
+		io.WriteString(w, "data: "+r.URL.Path+"\n\n")
+	}))
+	defer upstream.Close()
+	up, _ := url.Parse(upstream.URL)
+	g := newRig(t)
+	proxy := httptest.NewServer(NewProxy(up, g.rec))
+	defer proxy.Close()
+	client := &http.Client{Transport: &http.Transport{}}
+	for i := range 3 {
+		path := fmt.Sprintf("/v1/%d", i)
+		if code, body := gettest.Get(t, client, proxy.URL+path); code != 200 || body != "data: "+path+"\n\n" {
+			t.Fatalf("request %d: %d %q", i, code, body)
+		}
+		if f := g.load(t); len(f.Interactions) != i+1 || f.Interactions[i].Response.Body != "data: "+path+"\n\n" {
+			t.Fatalf("after request %d the file holds %d interactions", i, len(f.Interactions))
+		}
+	}
+	if c, err := vcr.Load(strings.TrimSuffix(g.path, ".yaml")); err != nil || len(c.Interactions) != 3 {
+		t.Fatalf("stock go-vcr: %v", err)
+	}
+	// A sync was asked for behind the saves and is held up: the clients
+	// above never waited for it.
+	wait(t, context.Background(), started, "a sync behind the saves")
+	close(held) // the sync fails; Close waits for the syncing goroutine
+	if err := g.rec.Close(); !errors.Is(err, ErrIncomplete) || !errors.Is(err, failed) {
+		t.Errorf("Close: %v", err)
+	}
+	if code, body := gettest.Get(t, client, proxy.URL+"/v1/late"); code != http.StatusInsufficientStorage || !strings.Contains(body, failed.Error()) {
+		t.Errorf("after the failed sync: %d %q", code, body)
+	}
+	if f := g.load(t); len(f.Interactions) != 3 {
+		t.Errorf("after the failed sync the file holds %d interactions, want 3", len(f.Interactions))
+	}
+}
+
+// lastWriteChecker is the proxy's ResponseWriter seen by a test: the write
+// that hands the client the last byte of a Content-Length reply checks
+// that the file already holds the interaction.
+type lastWriteChecker struct {
+	http.ResponseWriter
+	t        *testing.T
+	path     string
+	n, total int
+	held     int // interactions in the file when the last byte went out
+}
+
+func (w *lastWriteChecker) Write(p []byte) (int, error) {
+	w.n += len(p)
+	if w.n >= w.total && w.held < 0 {
+		f, err := cassette.Load(w.path)
+		if err != nil {
+			w.t.Errorf("loading the cassette as the reply ends: %v", err)
+		} else {
+			w.held = len(f.Interactions)
+		}
+	}
+	return w.ResponseWriter.Write(p)
+}
+
+func (w *lastWriteChecker) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// TestProxyContentLengthReplyIsSavedBeforeItsLastBytes: a reply with a
+// Content-Length is whole for the client with its last byte, before the
+// recorder reads its EOF; through the proxy over loopback, that byte goes
+// out only once the interaction is in the file, and so a client that reads
+// the reply and then finds the file finds it there.
+func TestProxyContentLengthReplyIsSavedBeforeItsLastBytes(t *testing.T) {
+	body := strings.Repeat("{\"k\":\"v\"}", 300)
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Length", fmt.Sprint(len(body)))
+		io.WriteString(w, body[:100])
+		http.NewResponseController(w).Flush() //nolint:errcheck // the reply arrives in two reads at least
+		io.WriteString(w, body[100:])
+	}))
+	defer upstream.Close()
+	up, _ := url.Parse(upstream.URL)
+	g := newRig(t)
+	defer g.rec.Close()
+	var checkers []*lastWriteChecker
+	var mu sync.Mutex
+	h := NewProxy(up, g.rec)
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c := &lastWriteChecker{ResponseWriter: w, t: t, path: g.path, total: len(body), held: -1}
+		mu.Lock()
+		checkers = append(checkers, c)
+		mu.Unlock()
+		h.ServeHTTP(c, r)
+	}))
+	defer proxy.Close()
+	client := &http.Client{Transport: &http.Transport{}}
+	for i := range 3 {
+		if code, got := gettest.Get(t, client, proxy.URL+"/v1/x"); code != 200 || got != body {
+			t.Fatalf("request %d: %d, %d bytes", i, code, len(got))
+		}
+		if f := g.load(t); len(f.Interactions) != i+1 {
+			t.Fatalf("after request %d the client read, the file holds %d interactions", i, len(f.Interactions))
+		}
+		mu.Lock()
+		if c := checkers[i]; c.held != i+1 {
+			t.Errorf("request %d: the last byte went to the client with %d interactions in the file, want %d", i, c.held, i+1)
+		}
+		mu.Unlock()
+	}
+	if it := g.load(t).Interactions[0]; it.Response.Body != body || it.Stream.Error != nil {
+		t.Errorf("recorded %d bytes, error %+v", len(it.Response.Body), it.Stream.Error)
 	}
 }

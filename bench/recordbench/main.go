@@ -1,217 +1,303 @@
-// Command recordbench measures the cost of recording (a manual measurement,
-// not part of CI), each figure beside its peer from the same run:
+// Command recordbench measures the cost of recording through the binary,
+// the way users run it (a manual measurement, not part of CI), each figure
+// beside its peer or limit from the same interleaved run:
 //
-//   - N requests (N = 10, 100, 1000) streamed from the fake provider over
-//     loopback through the recording reverse proxy that `openmax record
-//     --proxy` serves (recorder.NewProxy), beside stock go-vcr v2's
-//     recorder behind the same kind of reverse proxy, and beside the fake
-//     alone: total, per request, and per request over the last hundred (a
-//     cost that grows with what came before shows there);
-//   - time to first token, turn by turn, of the harness serving a session
-//     over pipes, recorded (tape.Record, what `openmax record` runs) and
-//     not (the same harness, nothing saved): the median over the runs at
-//     turns 1, 15 and 300, and what recording adds.
+//   - N requests (N = 10, 100, 1000 by default), each a streamed reply of
+//     `openmax fake-provider` (a child, over loopback), sent one after the
+//     other through `openmax record --proxy` (a child), beside stock go-vcr
+//     v2's recorder (ModeRecording) behind the same kind of reverse proxy
+//     (this program re-run as a child, `recordbench vcr-proxy`, so both
+//     sides pay a process), and beside the fake alone. Each is timed from
+//     the first request to the recorder's exit after SIGINT (go-vcr writes
+//     its cassette then, ours finishes its file), with the recorder's CPU
+//     time and the time from SIGINT to its exit; the ratio to go-vcr must
+//     be at most 0.5 at every N.
+//   - time to first token, turn by turn, of a session over pipes:
+//     `openmax record --cassette F ...` against the unrecorded
+//     `openmax --stdio ...`, both children driven alike against the fake
+//     provider: p50 and p99 of each (over the turns after the first,
+//     which opens the connection), what recording adds to p99 (limit
+//     1 ms), the turns slower than 4 ms, and the whole session's time
+//     (limit 1.2× the unrecorded one) and CPU time, at three session
+//     lengths.
 //
 // Runs of the configurations are interleaved (the machine is shared); each
-// figure is the median of -runs runs.
+// figure is the median over -runs runs.
 //
-// Usage: go run ./bench/recordbench [-runs 3] [-sizes 10,100,1000] [-turns 300]
+// Usage:
+//
+//	go run ./bench/recordbench [-runs 5] [-sizes 10,100,1000] [-turns 30,100,300] [-bin OPENMAX] [-profile DIR]
+//	recordbench vcr-proxy -cassette FILE -upstream URL   (the peer, as a child)
+//
+// With -profile DIR each openmax child writes a CPU profile there
+// (OPENMAX_CPUPROFILE), and the go-vcr child too.
 package main
 
 import (
 	"bufio"
-	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
-	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
 	"os"
+	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"runtime/pprof"
 	"slices"
-	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	vcrrecorder "github.com/dnaeon/go-vcr/v2/recorder"
 
-	"github.com/openmax/openmax/core/harness"
-	"github.com/openmax/openmax/core/stdio"
-	"github.com/openmax/openmax/provider/fake"
-	"github.com/openmax/openmax/provider/script"
-	"github.com/openmax/openmax/recorder"
+	"github.com/openmax/openmax/bench/internal/benchcli"
 	"github.com/openmax/openmax/recorder/importer"
-	"github.com/openmax/openmax/replay/tape"
 )
 
 func main() {
-	runs := flag.Int("runs", 3, "runs of each configuration (medians are reported)")
-	sizes := flag.String("sizes", "10,100,1000", "request counts for the proxy measurement")
-	turns := flag.Int("turns", 300, "turns of the time-to-first-token session (0 skips it)")
-	profile := flag.String("cpuprofile", "", "write a CPU profile to this file")
-	flag.Parse()
-	if *profile != "" {
-		f, err := os.Create(*profile)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "recordbench:", err)
+	if len(os.Args) > 1 && os.Args[1] == "vcr-proxy" {
+		if err := vcrProxy(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "recordbench vcr-proxy:", err)
 			os.Exit(1)
 		}
-		pprof.StartCPUProfile(f)
-		defer pprof.StopCPUProfile()
+		return
 	}
-	if err := run(*runs, *sizes, *turns); err != nil {
+	runs := flag.Int("runs", 5, "runs of each configuration (medians are reported)")
+	sizes := flag.String("sizes", "10,100,1000", "request counts for the proxy measurement (empty: skip it)")
+	turns := flag.String("turns", "30,100,300", "session lengths for the time-to-first-token measurement (empty: skip it)")
+	bin := flag.String("bin", "", "the openmax binary (default: built from this tree)")
+	profile := flag.String("profile", "", "a folder for the children's CPU profiles")
+	flag.Parse()
+	if err := run(*runs, benchcli.Ints(*sizes), benchcli.Ints(*turns), *bin, *profile); err != nil {
 		fmt.Fprintln(os.Stderr, "recordbench:", err)
-		pprof.StopCPUProfile()
 		os.Exit(1)
 	}
 }
 
-func run(runs int, sizes string, turns int) error {
+// bench is what a run needs: the binaries and a scratch folder.
+type bench struct {
+	dir, openmax, self, profile string
+	seq                         int
+}
+
+func run(runs int, sizes, turns []int, bin, profile string) error {
 	dir, err := os.MkdirTemp("", "recordbench")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	fmt.Printf("recordbench: %d run(s) per figure, medians; temp dir %s\n", runs, dir)
-	for _, s := range strings.Split(sizes, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil || n < 1 {
-			return fmt.Errorf("bad size %q", s)
-		}
-		if err := proxyBench(dir, n, runs); err != nil {
+	if bin == "" {
+		if bin, err = benchcli.BuildOpenmax(dir); err != nil {
 			return err
 		}
 	}
-	if turns > 0 {
-		return ttftBench(dir, turns, runs)
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	b := &bench{dir: dir, openmax: bin, self: self, profile: profile}
+	fmt.Printf("recordbench: %s, %d run(s) per figure, interleaved, medians\n", bin, runs)
+	for _, n := range sizes {
+		if err := b.proxyBench(n, runs); err != nil {
+			return err
+		}
+	}
+	if len(turns) > 0 {
+		fmt.Printf("\ntime to first token over pipes, `openmax record` vs `openmax --stdio` (median of %d runs):\n", runs)
+		fmt.Printf("  %-6s %-10s %9s %9s %12s %11s %13s %12s\n", "turns", "", "p50 ms", "p99 ms", "turns >4ms", "session ms", "session CPU", "")
+		for _, t := range turns {
+			if err := b.ttftBench(t, runs); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }
 
-// scenario is n streamed replies of a few chunks each.
-func scenario(n int) (*script.Scenario, error) {
-	var b strings.Builder
-	b.WriteString("replies:\n")
-	for i := range n {
-		fmt.Fprintf(&b, "  - chunks:\n      - text: \"reply %d, \"\n      - text: \"a few words \"\n      - text: \"of text\"\n      - finish: stop\n", i)
+// scenario writes a fake-provider scenario of n streamed replies of a few
+// chunks each and returns its path.
+func (b *bench) scenario(n int) (string, error) {
+	path := filepath.Join(b.dir, fmt.Sprintf("scenario-%d.yaml", n))
+	if _, err := os.Stat(path); err == nil {
+		return path, nil
 	}
-	return script.Parse([]byte(b.String()))
+	var s strings.Builder
+	s.WriteString("replies:\n")
+	for i := range n {
+		fmt.Fprintf(&s, "  - chunks:\n      - text: \"reply %d, \"\n      - text: \"a few words \"\n      - text: \"of text\"\n      - finish: stop\n", i)
+	}
+	return path, os.WriteFile(path, []byte(s.String()), 0o600)
 }
 
-type result struct {
-	total, last time.Duration // last: the last hundred (or fewer) requests
-	n, lastN    int
+// child is a running child process that printed its URL.
+type child struct {
+	cmd    *exec.Cmd
+	url    string
+	stderr strings.Builder
 }
 
-func (r result) per() float64     { return ms(r.total) / float64(r.n) }
-func (r result) perLast() float64 { return ms(r.last) / float64(r.lastN) }
+// startServer starts argv and waits for the URL it prints on its first
+// stdout line.
+func startServer(env []string, argv ...string) (*child, error) {
+	c := &child{cmd: exec.Command(argv[0], argv[1:]...)}
+	c.cmd.Env = env
+	c.cmd.Stderr = &c.stderr
+	out, err := c.cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := c.cmd.Start(); err != nil {
+		return nil, err
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		c.cmd.Process.Kill()
+		c.cmd.Wait()
+		return nil, fmt.Errorf("%s printed no URL: %w (stderr: %s)", argv[0], err, c.stderr.String())
+	}
+	c.url = strings.TrimSpace(line)
+	go io.Copy(io.Discard, out)
+	return c, nil
+}
 
-func ms(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
+// stop sends SIGINT and waits for the exit; it returns the child's CPU
+// time.
+func (c *child) stop() (time.Duration, error) {
+	c.cmd.Process.Signal(os.Interrupt)
+	err := c.cmd.Wait()
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w (stderr: %s)", c.cmd.Path, err, c.stderr.String())
+	}
+	return cpu(c.cmd.ProcessState), nil
+}
+
+func cpu(ps *os.ProcessState) time.Duration { return ps.UserTime() + ps.SystemTime() }
+
+// env is the environment of every child: a home of its own, a fake key.
+func (b *bench) env(extra ...string) []string {
+	home := filepath.Join(b.dir, "home")
+	return append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + home,
+		"XDG_CONFIG_HOME=" + filepath.Join(home, ".config"), "XDG_STATE_HOME=" + filepath.Join(home, ".state"),
+		"OPENAI_API_KEY=sk-bench-0123456789abcdef"}, extra...)
+}
+
+// profEnv is OPENMAX_CPUPROFILE for the next child, when profiling.
+func (b *bench) profEnv(name string) []string {
+	if b.profile == "" {
+		return nil
+	}
+	b.seq++
+	return []string{fmt.Sprintf("OPENMAX_CPUPROFILE=%s/%s-%03d.pprof", b.profile, name, b.seq)}
+}
+
+type proxyResult struct {
+	total, cpu time.Duration
+	stop       time.Duration // SIGINT to the recorder's exit
+}
 
 // proxyBench sends n requests through each configuration, runs times,
 // interleaved.
-func proxyBench(dir string, n, runs int) error {
-	configs := []struct {
-		name string
-		run  func(path, upstream string) (http.Handler, func() error, error)
-	}{
+func (b *bench) proxyBench(n, runs int) error {
+	type config struct {
+		name  string
+		start func(cassette, upstream string) (*child, error)
+	}
+	configs := []config{
 		{"fake alone (no proxy)", nil},
-		{"openmax record --proxy", func(path, upstream string) (http.Handler, func() error, error) {
-			up, _ := url.Parse(upstream)
-			rec, err := recorder.New(recorder.Options{Path: path})
-			if err != nil {
-				return nil, nil, err
-			}
-			return recorder.NewProxy(up, rec), rec.Close, nil
+		{"openmax record --proxy", func(cassette, upstream string) (*child, error) {
+			return startServer(b.env(b.profEnv(fmt.Sprintf("proxy-%d", n))...), b.openmax, "record", "--proxy", "--cassette", cassette, "--upstream", upstream)
 		}},
-		{"stock go-vcr v2 recorder", func(path, upstream string) (http.Handler, func() error, error) {
-			up, _ := url.Parse(upstream)
-			r, err := vcrrecorder.NewAsMode(strings.TrimSuffix(path, ".yaml"), vcrrecorder.ModeRecording, http.DefaultTransport)
-			if err != nil {
-				return nil, nil, err
+		{"go-vcr v2 ModeRecording", func(cassette, upstream string) (*child, error) {
+			args := []string{b.self, "vcr-proxy", "-cassette", cassette, "-upstream", upstream}
+			if b.profile != "" {
+				b.seq++
+				args = append(args, "-cpuprofile", fmt.Sprintf("%s/vcr-%d-%03d.pprof", b.profile, n, b.seq))
 			}
-			rp := &httputil.ReverseProxy{
-				Rewrite:       func(pr *httputil.ProxyRequest) { pr.SetURL(up); pr.Out.Header.Del("Accept-Encoding") },
-				Transport:     r,
-				FlushInterval: -1,
-			}
-			return rp, r.Stop, nil
+			return startServer(b.env(), args...)
 		}},
 	}
-	res := make([][]result, len(configs))
+	scen, err := b.scenario(n)
+	if err != nil {
+		return err
+	}
+	res := make([][]proxyResult, len(configs))
 	for r := range runs {
 		for i, c := range configs {
-			got, err := proxyOnce(dir, fmt.Sprintf("p%d-%d-%d.yaml", n, r, i), n, c.run)
+			got, err := b.proxyOnce(scen, filepath.Join(b.dir, fmt.Sprintf("p%d-%d-%d.yaml", n, r, i)), n, c.start)
 			if err != nil {
 				return fmt.Errorf("%s, N=%d: %w", c.name, n, err)
 			}
 			res[i] = append(res[i], got)
 		}
 	}
-	fmt.Printf("\n%d requests through a recording proxy (median of %d):\n", n, runs)
-	fmt.Printf("  %-26s %10s %14s %22s %12s\n", "", "total ms", "ms/request", fmt.Sprintf("ms/request, last %d", min(n, 100)), "× go-vcr")
-	vcrTotal := median(res[2], func(r result) float64 { return ms(r.total) })
+	fmt.Printf("\nN=%d streamed requests through a recording proxy, first request to the recorder's exit (median of %d):\n", n, runs)
+	fmt.Printf("  %-26s %10s %12s %14s %10s %12s %8s\n", "", "total ms", "ms/request", "recorder CPU", "exit ms", "× go-vcr", "limit")
+	peer := median(res[2], func(r proxyResult) float64 { return ms(r.total) })
 	for i, c := range configs {
-		total := median(res[i], func(r result) float64 { return ms(r.total) })
-		fmt.Printf("  %-26s %10.1f %14.3f %22.3f %12.2f\n", c.name, total,
-			median(res[i], result.per), median(res[i], result.perLast), total/vcrTotal)
+		total := median(res[i], func(r proxyResult) float64 { return ms(r.total) })
+		limit := ""
+		if i == 1 {
+			limit = "≤ 0.50"
+		}
+		fmt.Printf("  %-26s %10.1f %12.3f %11.1f ms %10.1f %12.2f %8s\n", c.name, total, total/float64(n),
+			median(res[i], func(r proxyResult) float64 { return ms(r.cpu) }),
+			median(res[i], func(r proxyResult) float64 { return ms(r.stop) }), total/peer, limit)
 	}
 	return nil
 }
 
-func proxyOnce(dir, name string, n int, mk func(path, upstream string) (http.Handler, func() error, error)) (result, error) {
-	sc, err := scenario(n)
+func ms(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
+
+func (b *bench) proxyOnce(scen, cassette string, n int, start func(cassette, upstream string) (*child, error)) (proxyResult, error) {
+	fake, err := startServer(b.env(), b.openmax, "fake-provider", "--scenario", scen)
 	if err != nil {
-		return result{}, err
+		return proxyResult{}, err
 	}
-	srv := fake.New(sc, fake.Options{})
-	base, err := srv.Start("127.0.0.1:0")
-	if err != nil {
-		return result{}, err
-	}
-	defer srv.Close()
-	target := base
-	stop := func() error { return nil }
-	path := filepath.Join(dir, name)
-	if mk != nil {
-		h, s, err := mk(path, base)
-		if err != nil {
-			return result{}, err
+	defer fake.stop() //nolint:errcheck // the fake's exit is not measured
+	target := fake.url
+	var rec *child
+	if start != nil {
+		if rec, err = start(cassette, fake.url); err != nil {
+			return proxyResult{}, err
 		}
-		px := httptest.NewServer(h)
-		defer px.Close()
-		target, stop = px.URL, s
+		target = rec.url
 	}
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
+	defer client.CloseIdleConnections()
 	body := `{"model":"gpt-bench","stream":true,"messages":[{"role":"user","content":"go"}]}`
-	lastFrom := max(0, n-100)
-	var lastStart time.Time
-	start := time.Now()
+	begin := time.Now()
 	for i := range n {
-		if i == lastFrom {
-			lastStart = time.Now()
-		}
-		resp, err := client.Post(target+"/v1/chat/completions", "application/json", strings.NewReader(body))
+		req, _ := http.NewRequest("POST", target+"/v1/chat/completions", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer sk-bench-0123456789abcdef")
+		resp, err := client.Do(req)
 		if err != nil {
-			return result{}, err
+			return proxyResult{}, err
 		}
-		b, err := io.ReadAll(resp.Body)
+		got, err := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if err != nil || resp.StatusCode != 200 || !strings.Contains(string(b), "of text") {
-			return result{}, fmt.Errorf("request %d: %d %v %.200q", i, resp.StatusCode, err, b)
+		if err != nil || resp.StatusCode != 200 || !strings.Contains(string(got), "of text") {
+			return proxyResult{}, fmt.Errorf("request %d: %d %v %.200q", i, resp.StatusCode, err, got)
 		}
 	}
-	if err := stop(); err != nil {
-		return result{}, err
+	var r proxyResult
+	if rec != nil {
+		client.CloseIdleConnections()
+		t := time.Now()
+		if r.cpu, err = rec.stop(); err != nil {
+			return r, err
+		}
+		r.stop = time.Since(t)
 	}
-	end := time.Now()
-	r := result{total: end.Sub(start), last: end.Sub(lastStart), n: n, lastN: n - lastFrom}
-	if mk != nil {
-		if f, _, err := importer.Load(path); err != nil || len(f.Interactions) != n {
-			return r, fmt.Errorf("the cassette: %v (%d interactions)", err, len(f.Interactions))
+	r.total = time.Since(begin)
+	if rec != nil {
+		if f, _, err := importer.Load(cassette); err != nil || len(f.Interactions) != n {
+			return r, fmt.Errorf("the cassette %s: %v (%d interactions)", cassette, err, len(f.Interactions))
 		}
 	}
 	return r, nil
@@ -226,96 +312,113 @@ func median[T any](xs []T, f func(T) float64) float64 {
 	return v[len(v)/2]
 }
 
-// ttftBench serves a session of turns user commands, recorded and not,
-// and times each command to its first token line.
-func ttftBench(dir string, turns, runs int) error {
-	var plain, recorded [][]time.Duration
+// session is one session's figures.
+type session struct {
+	ttft       []time.Duration // per turn, user command to first token line
+	total, cpu time.Duration   // hello to the last done; the child's CPU
+}
+
+// pct is the p quantile of the turns after the first (the first request
+// opens the connection, unrecorded or not).
+func (s session) pct(p float64) float64 {
+	v := slices.Clone(s.ttft[min(1, len(s.ttft)-1):])
+	slices.Sort(v)
+	return ms(v[min(len(v)-1, int(p*float64(len(v))))])
+}
+
+func (s session) slow() float64 {
+	n := 0
+	for _, d := range s.ttft[min(1, len(s.ttft)-1):] {
+		if d > 4*time.Millisecond {
+			n++
+		}
+	}
+	return float64(n)
+}
+
+// ttftBench serves sessions of turns user commands, recorded and not,
+// interleaved, and prints their figures.
+func (b *bench) ttftBench(turns, runs int) error {
+	scen, err := b.scenario(turns)
+	if err != nil {
+		return err
+	}
+	var plain, recorded []session
 	for r := range runs {
-		p, err := ttftOnce(dir, turns, "")
+		p, err := b.ttftOnce(scen, turns, "")
 		if err != nil {
 			return fmt.Errorf("unrecorded: %w", err)
 		}
 		plain = append(plain, p)
-		c, err := ttftOnce(dir, turns, filepath.Join(dir, fmt.Sprintf("ttft-%d.yaml", r)))
+		c, err := b.ttftOnce(scen, turns, filepath.Join(b.dir, fmt.Sprintf("ttft-%d-%d.yaml", turns, r)))
 		if err != nil {
 			return fmt.Errorf("recorded: %w", err)
 		}
 		recorded = append(recorded, c)
 	}
-	fmt.Printf("\ntime to first token of a %d-turn session over pipes (fake provider over loopback):\n", turns)
-	fmt.Printf("  median over %d runs of the turns in the window (turn 1 alone: the first request opens the connection)\n", runs)
-	fmt.Printf("  %-14s %14s %14s %10s %8s\n", "turns", "unrecorded ms", "recorded ms", "added ms", "limit")
-	// window pools turns [lo, hi] of every run.
-	window := func(set [][]time.Duration, lo, hi int) float64 {
-		var v []time.Duration
-		for _, ts := range set {
-			v = append(v, ts[lo-1:hi]...)
-		}
-		return median(v, func(d time.Duration) float64 { return ms(d) })
+	m := func(set []session, f func(session) float64) float64 { return median(set, f) }
+	p50 := func(s session) float64 { return s.pct(0.50) }
+	p99 := func(s session) float64 { return s.pct(0.99) }
+	tot := func(s session) float64 { return ms(s.total) }
+	cpuf := func(s session) float64 { return ms(s.cpu) }
+	row := func(name string, set []session) {
+		fmt.Printf("  %-6d %-10s %9.3f %9.3f %12.0f %11.1f %10.1f ms\n", turns, name, m(set, p50), m(set, p99), m(set, session.slow), m(set, tot), m(set, cpuf))
 	}
-	show := func(name string, lo, hi int) {
-		u, c := window(plain, lo, hi), window(recorded, lo, hi)
-		fmt.Printf("  %-14s %14.3f %14.3f %10.3f %8s\n", name, u, c, c-u, "≤ 1")
-	}
-	show("1", 1, 1)
-	if turns >= 20 {
-		show("15 (10-20)", 10, 20)
-	}
-	if turns > 20 {
-		show(fmt.Sprintf("%d (%d-%d)", turns, turns-10, turns), turns-10, turns)
-	}
-	worst, at := 0.0, 0
-	for lo := 1; lo+9 <= turns; lo += 10 {
-		if d := window(recorded, lo, lo+9) - window(plain, lo, lo+9); d > worst {
-			worst, at = d, lo
-		}
-	}
-	fmt.Printf("  largest added over any ten turns: %.3f ms (turns %d-%d)\n", worst, at, at+9)
+	row("--stdio", plain)
+	row("record", recorded)
+	fmt.Printf("  %-6d %-10s %9.3f %9.3f %12s %10.2f× %13s   limits: p99 +1 ms, session 1.2×\n", turns, "added", m(recorded, p50)-m(plain, p50),
+		m(recorded, p99)-m(plain, p99), "", m(recorded, tot)/m(plain, tot), "")
 	return nil
 }
 
-// ttftOnce runs one session; path "" serves it unrecorded.
-func ttftOnce(dir string, turns int, path string) ([]time.Duration, error) {
-	sc, err := scenario(turns)
+// ttftOnce runs one session of turns commands through the binary; cassette
+// "" runs it unrecorded (--stdio).
+func (b *bench) ttftOnce(scen string, turns int, cassette string) (session, error) {
+	fake, err := startServer(b.env(), b.openmax, "fake-provider", "--scenario", scen)
 	if err != nil {
-		return nil, err
+		return session{}, err
 	}
-	srv := fake.New(sc, fake.Options{})
-	base, err := srv.Start("127.0.0.1:0")
+	defer fake.stop() //nolint:errcheck // the fake's exit is not measured
+	project, err := os.MkdirTemp(b.dir, "project")
 	if err != nil {
-		return nil, err
+		return session{}, err
 	}
-	defer srv.Close()
-	project, err := os.MkdirTemp(dir, "project")
+	trust := exec.Command(b.openmax, "trust", project)
+	trust.Env = b.env()
+	if out, err := trust.CombinedOutput(); err != nil {
+		return session{}, fmt.Errorf("openmax trust: %w: %s", err, out)
+	}
+	flags := []string{"--provider", "openai", "--model", "gpt-bench", "--base-url", fake.url + "/v1", "--project", project, "--session-id", "s-bench"}
+	var argv []string
+	var env []string
+	if cassette == "" {
+		argv = append([]string{b.openmax, "--stdio"}, flags...)
+		env = b.env(b.profEnv(fmt.Sprintf("stdio-%d", turns))...)
+	} else {
+		argv = append([]string{b.openmax, "record", "--cassette", cassette}, flags...)
+		env = b.env(b.profEnv(fmt.Sprintf("record-%d", turns))...)
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env, cmd.Dir = env, project
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	in, err := cmd.StdinPipe()
 	if err != nil {
-		return nil, err
+		return session{}, err
 	}
-	env := map[string]string{"XDG_CONFIG_HOME": filepath.Join(project, ".config"), "XDG_STATE_HOME": filepath.Join(project, ".state"), "OPENAI_API_KEY": "sk-bench"}
-	getenv := func(k string) string { return env[k] }
-	if _, err := harness.Trust(project, getenv); err != nil {
-		return nil, err
+	outp, err := cmd.StdoutPipe()
+	if err != nil {
+		return session{}, err
 	}
-	cfg := harness.Defaults()
-	cfg.Provider, cfg.Model, cfg.BaseURL, cfg.Project, cfg.SessionID = "openai", "gpt-bench", base+"/v1", project, "s-bench"
-	deps := harness.Deps{Getenv: getenv}
-
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	errc := make(chan error, 1)
-	go func() {
-		var err error
-		if path == "" {
-			var h *harness.Harness
-			if h, err = harness.New(cfg, deps); err == nil {
-				_, err = h.ServeConn(context.Background(), stdio.NewStreamConn(inR, outW), harness.ServeOptions{NoSave: true})
-			}
-		} else {
-			_, err = tape.Record(context.Background(), inR, outW, tape.RecordOptions{Config: cfg, Deps: deps, Cassette: recorder.Options{Path: path}})
-		}
-		outW.CloseWithError(err)
-		errc <- err
-	}()
-	lines := bufio.NewReader(outR)
+	if err := cmd.Start(); err != nil {
+		return session{}, err
+	}
+	fail := func(err error) (session, error) {
+		cmd.Process.Kill()
+		cmd.Wait()
+		return session{}, fmt.Errorf("%w (stderr: %s)", err, stderr.String())
+	}
+	lines := bufio.NewReader(outp)
 	next := func(kind string) error {
 		for {
 			l, err := lines.ReadString('\n')
@@ -331,36 +434,88 @@ func ttftOnce(dir string, turns int, path string) ([]time.Duration, error) {
 		}
 	}
 	if err := next("hello"); err != nil {
-		return nil, err
+		return fail(err)
 	}
-	var out []time.Duration
+	var s session
+	begin := time.Now()
 	for t := range turns {
 		line := fmt.Sprintf(`{"cmd":"user","text":"turn %d"}`+"\n", t+1)
 		start := time.Now()
-		if _, err := io.WriteString(inW, line); err != nil {
-			return nil, err
+		if _, err := io.WriteString(in, line); err != nil {
+			return fail(err)
 		}
 		if err := next("token"); err != nil {
-			return nil, fmt.Errorf("turn %d: %w", t+1, err)
+			return fail(fmt.Errorf("turn %d: %w", t+1, err))
 		}
-		out = append(out, time.Since(start))
+		s.ttft = append(s.ttft, time.Since(start))
 		if err := next("done"); err != nil {
-			return nil, fmt.Errorf("turn %d: %w", t+1, err)
+			return fail(fmt.Errorf("turn %d: %w", t+1, err))
 		}
 	}
-	inW.Close()
-	go io.Copy(io.Discard, lines)
-	if err := <-errc; err != nil {
-		return nil, err
+	s.total = time.Since(begin)
+	in.Close()
+	io.Copy(io.Discard, lines)
+	if err := cmd.Wait(); err != nil {
+		return session{}, fmt.Errorf("%v: %w (stderr: %s)", argv, err, stderr.String())
 	}
-	if path != "" {
-		f, _, err := importer.Load(path)
+	s.cpu = cpu(cmd.ProcessState)
+	if cassette != "" {
+		f, _, err := importer.Load(cassette)
 		if err != nil {
-			return nil, err
+			return s, err
 		}
 		if len(f.Interactions) != turns || f.Session == nil || len(f.Session.Commands) != turns {
-			return nil, fmt.Errorf("the cassette holds %d interactions and the session %v", len(f.Interactions), f.Session != nil)
+			return s, fmt.Errorf("the cassette holds %d interactions and the session %v", len(f.Interactions), f.Session != nil)
 		}
 	}
-	return out, nil
+	return s, nil
+}
+
+// vcrProxy is the peer: stock go-vcr v2 in ModeRecording as the transport
+// of a reverse proxy to -upstream, on loopback; it prints its URL and, on
+// SIGINT, stops (go-vcr saves its cassette then) and exits.
+func vcrProxy(args []string) error {
+	fs := flag.NewFlagSet("vcr-proxy", flag.ExitOnError)
+	cassette := fs.String("cassette", "", "the cassette file (.yaml)")
+	upstream := fs.String("upstream", "", "the API to forward to")
+	profile := fs.String("cpuprofile", "", "write a CPU profile here")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *cassette == "" || *upstream == "" {
+		return errors.New("-cassette and -upstream are required")
+	}
+	if *profile != "" {
+		f, err := os.Create(*profile)
+		if err != nil {
+			return err
+		}
+		pprof.StartCPUProfile(f)
+		defer pprof.StopCPUProfile()
+	}
+	stop := make(chan os.Signal, 1)
+	signal.Notify(stop, os.Interrupt, syscall.SIGTERM)
+	up, err := url.Parse(*upstream)
+	if err != nil {
+		return err
+	}
+	r, err := vcrrecorder.NewAsMode(strings.TrimSuffix(*cassette, ".yaml"), vcrrecorder.ModeRecording, http.DefaultTransport)
+	if err != nil {
+		return err
+	}
+	rp := &httputil.ReverseProxy{
+		Rewrite:       func(pr *httputil.ProxyRequest) { pr.SetURL(up); pr.Out.Header.Del("Accept-Encoding") },
+		Transport:     r,
+		FlushInterval: -1,
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: rp}
+	go srv.Serve(l)
+	fmt.Printf("http://%s\n", l.Addr())
+	<-stop
+	srv.Close()
+	return r.Stop()
 }

@@ -23,6 +23,7 @@ import (
 	vcr "github.com/dnaeon/go-vcr/v2/cassette"
 
 	"github.com/openmax/openmax/core/wire"
+	"github.com/openmax/openmax/internal/gettest"
 	"github.com/openmax/openmax/recorder/cassette"
 )
 
@@ -272,19 +273,7 @@ func TestRecordProxyDiskFullRefusesTheRest(t *testing.T) {
 	proxy := startServer(t, ctx, bin, "record", "--proxy", "--upstream", upstream.URL, "--cassette", cas)
 	setFileSizeLimit(t, proxy.cmd.Process.Pid, 1<<10)
 
-	get := func() (int, string) {
-		t.Helper()
-		resp, err := http.Get(proxy.URL + "/v1/x")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		body, err := io.ReadAll(resp.Body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return resp.StatusCode, string(body)
-	}
+	get := func() (int, string) { t.Helper(); return gettest.Get(t, nil, proxy.URL+"/v1/x") }
 	if code, body := get(); code != http.StatusOK || len(body) != 8<<10 {
 		t.Fatalf("the first request: %d, %d bytes", code, len(body))
 	}

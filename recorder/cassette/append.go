@@ -7,6 +7,7 @@ import (
 	"os"
 	"reflect"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -88,8 +89,63 @@ type Appender struct {
 	hidden int    // hidden sessions so far, for unique names
 	alloc  int64  // the file's size: synced blank lines past the end
 	cache  sessionCache
+	// syncer syncs the file for a goroutine other than the one saving
+	// (see Syncer); it owns closing a.f.
+	syncer *Syncer
 	// writeAt writes to the file; a test sees every write through it.
 	writeAt func(f *os.File, p []byte, off int64) (int, error)
+}
+
+// Syncer makes the saves of an Appender durable from another goroutine,
+// without holding up the goroutine that saves: a recorder appends without
+// waiting for the disk on the path a client waits on, and syncs behind it
+// (see Append). Sync is safe for concurrent use with the Appender's
+// methods; it covers every save that had returned when it started.
+type Syncer struct {
+	mu sync.Mutex
+	f  *os.File // nil once the appender let go of the file
+}
+
+// Sync makes every save the file holds durable. A file the appender has
+// since replaced or closed needs nothing more: Rewrite and Close make their
+// own file durable.
+func (s *Syncer) Sync() error {
+	if s == nil {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.f == nil {
+		return nil
+	}
+	if err := fdatasync(s.f); err != nil {
+		return fmt.Errorf("cassette: %w", err)
+	}
+	return nil
+}
+
+// Syncer is what syncs the file being appended to, from another goroutine
+// (nil before the first save).
+func (a *Appender) Syncer() *Syncer { return a.syncer }
+
+// setFile makes f the file appended to, closing the one before (after any
+// sync of it in progress).
+func (a *Appender) setFile(f *os.File) error {
+	var err error
+	if a.syncer != nil {
+		a.syncer.mu.Lock()
+		if a.syncer.f != nil {
+			err = a.syncer.f.Close()
+		}
+		a.syncer.f = nil
+		a.syncer.mu.Unlock()
+	}
+	a.f = f
+	a.syncer = nil
+	if f != nil {
+		a.syncer = &Syncer{f: f}
+	}
+	return err
 }
 
 func (a *Appender) write(p []byte, off int64) error {
@@ -118,13 +174,13 @@ func CreateAppender(path string, exclusive bool) (*Appender, error) {
 			os.Remove(path)
 			return nil, err
 		}
-		a.f = f
+		a.setFile(f) //nolint:errcheck // there was no file before
 	} else if err := a.replace(data); err != nil {
 		return nil, err
 	}
 	a.end = int64(len(headerText))
 	a.alloc = int64(len(data))
-	a.reserve() //nolint:errcheck // only a speed-up
+	a.reserve(true) //nolint:errcheck // only a speed-up
 	return a, nil
 }
 
@@ -132,7 +188,7 @@ func CreateAppender(path string, exclusive bool) (*Appender, error) {
 // already has and a sync need not commit a new size (a quarter of the
 // time). The blank lines are after "...", outside the document; Close
 // drops them.
-func (a *Appender) reserve() error {
+func (a *Appender) reserve(sync bool) error {
 	// Ahead by half the file (64 KiB to 1 MiB): the padding written
 	// stays a fraction of what was saved.
 	want := min(max(a.end/2, minAhead), maxAhead)
@@ -142,14 +198,32 @@ func (a *Appender) reserve() error {
 	}
 	n := 2 * want
 	from = max(from, a.alloc)
-	if err := a.write(bytes.Repeat([]byte{'\n'}, int(n)), from); err != nil {
-		return err
+	for off := int64(0); off < n; off += int64(len(blankLines)) {
+		if err := a.write(blankLines[:min(int64(len(blankLines)), n-off)], from+off); err != nil {
+			return err
+		}
 	}
-	if err := fdatasync(a.f); err != nil {
-		return err
+	if sync {
+		if err := fdatasync(a.f); err != nil {
+			return err
+		}
 	}
 	a.alloc = from + n
 	return nil
+}
+
+// blankLines is what reserve writes, a piece at a time.
+var blankLines = bytes.Repeat([]byte{'\n'}, 64<<10)
+
+// Reserve writes blank lines past the document's end, if fewer are there
+// than the next saves want, without syncing them: a save without
+// durability calls it before its Syncer's next Sync, which makes the
+// blank lines durable with the saves (see reserve).
+func (a *Appender) Reserve() error {
+	if a.f == nil {
+		return nil
+	}
+	return a.reserve(false)
 }
 
 // replace writes data atomically over path and reopens it.
@@ -161,10 +235,7 @@ func (a *Appender) replace(data []byte) error {
 	if err != nil {
 		return err
 	}
-	if a.f != nil {
-		a.f.Close()
-	}
-	a.f = f
+	a.setFile(f) //nolint:errcheck // the file replaced is not read again
 	return nil
 }
 
@@ -353,7 +424,12 @@ func sessionText(s *Session) ([]byte, error) {
 // PlainText is the cassette in the plain layout Marshal gives, from
 // interactions already encoded by EncodeInteraction.
 func PlainText(items [][]byte, s *Session) ([]byte, error) {
+	size := len(headerText) + len(listKey) + 32
+	for _, it := range items {
+		size += len(it)
+	}
 	var buf bytes.Buffer
+	buf.Grow(size)
 	buf.WriteString(headerText)
 	if len(items) == 0 {
 		buf.WriteString("interactions: []\n")
@@ -424,7 +500,7 @@ func (a *Appender) Append(items [][]byte, s *Session, durable bool) error {
 		a.tail = text[key:]
 	}
 	if durable {
-		a.reserve() //nolint:errcheck // only a speed-up
+		a.reserve(true) //nolint:errcheck // only a speed-up
 	}
 	return nil
 }
@@ -571,7 +647,7 @@ func (a *Appender) Rewrite(items [][]byte, s *Session) error {
 	if key >= 0 {
 		a.key, a.tail = int64(key), data[key:]
 	}
-	a.reserve() //nolint:errcheck // only a speed-up
+	a.reserve(true) //nolint:errcheck // only a speed-up
 	return nil
 }
 
@@ -599,7 +675,5 @@ func (a *Appender) Abandon() error {
 	if a.f == nil {
 		return nil
 	}
-	err := a.f.Close()
-	a.f = nil
-	return err
+	return a.setFile(nil)
 }

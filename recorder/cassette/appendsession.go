@@ -13,8 +13,40 @@ import (
 type sessionCache struct {
 	head     *Session // the session without Commands and ToolResults
 	headText []byte
-	commands []cachedItem[Command]
-	results  []cachedItem[ToolResult]
+	commands list[Command]
+	results  list[ToolResult]
+}
+
+// list is one of the session's lists, its items encoded and, one after
+// the other, indented as the working layout writes them (text; ends[i] is
+// where item i ends in it), so a save copies the indented text instead of
+// indenting every item again: what a save costs grows with the items that
+// changed, plus a copy.
+type list[T comparable] struct {
+	items []cachedItem[T]
+	text  []byte
+	ends  []int
+}
+
+// update brings l up to date with vs.
+func (l *list[T]) update(vs []T, key string) error {
+	items, first, err := encodeItems(l.items, vs, key)
+	if err != nil {
+		return err
+	}
+	l.items = items
+	keep := min(first, len(l.ends))
+	l.ends = l.ends[:keep]
+	if keep == 0 {
+		l.text = l.text[:0]
+	} else {
+		l.text = l.text[:l.ends[keep-1]]
+	}
+	for _, it := range items[keep:] {
+		l.text = indentLines(l.text, it.text, "      ")
+		l.ends = append(l.ends, len(l.text))
+	}
+	return nil
 }
 
 type cachedItem[T comparable] struct {
@@ -38,31 +70,33 @@ func (c *sessionCache) liveSession(s *Session) ([]byte, error) {
 		text = bytes.Replace(text, []byte("\ncommands: []\n"), []byte("\n"), 1)
 		c.head, c.headText = &head, text
 	}
-	var err error
-	if c.commands, err = items(c.commands, s.Commands, "commands"); err != nil {
+	if err := c.commands.update(s.Commands, "commands"); err != nil {
 		return nil, err
 	}
-	if c.results, err = items(c.results, s.ToolResults, "tool_results"); err != nil {
+	if err := c.results.update(s.ToolResults, "tool_results"); err != nil {
 		return nil, err
 	}
-	out := make([]byte, 0, keyWidth+len(c.headText)+64*len(c.commands)+64)
+	out := make([]byte, 0, keyWidth+2*len(c.headText)+len(c.commands.text)+len(c.results.text)+64)
 	out = append(out, liveKey...)
 	out = indentLines(out, c.headText, "      ")
-	out = appendList(out, "commands", c.commands, true)
-	out = appendList(out, "tool_results", c.results, false)
+	out = appendList(out, "commands", &c.commands, true)
+	out = appendList(out, "tool_results", &c.results, false)
 	return out, nil
 }
 
-// items brings the cached encodings of a list up to date with vs.
-func items[T comparable](cache []cachedItem[T], vs []T, key string) ([]cachedItem[T], error) {
-	cache = slices.Clip(cache[:min(len(cache), len(vs))])
+// encodeItems brings the cached encodings of a list up to date with vs,
+// and says the first item that changed (len(vs) when none did).
+func encodeItems[T comparable](cache []cachedItem[T], vs []T, key string) ([]cachedItem[T], int, error) {
+	first := min(len(cache), len(vs))
+	cache = slices.Clip(cache[:first])
 	for i, v := range vs {
 		if i < len(cache) && cache[i].v == v {
 			continue
 		}
+		first = min(first, i)
 		text, err := encodeYAML(map[string][]T{key: {v}})
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		_, text, _ = bytes.Cut(text, []byte("\n")) // the key line
 		if i < len(cache) {
@@ -71,21 +105,18 @@ func items[T comparable](cache []cachedItem[T], vs []T, key string) ([]cachedIte
 			cache = append(cache, cachedItem[T]{v, text})
 		}
 	}
-	return cache, nil
+	return cache, first, nil
 }
 
-func appendList[T comparable](out []byte, key string, list []cachedItem[T], always bool) []byte {
+func appendList[T comparable](out []byte, key string, l *list[T], always bool) []byte {
 	switch {
-	case len(list) == 0 && always:
+	case len(l.items) == 0 && always:
 		return append(out, "      "+key+": []\n"...)
-	case len(list) == 0:
+	case len(l.items) == 0:
 		return out
 	}
 	out = append(out, "      "+key+":\n"...)
-	for _, it := range list {
-		out = indentLines(out, it.text, "      ")
-	}
-	return out
+	return append(out, l.text...)
 }
 
 // indentLines appends text with every non-empty line indented by ind.
