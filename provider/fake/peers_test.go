@@ -2,8 +2,8 @@
 
 // The official SDKs are large (compiling them takes minutes on two cores),
 // so these tests build only with -tags sdkpeers: the test command in
-// README.md (.ci/test) runs them in its race stage, whose one build go vet
-// shares, so the SDKs are compiled once.
+// README.md runs them in a separate step without -race, which shares the
+// SDKs' build with go vet instead of compiling them twice.
 
 package fake_test
 
