@@ -59,7 +59,7 @@ action == "build-output" { printf "%s", field($0, "Output"); fflush(); next }
 action == "output" && test == "" {
 	out = field($0, "Output")
 	# The package's verdict lines; PASS and the -v test lines are noise.
-	if (out != "PASS\n" && out !~ /^=== / && out !~ /^--- PASS/) { printf "%s", out; fflush() }
+	if (out != "PASS\n" && out != "testing: warning: no tests to run\n" && out !~ /^=== / && out !~ /^--- PASS/) { printf "%s", out; fflush() }
 	next
 }
 
