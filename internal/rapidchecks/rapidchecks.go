@@ -48,11 +48,11 @@ func Pick(plain, race int) int {
 // HeavyUnderRace skips t under the race detector. It is for tests named
 // Heavy...: single-goroutine work (exhaustive enumerations, huge inputs)
 // that the race detector makes many times slower without finding anything
-// more. The test command runs them again without -race in its last step
+// more. The test command (.ci/test) runs them without -race in its first stage
 // (-run '...|Heavy').
 func HeavyUnderRace(t *testing.T) {
 	t.Helper()
 	if RaceEnabled {
-		t.Skip("costly under the race detector and single-goroutine: the test command's last step runs it without -race")
+		t.Skip("costly under the race detector and single-goroutine: the test command (.ci/test) runs it without -race")
 	}
 }
