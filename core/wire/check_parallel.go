@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -9,15 +10,17 @@ import (
 
 // The parallel stream check. Most of a line's check needs nothing from the
 // lines before it (Checker.prepare: UTF-8, the JSON split, the shape, the
-// values); only the sequencing rules do (Checker.finish). So a reader cuts
-// the input into batches of lines, workers prepare whole batches at once,
-// and the calling goroutine finishes the lines in their order and reports
-// them. The verdicts are the ones the serial check gives, line for line
-// (TestParallelStreamMatchesSerialRapid).
+// values); only the sequencing rules do (Checker.finish). So a reader reads
+// the input in blocks cut after a newline (it neither splits nor copies
+// lines: that was a sixth of the work when it did), workers split and
+// prepare whole blocks at once, and the calling goroutine finishes the
+// lines in their order and reports them. The verdicts are the ones the
+// serial check gives, line for line (TestParallelStreamMatchesSerialRapid).
 //
-// Memory stays bounded: at most cfg.batches batches are in flight, each
-// holding at most cfg.batchBytes of copied lines. A line too long to copy
-// cheaply (over cfg.copyMax) is not copied: it goes alone in a batch that
+// Memory stays bounded: at most cfg.batches blocks are in flight, each of
+// at most cfg.batchBytes and cfg.batchLines lines. A line longer than a
+// block is read by the splitter's long-line path (held in memory up to
+// cfg.inMemory, then spooled to a file): it goes alone in a batch that
 // points into the splitter's buffer, and the reader waits until that line
 // has been finished before it reads on, as the serial check does.
 
@@ -37,16 +40,13 @@ type parallelConfig struct {
 func (p parallelConfig) withDefaults() parallelConfig {
 	p.workers = max(p.workers, 1)
 	if p.batches == 0 {
-		p.batches = 3 * p.workers
+		p.batches = 2*p.workers + 1
 	}
 	if p.batchLines == 0 {
-		p.batchLines = 1024
+		p.batchLines = 4096
 	}
 	if p.batchBytes == 0 {
-		p.batchBytes = 128 << 10
-	}
-	if p.copyMax == 0 {
-		p.copyMax = 64 << 10
+		p.batchBytes = 256 << 10
 	}
 	if p.readBuf == 0 {
 		p.readBuf = streamReadBuffer
@@ -72,8 +72,9 @@ type batchLine struct {
 }
 
 type checkBatch struct {
-	buf   []byte
-	held  []byte // a long line not copied into buf (the only line then)
+	buf   []byte // whole lines, the last one's newline missing only at the end of input
+	block bool   // buf is still to be split into lines (by the worker)
+	held  []byte // a long line, not in buf (the only line then)
 	lines []batchLine
 	slab  object // the members of every line, end to end
 
@@ -87,7 +88,7 @@ func (b *checkBatch) reset() {
 		clear(b.slab[:cap(b.slab)]) // keep no long line alive
 		b.slab = nil
 	}
-	b.buf, b.held, b.lines, b.slab = b.buf[:0], nil, b.lines[:0], b.slab[:0]
+	b.buf, b.held, b.lines, b.slab, b.block = b.buf[:0], nil, b.lines[:0], b.slab[:0], false
 	b.end, b.release = nil, nil
 	b.ready = make(chan struct{})
 }
@@ -99,8 +100,33 @@ func (b *checkBatch) line(i int) []byte {
 	return b.buf[b.lines[i].start:b.lines[i].end]
 }
 
+// splitBlock cuts b.buf into lines with the splitter's rules: a trailing
+// CR is not part of a line, a last line without a newline still counts,
+// and a line longer than longest is reported by its size.
+func splitBlock(b *checkBatch, longest int64) {
+	data := b.buf
+	for start := 0; start < len(data); {
+		end, next := len(data), len(data)
+		if i := bytes.IndexByte(data[start:], '\n'); i >= 0 {
+			end, next = start+i, start+i+1
+		}
+		if end > start && data[end-1] == '\r' {
+			end--
+		}
+		if n := int64(end - start); n > longest {
+			b.lines = append(b.lines, batchLine{tooLong: n})
+		} else {
+			b.lines = append(b.lines, batchLine{start: start, end: end})
+		}
+		start = next
+	}
+}
+
 // prepareBatch prepares every line of b with w (a worker's Checker).
-func prepareBatch(w *Checker, b *checkBatch) {
+func prepareBatch(w *Checker, b *checkBatch, longest int64) {
+	if b.block {
+		splitBlock(b, longest)
+	}
 	for i := range b.lines {
 		l := &b.lines[i]
 		if l.tooLong > 0 {
@@ -135,7 +161,7 @@ func (c *Checker) streamParallel(r io.Reader, report func(Verdict), cfg parallel
 	for range cfg.workers {
 		go func(w *Checker) {
 			for b := range work {
-				prepareBatch(w, b)
+				prepareBatch(w, b, cfg.longest)
 			}
 		}(c.forWorker())
 	}
@@ -177,52 +203,73 @@ func (c *Checker) streamParallel(r io.Reader, report func(Verdict), cfg parallel
 	panic("wire: the batch reader stopped without an end") // unreachable
 }
 
-// readBatches cuts lr's lines into batches, handing each to the workers
-// (work) and, in the same order, to the finisher (order). It stops after
-// the batch that carries the end of the input, closing both.
+// readBatches reads the input in blocks that end after a newline, handing
+// each to the workers (work) and, in the same order, to the finisher
+// (order). What follows a block's last newline starts the next block. A
+// line that does not fit in a block goes through the splitter's long-line
+// path. It stops after the batch that carries the end of the input,
+// closing both channels.
 func readBatches(lr *lineSplitter, cfg parallelConfig, free <-chan *checkBatch, work, order chan<- *checkBatch) {
 	defer close(work)
 	defer close(order)
-	var b *checkBatch
-	submit := func() {
+	submit := func(b *checkBatch) {
 		order <- b
 		work <- b
-		b = nil
 	}
+	var carry []byte // the start of a line, read with the block before
 	for {
-		if b == nil {
-			b = <-free
-			b.reset()
+		b := <-free
+		b.reset()
+		if cap(b.buf) < cfg.batchBytes {
+			b.buf = make([]byte, 0, cfg.batchBytes)
 		}
-		line, size, err := lr.next()
-		switch {
-		case err == nil && len(line) > cfg.copyMax:
-			// Finish the lines before it, then this one where it lies.
-			if len(b.lines) > 0 {
-				submit()
-				b = <-free
-				b.reset()
-			}
-			b.held = line
-			b.lines = append(b.lines, batchLine{})
-			release := make(chan struct{})
-			b.release = release
-			submit()
-			<-release // the finisher is done with the splitter's buffer
-			continue
-		case err == nil:
-			start := len(b.buf)
-			b.buf = append(b.buf, line...)
-			b.lines = append(b.lines, batchLine{start: start, end: len(b.buf)})
-		case errors.Is(err, errLineTooLong):
-			b.lines = append(b.lines, batchLine{tooLong: max(size, 1)})
-		default:
-			b.end = err
-			submit()
+		b.buf = append(b.buf, carry...)
+		var err error
+		for len(b.buf) < cap(b.buf) && err == nil {
+			var n int
+			n, err = lr.br.Read(b.buf[len(b.buf):cap(b.buf)])
+			b.buf = b.buf[:len(b.buf)+n]
+		}
+		if err != nil {
+			// The end of the input (or a failed read): what was read is
+			// the last lines, the last one perhaps without its newline.
+			b.block, b.end = true, err
+			submit(b)
 			return
 		}
-		if len(b.lines) >= cfg.batchLines || len(b.buf) >= cfg.batchBytes {
-			submit()
+		cut := bytes.LastIndexByte(b.buf, '\n')
+		if cut < 0 {
+			// A line longer than a block: the splitter reads it to its end,
+			// in memory or spooled, as the serial check does.
+			carry = carry[:0]
+			line, size, lerr := lr.long(b.buf)
+			switch {
+			case errors.Is(lerr, errLineTooLong):
+				b.lines = append(b.lines, batchLine{tooLong: max(size, 1)})
+				submit(b)
+			case lerr != nil:
+				b.end = lerr
+				submit(b)
+				return
+			default:
+				b.held = line
+				b.lines = append(b.lines, batchLine{})
+				release := make(chan struct{})
+				b.release = release
+				submit(b)
+				<-release // the finisher is done with the splitter's buffer
+			}
+			continue
 		}
+		if n := bytes.Count(b.buf[:cut+1], []byte{'\n'}); n > cfg.batchLines {
+			cut = -1
+			for range cfg.batchLines {
+				cut += 1 + bytes.IndexByte(b.buf[cut+1:], '\n')
+			}
+		}
+		carry = append(carry[:0], b.buf[cut+1:]...)
+		b.buf = b.buf[:cut+1]
+		b.block = true
+		submit(b)
 	}
 }
