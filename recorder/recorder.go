@@ -104,6 +104,11 @@ type Options struct {
 	// keeps an older cassette's interactions byte for byte and appends
 	// what it records after them; see cassette.Items).
 	Keep []cassette.Item
+
+	// syncFile replaces how the saves are synced (tests hold it up or fail
+	// it); nil is (*cassette.Syncer).Sync. A field, not a package variable:
+	// every recorder's syncing goroutine reads its own.
+	syncFile func(*cassette.Syncer) error
 }
 
 // ErrExists reports that a cassette is already at the path and Overwrite
@@ -141,6 +146,7 @@ type Recorder struct {
 	kick     chan struct{} // a save to sync (see syncLoop)
 	stopSync chan struct{} // closed by Close
 	syncDone chan struct{} // closed when syncLoop returns
+	syncFile func(*cassette.Syncer) error
 
 	mu      sync.Mutex
 	entries []*entry // one slot per request, in start order
@@ -205,6 +211,10 @@ func New(opts Options) (*Recorder, error) {
 		kick:     make(chan struct{}, 1),
 		stopSync: make(chan struct{}),
 		syncDone: make(chan struct{}),
+		syncFile: opts.syncFile,
+	}
+	if r.syncFile == nil {
+		r.syncFile = (*cassette.Syncer).Sync
 	}
 	for _, k := range opts.Keep {
 		if k.Interaction == nil || len(k.Text) == 0 {
@@ -252,7 +262,7 @@ func (r *Recorder) syncLoop() {
 		app.Reserve() //nolint:errcheck // only a speed-up
 		s := app.Syncer()
 		r.saveMu.Unlock()
-		if err := syncFile(s); err != nil {
+		if err := r.syncFile(s); err != nil {
 			r.saveMu.Lock()
 			if r.app == app && r.failed == nil && !r.finished {
 				r.fail(err) //nolint:errcheck // reported by Err, Close and SetSession
@@ -261,9 +271,6 @@ func (r *Recorder) syncLoop() {
 		}
 	}
 }
-
-// syncFile is how syncLoop syncs (a test holds it up, or fails it).
-var syncFile = (*cassette.Syncer).Sync
 
 // syncSoon asks syncLoop for a sync of the saves made so far.
 func (r *Recorder) syncSoon() {

@@ -45,10 +45,18 @@ type rig struct {
 
 func newRig(t *testing.T, scrub ...*regexp.Regexp) *rig {
 	t.Helper()
+	return newRigWith(t, Options{Scrub: scrub})
+}
+
+// newRigWith is newRig with more options (its path, transport and clock
+// are the rig's).
+func newRigWith(t *testing.T, o Options) *rig {
+	t.Helper()
 	tr := &http.Transport{}
 	t.Cleanup(tr.CloseIdleConnections)
 	g := &rig{path: filepath.Join(t.TempDir(), "c.yaml"), clk: clock.NewFake(t0)}
-	rec, err := New(Options{Path: g.path, Transport: tr, Clock: g.clk, Scrub: scrub})
+	o.Path, o.Transport, o.Clock = g.path, tr, g.clk
+	rec, err := New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -831,7 +839,7 @@ func TestProxyClientDoesNotWaitForTheDisk(t *testing.T) {
 	held := make(chan struct{})
 	started := make(chan struct{}, 1)
 	failed := errors.New("the disk is gone")
-	syncFile = func(*cassette.Syncer) error {
+	syncFile := func(*cassette.Syncer) error {
 		select {
 		case started <- struct{}{}:
 		default:
@@ -839,7 +847,6 @@ func TestProxyClientDoesNotWaitForTheDisk(t *testing.T) {
 		<-held
 		return failed
 	}
-	t.Cleanup(func() { syncFile = (*cassette.Syncer).Sync })
 	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		http.NewResponseController(w).Flush() //nolint:errcheck // streamed: no Content-Length
@@ -847,7 +854,7 @@ func TestProxyClientDoesNotWaitForTheDisk(t *testing.T) {
 	}))
 	defer upstream.Close()
 	up, _ := url.Parse(upstream.URL)
-	g := newRig(t)
+	g := newRigWith(t, Options{syncFile: syncFile})
 	proxy := httptest.NewServer(NewProxy(up, g.rec))
 	defer proxy.Close()
 	client := &http.Client{Transport: &http.Transport{}}
