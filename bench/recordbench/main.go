@@ -91,12 +91,7 @@ func run(runs int, sizes, turns []int, bin, profile string) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	if bin == "" {
-		if bin, err = benchcli.BuildOpenmax(dir); err != nil {
-			return err
-		}
-	}
-	self, err := os.Executable()
+	bin, self, err := benchcli.Binaries(bin, dir)
 	if err != nil {
 		return err
 	}

@@ -101,12 +101,7 @@ func run(runs int, turns, mbs []int, cpuprofile, bin, dir string) error {
 	} else if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	if bin == "" {
-		if bin, err = benchcli.BuildOpenmax(dir); err != nil {
-			return err
-		}
-	}
-	self, err := os.Executable()
+	bin, self, err := benchcli.Binaries(bin, dir)
 	if err != nil {
 		return err
 	}

@@ -51,6 +51,19 @@ func BuildOpenmax(dir string) (string, error) {
 	return bin, nil
 }
 
+// Binaries returns the openmax binary to time (bin, or one built into dir
+// when bin is empty) and this bench's own executable, which a bench re-runs
+// as the peer's child process.
+func Binaries(bin, dir string) (openmax, self string, err error) {
+	if bin == "" {
+		if bin, err = BuildOpenmax(dir); err != nil {
+			return "", "", err
+		}
+	}
+	self, err = os.Executable()
+	return bin, self, err
+}
+
 // Ints reads a comma-separated list of positive integers ("50,100"),
 // skipping what is not one.
 func Ints(s string) []int {
