@@ -143,6 +143,17 @@ func npmInstallSkip(ci string, out []byte) string {
 // not "false" or "0".
 func isCI(ci string) bool { return ci != "" && ci != "false" && ci != "0" }
 
+// skipOutsideCI skips the test for want of something the machine lacks,
+// saying why; under CI, which installs or has it, the lack fails the test
+// instead, so CI never passes with the test silently left out.
+func skipOutsideCI(t *testing.T, why string) {
+	t.Helper()
+	if isCI(os.Getenv("CI")) {
+		t.Fatal(why + "; CI must run this test")
+	}
+	t.Skip(why + " (skipped outside CI)")
+}
+
 // needNode skips the test, naming what needs them, when node or npm is not
 // on PATH; in CI, which installs them, it fails instead.
 func needNode(t *testing.T, what string) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -99,10 +100,7 @@ func TestHookRefusalThatCannotBePersistedIsUnverified(t *testing.T) {
 	}
 	prlimit, err := exec.LookPath("prlimit")
 	if err != nil {
-		if isCI(os.Getenv("CI")) {
-			t.Fatalf("needs prlimit (util-linux) to limit the session file's size, and CI must have it: %v", err)
-		}
-		t.Skip("needs prlimit (util-linux) to limit the session file's size; skipped outside CI")
+		skipOutsideCI(t, fmt.Sprintf("needs prlimit (util-linux) to limit the session file's size: %v", err))
 	}
 	bin := buildBinary(t)
 	reason := "verify first: " + strings.Repeat("r", 64<<10)
