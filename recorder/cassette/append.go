@@ -565,8 +565,12 @@ func (a *Appender) cut(start int64, err error) error {
 // a page boundary from splitting a character. It returns the text and the
 // session key line's offset in it (-1 with no session).
 func (a *Appender) place(start int64, items [][]byte, sess []byte) ([]byte, int) {
+	size := len(listKey) + 2*sectorSize + len(sess) + len(endLine) + shiftTries
+	for _, it := range items {
+		size += len(it)
+	}
 	build := func(shift int) ([]byte, int) {
-		var b []byte
+		b := make([]byte, 0, size) // the key's padding is under a sector
 		for range shift {
 			b = append(b, '\n')
 		}

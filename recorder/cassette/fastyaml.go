@@ -307,6 +307,12 @@ func analyze(s string) (scalarInfo, bool) {
 	for i, w := 0, 0; i < n; i += w {
 		c := s[i]
 		w = 1
+		if i > 0 && plainByte[c] {
+			// Printable ASCII that is no blank, break or indicator
+			// here: the common case, in runs.
+			previousSpace, previousBreak, precededByWS = false, false, false
+			continue
+		}
 		if c >= 0x80 {
 			r, size := utf8.DecodeRuneInString(s[i:])
 			if r == utf8.RuneError && size <= 1 {
@@ -389,6 +395,15 @@ func analyze(s string) (scalarInfo, bool) {
 	}
 	return a, true
 }
+
+// plainByte marks the bytes analyze needs to look at no further past the
+// first: printable ASCII but a space, ':' and '#'.
+var plainByte = func() (t [256]bool) {
+	for c := 0x21; c <= 0x7E; c++ {
+		t[c] = c != ':' && c != '#'
+	}
+	return t
+}()
 
 // printable is yaml.v3's is_printable at s[i] (a valid UTF-8 string).
 func printable(s string, i int) bool {
