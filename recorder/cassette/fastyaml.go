@@ -353,27 +353,15 @@ func analyze(s string) (scalarInfo, bool) {
 		}
 		switch {
 		case c == ' ':
-			if i == 0 {
-				leadingSpace = true
-			}
-			if i+w == n {
-				trailingSpace = true
-			}
-			if previousBreak {
-				breakSpace = true
-			}
+			leadingSpace = leadingSpace || i == 0
+			trailingSpace = trailingSpace || i+w == n
+			breakSpace = breakSpace || previousBreak
 			previousSpace, previousBreak = true, false
 		case c == '\n' || c == '\r':
 			lineBreaks = true
-			if i == 0 {
-				leadingBreak = true
-			}
-			if i+w == n {
-				trailing = true
-			}
-			if previousSpace {
-				spaceBreak = true
-			}
+			leadingBreak = leadingBreak || i == 0
+			trailing = trailing || i+w == n
+			spaceBreak = spaceBreak || previousSpace
 			previousSpace, previousBreak = false, true
 		default:
 			previousSpace, previousBreak = false, false

@@ -71,14 +71,7 @@ func TestCrashDuringASaveLoadsTheLastCompleteSave(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var add [][]byte
-		for _, it := range st.add {
-			b, err := EncodeInteraction(it)
-			if err != nil {
-				t.Fatal(err)
-			}
-			add = append(add, b)
-		}
+		add := encodeAll(t, st.add)
 		writes = nil
 		if err := a.Append(add, st.session, false); err != nil {
 			t.Fatalf("%s: %v", st.name, err)
