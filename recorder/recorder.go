@@ -15,10 +15,10 @@
 // wait for the disk: a goroutine of the recorder syncs the file behind the
 // saves (one sync covers every save made while the one before ran), so an
 // OS crash or a power cut loses at most the saves of the last sync or so
-// (a millisecond here) and, should the disk get the byte that joins a
-// save to the document before the save's text, rarely leaves a tail that
-// does not load (see cassette.Appender.Append); Close, and SetSession, wait
-// for the disk. A save that fails (a full
+// (a millisecond here); a save it tears (part of it on the disk) is cut
+// back by Load, which reads the file as it was at its last complete save
+// (stock go-vcr may refuse such a file). Close, and SetSession, wait for
+// the disk. A save that fails (a full
 // disk) stops the recording: the file keeps the saves before, and Err,
 // Close and the proxy report ErrIncomplete from then on.
 // Interactions are written in the order their requests started, whatever
@@ -652,8 +652,8 @@ func (r *Recorder) StageSession(s *cassette.Session) {
 // after leaves it in the cassette. It does not wait for the disk (that
 // costs from a fifth of a millisecond to several, and a caller flushes
 // before every line it sends): the next interaction's save or Close, which
-// are synced, makes it durable, and an OS crash before then can lose it or,
-// rarely, leave a cassette whose tail does not load (see
+// are synced, makes it durable, and an OS crash before then can lose it
+// (Load then reads the cassette as the save before left it; see
 // cassette.Appender.Append). It costs nothing when nothing is staged.
 func (r *Recorder) FlushSession() error {
 	r.mu.Lock()
@@ -708,7 +708,9 @@ func (r *Recorder) Close() error {
 func (r *Recorder) finishFile() error {
 	close(r.stopSync)
 	<-r.syncDone
-	serr := r.save(true)
+	// Not synced here: the appender's Close syncs this file before it
+	// writes the plain one.
+	serr := r.save(false)
 	r.saveMu.Lock()
 	defer r.saveMu.Unlock()
 	if r.failed != nil {

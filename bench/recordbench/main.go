@@ -26,11 +26,14 @@
 //
 // Usage:
 //
-//	go run ./bench/recordbench [-runs 5] [-sizes 10,100,1000] [-turns 30,100,300] [-bin OPENMAX] [-profile DIR]
+//	go run ./bench/recordbench [-runs 5] [-sizes 10,100,1000] [-turns 30,100,300] [-bin OPENMAX] [-base OPENMAX] [-profile DIR]
 //	recordbench vcr-proxy -cassette FILE -upstream URL   (the peer, as a child)
 //
 // With -profile DIR each openmax child writes a CPU profile there
-// (OPENMAX_CPUPROFILE), and the go-vcr child too.
+// (OPENMAX_CPUPROFILE), and the go-vcr child too. With -base OPENMAX (a
+// build of another commit, such as main) each recording figure gets a row
+// of that binary too, interleaved in the same runs: a change is measured
+// against what it changes on the same machine at the same time.
 package main
 
 import (
@@ -72,8 +75,9 @@ func main() {
 	turns := flag.String("turns", "30,100,300", "session lengths for the time-to-first-token measurement (empty: skip it)")
 	bin := flag.String("bin", "", "the openmax binary (default: built from this tree)")
 	profile := flag.String("profile", "", "a folder for the children's CPU profiles")
+	base := flag.String("base", "", "another openmax binary (a build of main) to record with too, interleaved")
 	flag.Parse()
-	if err := run(*runs, benchcli.Ints(*sizes), benchcli.Ints(*turns), *bin, *profile); err != nil {
+	if err := run(*runs, benchcli.Ints(*sizes), benchcli.Ints(*turns), *bin, *base, *profile); err != nil {
 		fmt.Fprintln(os.Stderr, "recordbench:", err)
 		os.Exit(1)
 	}
@@ -81,11 +85,11 @@ func main() {
 
 // bench is what a run needs: the binaries and a scratch folder.
 type bench struct {
-	dir, openmax, self, profile string
-	seq                         int
+	dir, openmax, base, self, profile string
+	seq                               int
 }
 
-func run(runs int, sizes, turns []int, bin, profile string) error {
+func run(runs int, sizes, turns []int, bin, base, profile string) error {
 	dir, err := os.MkdirTemp("", "recordbench")
 	if err != nil {
 		return err
@@ -95,8 +99,11 @@ func run(runs int, sizes, turns []int, bin, profile string) error {
 	if err != nil {
 		return err
 	}
-	b := &bench{dir: dir, openmax: bin, self: self, profile: profile}
+	b := &bench{dir: dir, openmax: bin, base: base, self: self, profile: profile}
 	fmt.Printf("recordbench: %s, %d run(s) per figure, interleaved, medians\n", bin, runs)
+	if base != "" {
+		fmt.Printf("base (rows marked base): %s\n", base)
+	}
 	for _, n := range sizes {
 		if err := b.proxyBench(n, runs); err != nil {
 			return err
@@ -216,6 +223,12 @@ func (b *bench) proxyBench(n, runs int) error {
 			return startServer(b.env(), args...)
 		}},
 	}
+	const ours, peerAt = 1, 2
+	if b.base != "" {
+		configs = append(configs, config{"base: record --proxy", func(cassette, upstream string) (*child, error) {
+			return startServer(b.env(b.profEnv(fmt.Sprintf("baseproxy-%d", n))...), b.base, "record", "--proxy", "--cassette", cassette, "--upstream", upstream)
+		}})
+	}
 	scen, err := b.scenario(n)
 	if err != nil {
 		return err
@@ -232,11 +245,11 @@ func (b *bench) proxyBench(n, runs int) error {
 	}
 	fmt.Printf("\nN=%d streamed requests through a recording proxy, first request to the recorder's exit (median of %d):\n", n, runs)
 	fmt.Printf("  %-26s %10s %12s %14s %10s %12s %8s\n", "", "total ms", "ms/request", "recorder CPU", "exit ms", "× go-vcr", "limit")
-	peer := median(res[2], func(r proxyResult) float64 { return ms(r.total) })
+	peer := median(res[peerAt], func(r proxyResult) float64 { return ms(r.total) })
 	for i, c := range configs {
 		total := median(res[i], func(r proxyResult) float64 { return ms(r.total) })
 		limit := ""
-		if i == 1 {
+		if i == ours {
 			limit = "≤ 0.50"
 		}
 		fmt.Printf("  %-26s %10.1f %12.3f %11.1f ms %10.1f %12.2f %8s\n", c.name, total, total/float64(n),
@@ -338,18 +351,25 @@ func (b *bench) ttftBench(turns, runs int) error {
 	if err != nil {
 		return err
 	}
-	var plain, recorded []session
+	var plain, recorded, based []session
 	for r := range runs {
-		p, err := b.ttftOnce(scen, turns, "")
+		p, err := b.ttftOnce(b.openmax, scen, turns, "")
 		if err != nil {
 			return fmt.Errorf("unrecorded: %w", err)
 		}
 		plain = append(plain, p)
-		c, err := b.ttftOnce(scen, turns, filepath.Join(b.dir, fmt.Sprintf("ttft-%d-%d.yaml", turns, r)))
+		c, err := b.ttftOnce(b.openmax, scen, turns, filepath.Join(b.dir, fmt.Sprintf("ttft-%d-%d.yaml", turns, r)))
 		if err != nil {
 			return fmt.Errorf("recorded: %w", err)
 		}
 		recorded = append(recorded, c)
+		if b.base != "" {
+			c, err := b.ttftOnce(b.base, scen, turns, filepath.Join(b.dir, fmt.Sprintf("ttft-base-%d-%d.yaml", turns, r)))
+			if err != nil {
+				return fmt.Errorf("recorded by the base: %w", err)
+			}
+			based = append(based, c)
+		}
 	}
 	m := func(set []session, f func(session) float64) float64 { return median(set, f) }
 	p50 := func(s session) float64 { return s.pct(0.50) }
@@ -359,16 +379,25 @@ func (b *bench) ttftBench(turns, runs int) error {
 	row := func(name string, set []session) {
 		fmt.Printf("  %-6d %-10s %9.3f %9.3f %12.0f %11.1f %10.1f ms\n", turns, name, m(set, p50), m(set, p99), m(set, session.slow), m(set, tot), m(set, cpuf))
 	}
+	added := func(name string, set []session, limits string) {
+		fmt.Printf("  %-6d %-10s %9.3f %9.3f %12s %10.2f× %10.2f×   %s\n", turns, name, m(set, p50)-m(plain, p50),
+			m(set, p99)-m(plain, p99), "", m(set, tot)/m(plain, tot), m(set, cpuf)/m(plain, cpuf), limits)
+	}
 	row("--stdio", plain)
 	row("record", recorded)
-	fmt.Printf("  %-6d %-10s %9.3f %9.3f %12s %10.2f× %13s   limits: p99 +1 ms, session 1.2×\n", turns, "added", m(recorded, p50)-m(plain, p50),
-		m(recorded, p99)-m(plain, p99), "", m(recorded, tot)/m(plain, tot), "")
+	if b.base != "" {
+		row("base rec", based)
+	}
+	added("added", recorded, "limits: p99 +1 ms, session 1.2×")
+	if b.base != "" {
+		added("base added", based, "")
+	}
 	return nil
 }
 
 // ttftOnce runs one session of turns commands through the binary; cassette
 // "" runs it unrecorded (--stdio).
-func (b *bench) ttftOnce(scen string, turns int, cassette string) (session, error) {
+func (b *bench) ttftOnce(bin, scen string, turns int, cassette string) (session, error) {
 	fake, err := startServer(b.env(), b.openmax, "fake-provider", "--scenario", scen)
 	if err != nil {
 		return session{}, err
@@ -390,8 +419,12 @@ func (b *bench) ttftOnce(scen string, turns int, cassette string) (session, erro
 		argv = append([]string{b.openmax, "--stdio"}, flags...)
 		env = b.env(b.profEnv(fmt.Sprintf("stdio-%d", turns))...)
 	} else {
-		argv = append([]string{b.openmax, "record", "--cassette", cassette}, flags...)
-		env = b.env(b.profEnv(fmt.Sprintf("record-%d", turns))...)
+		name := "record"
+		if bin != b.openmax {
+			name = "baserecord"
+		}
+		argv = append([]string{bin, "record", "--cassette", cassette}, flags...)
+		env = b.env(b.profEnv(fmt.Sprintf("%s-%d", name, turns))...)
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env, cmd.Dir = env, project

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"sync"
@@ -36,16 +37,21 @@ import (
 // scalar ("x0000002a: |"), so its lines become the text of a field that
 // both readers ignore (of the last interaction, or of the top-level map
 // before the first one). Its lines are written indented by six for that.
-// When the old key line and the "..." line are on one page, the two flips
-// are one write, which a kill cannot split; otherwise the key is hidden
-// first and the "..." flipped next, so a kill between them (microseconds)
-// leaves a cassette with every interaction and no top-level session (the
-// session's text still in the file) rather than an unreadable one.
+// A key line never crosses a 512-byte boundary, so the write that hides it
+// lands on the disk whole (a disk writes a sector whole), and on a page
+// (a kill cannot split it). When the old key line and the "..." line are
+// in one sector, the two flips are one write, which neither a kill nor a
+// crash can split; otherwise the key is hidden first and the "..." flipped
+// next. A kill between the two (microseconds) leaves the session hidden
+// with the document ending after it, which Load reads with that session
+// shown again (see recoverSaves); an OS crash can also leave the second on
+// the disk without the first (two sessions, which stock go-vcr's reader
+// takes and openmax's cuts back to the save before).
 //
-// Text is placed so that no kernel page boundary splits a key line, nor
-// (when some shift of up to 63 blank lines allows it) a UTF-8 character:
-// both readers refuse a file with a broken character anywhere, even after
-// the end of the document, and a write killed midway stops at a page.
+// Text is placed so that no kernel page boundary splits a UTF-8 character
+// (when some shift of up to 63 blank lines allows it): both readers refuse
+// a file with a broken character anywhere, even after the end of the
+// document, and a write killed midway stops at a page.
 //
 // Close rewrites the file atomically in the plain layout Marshal gives, so
 // a finished recording is byte-for-byte what it always was.
@@ -56,6 +62,7 @@ const (
 	endLine    = "...\n"
 	keyWidth   = 24 // the live session's key line, newline included
 	pageSize   = 4096
+	sectorSize = 512 // what a disk writes whole
 	filePerm   = 0o600
 	// shiftTries is how many placements (leading blank lines) a save tries
 	// for text that has characters of several bytes.
@@ -242,6 +249,15 @@ func (a *Appender) replace(data []byte) error {
 // EncodeInteraction is the text of one interaction as an item of the
 // cassette's interaction list, exactly as Marshal writes it there.
 func EncodeInteraction(it *Interaction) ([]byte, error) {
+	if b, ok := appendInteraction(make([]byte, 0, encodedSize(it)), it); ok {
+		return b, nil
+	}
+	return encodeInteractionYAML(it)
+}
+
+// encodeInteractionYAML is EncodeInteraction through yaml.v3, for what
+// appendInteraction leaves to it.
+func encodeInteractionYAML(it *Interaction) ([]byte, error) {
 	b, err := encodeYAML(struct {
 		I []*Interaction `yaml:"interactions"`
 	}{[]*Interaction{it}})
@@ -249,6 +265,30 @@ func EncodeInteraction(it *Interaction) ([]byte, error) {
 		return nil, err
 	}
 	return bytes.TrimPrefix(b, []byte(listKey)), nil
+}
+
+// encodedSize is about the size of an interaction's text, to allocate it
+// once.
+func encodedSize(it *Interaction) int {
+	n := 512 + len(it.Request.Body) + len(it.Response.Body) + len(it.Request.URL)
+	for k, vs := range it.Request.Headers {
+		n += len(k) + 16
+		for _, v := range vs {
+			n += len(v) + 16
+		}
+	}
+	for k, vs := range it.Response.Headers {
+		n += len(k) + 16
+		for _, v := range vs {
+			n += len(v) + 16
+		}
+	}
+	if it.Stream != nil {
+		for _, c := range it.Stream.Chunks {
+			n += len(c.Data) + 48
+		}
+	}
+	return n + n/8
 }
 
 // EncodeYAML encodes v (a cassette, or any value made of structs, maps,
@@ -424,7 +464,14 @@ func sessionText(s *Session) ([]byte, error) {
 // PlainText is the cassette in the plain layout Marshal gives, from
 // interactions already encoded by EncodeInteraction.
 func PlainText(items [][]byte, s *Session) ([]byte, error) {
-	size := len(headerText) + len(listKey) + 32
+	var sess []byte
+	if s != nil {
+		var err error
+		if sess, err = sessionText(s); err != nil {
+			return nil, err
+		}
+	}
+	size := len(headerText) + len(listKey) + 32 + len(sess)
 	for _, it := range items {
 		size += len(it)
 	}
@@ -439,12 +486,8 @@ func PlainText(items [][]byte, s *Session) ([]byte, error) {
 			buf.Write(it)
 		}
 	}
-	if s != nil {
-		text, err := sessionText(s)
-		if err != nil {
-			return nil, err
-		}
-		buf.Write(text)
+	if sess != nil {
+		buf.Write(sess)
 	}
 	return buf.Bytes(), nil
 }
@@ -458,9 +501,9 @@ func PlainText(items [][]byte, s *Session) ([]byte, error) {
 // power cut leaves this save or the one before, whole. Without, nothing
 // waits for the disk (a sync costs from a fifth of a millisecond to
 // several on a busy disk); the next durable save, or Close, syncs it, and
-// until then an OS crash can lose it, and, should the disk get the one
-// byte that joins the new text to the document before the text itself,
-// leave a file whose tail does not load.
+// until then an OS crash can lose it or tear it (the disk holding part of
+// what it wrote), which Load reads as the save before (see recoverSaves;
+// stock go-vcr may refuse a torn file).
 func (a *Appender) Append(items [][]byte, s *Session, durable bool) error {
 	if a.f == nil {
 		return errors.New("cassette: nothing written yet to append to (Rewrite first)")
@@ -522,8 +565,12 @@ func (a *Appender) cut(start int64, err error) error {
 // a page boundary from splitting a character. It returns the text and the
 // session key line's offset in it (-1 with no session).
 func (a *Appender) place(start int64, items [][]byte, sess []byte) ([]byte, int) {
+	size := len(listKey) + 2*sectorSize + len(sess) + len(endLine) + shiftTries
+	for _, it := range items {
+		size += len(it)
+	}
 	build := func(shift int) ([]byte, int) {
-		var b []byte
+		b := make([]byte, 0, size) // the key's padding is under a sector
 		for range shift {
 			b = append(b, '\n')
 		}
@@ -554,15 +601,16 @@ func (a *Appender) place(start int64, items [][]byte, sess []byte) ([]byte, int)
 }
 
 // alignKey pads b (to be written at file offset start) so that a key line
-// written next does not cross a page boundary: it is rewritten in place,
-// and a write within a page is one step a kill cannot split. The padding
-// is a comment line and then blank lines: the comment ends a block scalar
-// that keeps its trailing newlines ("|+") before the blank lines could
-// become part of it.
+// written next does not cross a sector boundary (nor so a page boundary):
+// it is rewritten in place, and a write within a sector reaches the disk
+// whole, and is one step a kill cannot split. The padding is a comment
+// line and then blank lines: the comment ends a block scalar that keeps
+// its trailing newlines ("|+") before the blank lines could become part of
+// it.
 func alignKey(b []byte, start int64) []byte {
 	crosses := func() bool {
 		off := start + int64(len(b))
-		return off/pageSize != (off+keyWidth-1)/pageSize
+		return off/sectorSize != (off+keyWidth-1)/sectorSize
 	}
 	if !crosses() {
 		return b
@@ -597,8 +645,9 @@ func (a *Appender) flip() error {
 		indent = "    " // a field of the last interaction
 	}
 	hide := padLine(fmt.Sprintf("%sx%08x: |", indent, a.hidden))
-	if a.key/pageSize == a.end/pageSize {
-		// One page: one write, which a kill cannot split.
+	if a.key/sectorSize == a.end/sectorSize {
+		// One sector: one write, which neither a kill nor a crash can
+		// split.
 		b := bytes.Clone(a.tail)
 		copy(b, hide)
 		b[len(b)-len(endLine)] = '#'
@@ -658,16 +707,50 @@ func NewAppender(path string) *Appender { return &Appender{path: path, key: -1} 
 // Close writes the finished cassette atomically in the plain layout
 // (exactly what Marshal gives for these interactions and session) and
 // closes the file. The appender cannot be used after.
+//
+// When the file being replaced is the one this appender wrote, Close
+// makes that file durable (nothing to do when its saves were synced
+// already) and then the new one, but not the rename: an OS crash after
+// Close leaves either cassette, each holding everything, the working
+// layout or the plain one. A directory sync would cost as much again, on
+// the path of every recording's exit. Replacing a file it did not write
+// (another recording), it syncs the directory too.
 func (a *Appender) Close(items [][]byte, s *Session) error {
 	data, err := PlainText(items, s)
 	if err == nil {
-		err = atomicfile.Write(a.path, data, filePerm)
+		if a.f == nil {
+			err = atomicfile.Write(a.path, data, filePerm)
+		} else if err = fdatasync(a.f); err == nil {
+			err = a.replaceOwn(data)
+		}
 	}
 	err = errors.Join(err, a.Abandon())
 	if err != nil {
 		return fmt.Errorf("cassette: %w", err)
 	}
 	return nil
+}
+
+// replaceOwn puts data at the path, durably, in place of the file this
+// appender wrote (durable itself): a new file synced and renamed over it.
+func (a *Appender) replaceOwn(data []byte) error {
+	dir, base := filepath.Split(a.path)
+	if dir == "" {
+		dir = "."
+	}
+	tmp, err := os.CreateTemp(dir, "."+base+".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name()) // a no-op once renamed
+	cherr := tmp.Chmod(filePerm)
+	_, werr := tmp.Write(data)
+	serr := fdatasync(tmp)
+	cerr := tmp.Close()
+	if err := errors.Join(cherr, werr, serr, cerr); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), a.path)
 }
 
 // Abandon closes the file as it stands (every completed save is in it).

@@ -41,6 +41,20 @@ func testInteraction(i int, body string) *Interaction {
 	}
 }
 
+// encodeAll is the interactions' texts (EncodeInteraction).
+func encodeAll(t *testing.T, its []*Interaction) [][]byte {
+	t.Helper()
+	var out [][]byte
+	for _, it := range its {
+		b, err := EncodeInteraction(it)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
 func testSession(commands int, output string) *Session {
 	s := &Session{SessionID: "s-append", Seed: 42, Tools: []Tool{{Name: "read_file", Schema: `{"type":"object"}`}}}
 	for i := range commands {
@@ -160,14 +174,7 @@ func TestHeavyAppendEveryKillLeavesALoadableCassette(t *testing.T) {
 		}
 		want = append(append([]*Interaction(nil), saved...), st.add...)
 		after = st.session
-		var add [][]byte
-		for _, it := range st.add {
-			b, err := EncodeInteraction(it)
-			if err != nil {
-				t.Fatal(err)
-			}
-			add = append(add, b)
-		}
+		add := encodeAll(t, st.add)
 		items = append(items, add...)
 		if st.rewrite {
 			a.writeAt = nil // an atomic rename: the old file or the new

@@ -260,8 +260,10 @@ var ErrAlias = errors.New("a YAML alias")
 
 // Load reads a cassette file. It decodes the file as it reads it, with a
 // reader for the YAML the recorder writes (see fastRead), and reads
-// anything else whole with yaml.v3. Commands, which take other tools'
-// recordings too, read through ReadAny instead.
+// anything else whole with yaml.v3. A recording an OS crash tore (its
+// last save half on the disk) is read as it was at its last complete
+// save. Commands, which take other tools' recordings too, read through
+// ReadAny instead.
 func Load(path string) (*File, error) {
 	src, err := openSource(path)
 	if err != nil {
@@ -274,7 +276,7 @@ func Load(path string) (*File, error) {
 		if data, err = src.whole(); errors.Is(err, ErrTooLarge) {
 			err = fmt.Errorf("%w (it is not in the layout openmax writes, which may be up to %d MiB)", err, MaxFileSize>>20)
 		} else if err == nil {
-			f, err = parseYAML(data)
+			f, err = parseWhole(data)
 		}
 	}
 	if err == nil {
@@ -284,6 +286,17 @@ func Load(path string) (*File, error) {
 		return nil, named(path, err)
 	}
 	return f, nil
+}
+
+// parseWhole decodes data with yaml.v3 and checks it; a recording whose
+// last save an OS crash tore is read as it was at its last complete save
+// (see recoverSaves).
+func parseWhole(data []byte) (*File, error) {
+	f, err := parseYAML(data)
+	if err == nil {
+		err = f.check()
+	}
+	return recoverSaves(data, f, err)
 }
 
 // Foreign is a recording ReadAny found not to be an openmax cassette,
@@ -350,6 +363,9 @@ func ReadAny(path string, foreign func(head []byte) bool) (f *File, other *Forei
 	}
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
+		if f, rerr := recoverSaves(data, nil, err); rerr == nil {
+			return f, nil, nil // a recording torn by a crash
+		}
 		return nil, &Foreign{Data: data, DocErr: err}, nil
 	}
 	if !nativeDoc(&root) {
@@ -358,7 +374,7 @@ func ReadAny(path string, foreign func(head []byte) bool) (f *File, other *Forei
 	if f, err = decodeDoc(&root); err == nil {
 		err = f.check()
 	}
-	if err != nil {
+	if f, err = recoverSaves(data, f, err); err != nil {
 		return nil, nil, named(path, err)
 	}
 	return f, nil, nil
@@ -545,11 +561,13 @@ func readAll(r io.Reader, path string) ([]byte, error) {
 // aliases (the recorder never writes one, and an alias of a large value,
 // repeated, multiplies the decoded size without bound: ErrAlias), its
 // chunks must add up to its body, and its time offsets must be between 0
-// and MaxOffset, the chunks' in arrival order (see CheckTiming).
+// and MaxOffset, the chunks' in arrival order (see CheckTiming). A
+// recording an OS crash tore is read as it was at its last complete save
+// (see recoverSaves), as Load and ReadAny read it.
 func Parse(data []byte) (*File, error) {
 	f, err := fastRead(bytes.NewReader(data))
 	if errors.Is(err, errUnsupported) {
-		f, err = parseYAML(data)
+		f, err = parseWhole(data)
 	}
 	if err == nil {
 		err = f.check()
