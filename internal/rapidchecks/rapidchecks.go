@@ -8,6 +8,7 @@ import (
 	"flag"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -49,9 +50,14 @@ func Pick(plain, race int) int {
 // Heavy...: single-goroutine work (exhaustive enumerations, huge inputs)
 // that the race detector makes many times slower without finding anything
 // more. The test command (.ci/test) runs them without -race in its first stage
-// (-run '...|Heavy').
+// (-run '...|Heavy'), so a test that calls it must have Heavy in its
+// name (it fails otherwise: it would run nowhere) and its package must be in
+// that stage's list.
 func HeavyUnderRace(t *testing.T) {
 	t.Helper()
+	if !strings.Contains(t.Name(), "Heavy") {
+		t.Fatalf("%s calls HeavyUnderRace but lacks Heavy in its name: the test command runs it only under -race, where it is skipped", t.Name())
+	}
 	if RaceEnabled {
 		t.Skip("costly under the race detector and single-goroutine: the test command (.ci/test) runs it without -race")
 	}

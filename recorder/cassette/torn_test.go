@@ -20,7 +20,7 @@ type write struct {
 	p   []byte
 }
 
-// TestCrashDuringASaveLoadsTheLastCompleteSave saves a cassette step by
+// TestHeavyCrashDuringASaveLoadsTheLastCompleteSave saves a cassette step by
 // step, without syncing (the way a recorder saves), and at every save
 // checks each state an OS crash or a power cut could leave on the disk:
 // the save's text there up to any 512-byte sector boundary, and each of
@@ -32,7 +32,7 @@ type write struct {
 // after it, session included: a torn save is cut back to the one before
 // and never loses an interaction or session a complete save held. The
 // states without a torn save load in stock go-vcr too.
-func TestCrashDuringASaveLoadsTheLastCompleteSave(t *testing.T) {
+func TestHeavyCrashDuringASaveLoadsTheLastCompleteSave(t *testing.T) {
 	rapidchecks.HeavyUnderRace(t)
 	defer func(n int64) { minAhead = n }(minAhead)
 	minAhead = 2 * pageSize
