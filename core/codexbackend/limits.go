@@ -113,7 +113,7 @@ func (r *turnRun) overReply(v any, size int) bool {
 	}
 	r.replyBytes += int64(size)
 	max := r.b.cfg.MaxReplyBytes
-	return max > 0 && r.replyBytes > max || r.text.Len()+size > maxReplyText
+	return max > 0 && r.replyBytes > max || r.textLen()+size > maxReplyText
 }
 
 // capped ends a turn whose reply passed the reply-size cap, as any
@@ -125,4 +125,12 @@ func (r *turnRun) capped() string {
 	}
 	err := &provider.LimitError{Limit: "max reply bytes", Detail: detail}
 	return r.cut(err.Error() + "; the turn was interrupted")
+}
+
+// textLen is the length of the open run's text, 0 when none is open.
+func (r *turnRun) textLen() int {
+	if r.text == nil {
+		return 0
+	}
+	return r.text.Len()
 }
