@@ -18,14 +18,11 @@ import (
 // skipped and counted as an unusable line.
 const maxLine = 8 << 20
 
-// clientQueueBytes bounds the params of the events the client has read
-// and not yet routed, and turnQueueBytes those routed to a turn and not
-// yet handled by it: past them the routing waits and the client stops
-// reading from the app-server, whose writes then wait.
-const (
-	clientQueueBytes = 1 << 20
-	turnQueueBytes   = 1 << 20
-)
+// turnQueueBytes bounds the params of the events routed to a turn (by
+// the client's reader, codex.Options.OnEvent) and not yet handled by it:
+// past it the reader waits, so the client stops reading from the
+// app-server, whose writes then wait.
+const turnQueueBytes = 1 << 20
 
 // maxReplyText is the most text of one codex reply openmax holds (to
 // close it with message_done and keep it in the session): eight times

@@ -109,6 +109,7 @@ type conn struct {
 	onBadLine  func(line []byte, err error)
 	onRequest  serverRequestFunc
 	observe    func(Event)     // sees each event on the reader goroutine, before it is queued
+	deliver    func(Event)     // takes each event on the reader goroutine in place of the queue (Options.OnEvent)
 	inBand     map[string]bool // server requests delivered on Events, in order
 	maxLine    int
 	maxQueued  int
@@ -150,7 +151,7 @@ type conn struct {
 func newConn(r io.Reader, w io.Writer, o connOptions) *conn {
 	ctx, stop := context.WithCancel(context.Background())
 	c := &conn{
-		w: w, transcript: o.transcript, onBadLine: o.onBadLine, onRequest: o.onRequest, observe: o.observe, inBand: o.inBand,
+		w: w, transcript: o.transcript, onBadLine: o.onBadLine, onRequest: o.onRequest, observe: o.observe, deliver: o.deliver, inBand: o.inBand,
 		maxLine: o.maxLine, maxQueued: o.maxQueued, maxBytes: o.maxBytes, onFull: o.onFull,
 		room:    make(chan struct{}, 1),
 		pending: map[int64]chan *jsonrpc.Response{},
@@ -163,7 +164,9 @@ func newConn(r io.Reader, w io.Writer, o connOptions) *conn {
 		outWake: make(chan struct{}, 1), stopW: make(chan struct{}), writerEnd: make(chan struct{}),
 	}
 	go c.read(r)
-	go c.pump()
+	if c.deliver == nil {
+		go c.pump()
+	}
 	go c.write()
 	return c
 }
@@ -180,6 +183,7 @@ type connOptions struct {
 	onBadLine  func(line []byte, err error)
 	onRequest  serverRequestFunc
 	observe    func(Event)
+	deliver    func(Event)
 	inBand     map[string]bool
 	maxLine    int
 	maxQueued  int
@@ -377,6 +381,9 @@ func (c *conn) notify(method string, params any) error {
 // ends, then fails what is still waiting.
 func (c *conn) read(r io.Reader) {
 	defer close(c.readEnd)
+	if c.deliver != nil {
+		defer close(c.events) // after end: the last event was delivered
+	}
 	lr := jsonrpc.NewReader(r, c.maxLine)
 	var err error
 	for {
@@ -520,11 +527,16 @@ func emittedAt(line []byte) (int64, error) {
 	return *m.EmittedAtMs, nil
 }
 
-// enqueue queues ev for the pump, on the reader goroutine. At the queue's
+// enqueue queues ev for the pump, on the reader goroutine, or hands it to
+// the consumer's deliver there (Options.OnEvent). At the queue's
 // bounds it waits for the pump to take an event (one event alone always
 // fits): the reader stops reading, so the server's writes wait. The event
 // is dropped once nobody will take it.
 func (c *conn) enqueue(ev Event) {
+	if c.deliver != nil {
+		c.deliver(ev)
+		return
+	}
 	size := len(ev.Params)
 	c.mu.Lock()
 	for len(c.queue) > 0 && (len(c.queue) >= c.maxQueued || c.queued+size > c.maxBytes) {
