@@ -179,9 +179,9 @@ func perTurn(codex, openmax, before, scratch string, sizes []int, turns, rounds 
 		names = append(names, "-before openmax")
 	}
 	type row struct {
-		size        int
-		peers       []peerTimes // bins..., then codex
-		relay       []relayTimes // bins..., through the relay
+		size  int
+		peers []peerTimes  // bins..., then codex
+		relay []relayTimes // bins..., through the relay
 	}
 	var rows []row
 	for _, size := range sizes {
@@ -267,7 +267,7 @@ func perTurn(codex, openmax, before, scratch string, sizes []int, turns, rounds 
 		fmt.Printf("== openmax's own share of turns 2-%d (-relay: codex behind a relay that notes turn/start, the first delta and turn/completed; %d sessions a size, the binaries' turns interleaved)\n", turns, rounds)
 		fmt.Printf("   parts: start = user -> turn/start, token = first delta -> token, done = completed -> done; cpu = openmax's CPU time a turn (its threads only)\n")
 		if len(bins) > 1 {
-			fmt.Printf("   vs -before: the median of the paired differences (the same turn of the same round)\n")
+			fmt.Printf("   vs -before (on the -before rows): -openmax less -before, the median of the paired differences (the same turn of the same round)\n")
 		}
 		fmt.Printf("   %-7s %-26s %-24s %-24s %-10s %s\n", "chunks", "peer", "what", "median (min..max) ms", "vs -before", "limit")
 		for _, r := range rows {
