@@ -63,6 +63,9 @@ type Event struct {
 	// respond answers a server request delivered as an event (see
 	// Options.ToolCallsAsEvents); nil for a notification.
 	respond func(result any, rpcErr *RPCError) error
+	// delta is the params of an agentMessage delta decoded as the line
+	// was read (fastdelta.go); nil for other events.
+	delta *AgentMessageDeltaNotification
 }
 
 // IsRequest reports whether the event is a server request the consumer
@@ -82,6 +85,10 @@ func (e Event) Respond(result any, rpcErr *RPCError) error {
 // type of its method (for example *TurnCompletedNotification for
 // turn/completed). An unknown method is an error.
 func (e Event) Decode() (any, error) {
+	if e.delta != nil && e.Method == MethodItemAgentMessageDelta {
+		p := *e.delta
+		return &p, nil
+	}
 	mk, ok := notificationParams[e.Method]
 	if !ok {
 		return nil, fmt.Errorf("codex: unknown notification %q", e.Method)
@@ -435,6 +442,19 @@ func (c *conn) bad(line []byte, err error) {
 
 // route handles one line read from the server.
 func (c *conn) route(line []byte) {
+	if ev, ok := deltaLine(line); ok {
+		if c.observe != nil {
+			c.observe(ev)
+		}
+		c.enqueue(ev)
+		return
+	}
+	c.routeDecoded(line)
+}
+
+// routeDecoded handles one line read from the server, decoded by
+// encoding/json: every line deltaLine does not read.
+func (c *conn) routeDecoded(line []byte) {
 	msg, err := jsonrpc.Bare.Decode(line)
 	if err != nil {
 		c.bad(line, decodeError(err))
