@@ -1,12 +1,9 @@
 package codexbackend_test
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 	"sync"
@@ -26,50 +23,26 @@ import (
 // the turn, each followed by nothing (the turn's end is in the script).
 func scriptedServer(script []string) func(ctx context.Context, o codex.Options) (*codex.Client, error) {
 	return func(ctx context.Context, o codex.Options) (*codex.Client, error) {
-		sr, cw := io.Pipe()
-		cr, sw := io.Pipe()
-		go func() {
-			defer sw.Close()
-			in := bufio.NewReader(sr)
-			for {
-				line, err := in.ReadBytes('\n')
-				if err != nil {
-					return
-				}
-				var m struct {
-					ID     json.RawMessage `json:"id"`
-					Method string          `json:"method"`
-					Params struct {
-						ThreadID string `json:"threadId"`
-					} `json:"params"`
-				}
-				if json.Unmarshal(line, &m) != nil || len(m.ID) == 0 {
-					continue
-				}
-				id := string(m.ID)
-				var out []string
-				switch m.Method {
-				case codex.MethodInitialize:
-					out = []string{`{"id":` + id + `,"result":{"userAgent":"x","codexHome":"/","platformFamily":"unix","platformOs":"linux"}}`}
-				case codex.MethodTurnStart:
-					out = []string{`{"id":` + id + `,"result":{"turn":{"id":"u1","status":"inProgress","items":[]}}}`,
-						`{"method":"turn/started","params":{"threadId":"TH","turn":{"id":"TU","status":"inProgress","items":[]}}}`}
-					out = append(out, script...)
-				case codex.MethodTurnInterrupt:
-					out = []string{`{"id":` + id + `,"result":{}}`,
-						`{"method":"turn/completed","params":{"threadId":"TH","turn":{"id":"TU","status":"interrupted","items":[]}}}`}
-				default: // thread/start
-					out = []string{`{"id":` + id + `,"result":{"thread":{"id":"th1"}}}`}
-				}
-				for _, l := range out {
-					l = strings.NewReplacer("TH", "th1", "TU", "u1").Replace(l)
-					if _, err := io.WriteString(sw, l+"\n"); err != nil {
-						return
-					}
-				}
+		ids := strings.NewReplacer("TH", "th1", "TU", "u1")
+		return pipeServer(ctx, o, nil, func(m clientLine, write func(string)) {
+			id := string(m.ID)
+			var out []string
+			switch m.Method {
+			case codex.MethodInitialize:
+				out = []string{`{"id":` + id + `,"result":{"userAgent":"x","codexHome":"/","platformFamily":"unix","platformOs":"linux"}}`}
+			case codex.MethodTurnStart:
+				out = append([]string{`{"id":` + id + `,"result":{"turn":{"id":"u1","status":"inProgress","items":[]}}}`,
+					`{"method":"turn/started","params":{"threadId":"TH","turn":{"id":"TU","status":"inProgress","items":[]}}}`}, script...)
+			case codex.MethodTurnInterrupt:
+				out = []string{`{"id":` + id + `,"result":{}}`,
+					`{"method":"turn/completed","params":{"threadId":"TH","turn":{"id":"TU","status":"interrupted","items":[]}}}`}
+			default: // thread/start
+				out = []string{`{"id":` + id + `,"result":{"thread":{"id":"th1"}}}`}
 			}
-		}()
-		return codex.Connect(ctx, cr, cw, o)
+			for _, l := range out {
+				write(ids.Replace(l))
+			}
+		})
 	}
 }
 
