@@ -89,6 +89,8 @@ func TestReplyIsOnDiskBeforeMessageDone(t *testing.T) {
 			stop: "completed", want: []string{"token a", "token \n\n", "token b", "saved a\n\nb", "message_done a\n\nb"}},
 		{name: "a message after a completed one", script: []string{delta("m1", "a"), messageCompleted("m1", "a"), delta("m2", "b"), messageCompleted("m2", "b"), completedLine},
 			stop: "completed", want: []string{"token a", "saved a", "message_done a", "token b", "saved b", "message_done b"}},
+		{name: "text of a message after it completed", script: []string{delta("m1", "a"), messageCompleted("m1", "a"), delta("m1", "b"), completedLine},
+			stop: "completed", want: []string{"token a", "saved a", "message_done a", "token b", "saved b", "message_done b"}},
 		{name: "a tool closes the run", script: []string{delta("m1", "a"), commandLine, completedLine},
 			stop: "completed", want: []string{"token a", "saved a", "message_done a", "tool_start", "tool_end"}},
 		{name: "failed mid-message", script: []string{delta("m1", "a"), failedLine},

@@ -285,17 +285,16 @@ func (r *turnRun) token(itemID, delta string) {
 	if delta == "" {
 		return
 	}
-	if r.text != nil && r.lastItem != itemID {
-		if r.text.Saved() {
-			// The run was saved when its message completed: it closes
-			// here, and this message starts a run of its own.
-			r.closeRun()
-			r.joinNext = true
-		} else {
-			// Another agent message in the same run: keep them apart.
-			r.text.Add("\n\n")
-			r.h.Emit(wire.Token{Text: "\n\n"})
-		}
+	switch {
+	case r.text != nil && r.text.Saved():
+		// The run was saved when its message completed: it closes here,
+		// and this text starts a run of its own.
+		r.closeRun()
+		r.joinNext = true
+	case r.text != nil && r.lastItem != itemID:
+		// Another agent message in the same run: keep them apart.
+		r.text.Add("\n\n")
+		r.h.Emit(wire.Token{Text: "\n\n"})
 	}
 	if r.text == nil {
 		r.text = r.h.NewReply()
