@@ -24,7 +24,7 @@
 // in provider/codex.
 //
 // Usage: go run ./bench/codexlatency [-n 20] [-interrupts 10] [-codex PATH] [-openmax PATH]
-// [-only startup|turns] [-turns 10] [-rounds 5] [-chunks 10,100,1000] [-before PATH] [-relay]
+// [-only startup|turns|relay] [-turns 10] [-rounds 5] [-chunks 10,100,1000] [-before PATH] [-relay]
 //
 // Without a codex binary (-codex, $CODEX, codex on PATH, or the npm install
 // under ${XDG_CACHE_HOME:-~/.cache}/openmax-npm) it says so and exits 0.
@@ -65,7 +65,7 @@ func main() {
 	chunksFlag := flag.String("chunks", "10,100,1000", "reply sizes (text chunks a reply) of the per-turn part, comma-separated")
 	before := flag.String("before", "", "another openmax binary to time beside -openmax in the per-turn part (a before/after comparison in one interleaved run)")
 	relay := flag.Bool("relay", false, "also time openmax's own share of each turn, codex behind a relay (relay.go)")
-	only := flag.String("only", "", "run only one part: startup (exec and interrupts) or turns (per-turn latency of --provider codex)")
+	only := flag.String("only", "", "run only one part: startup (exec and interrupts), turns (per-turn latency of --provider codex), or relay (openmax's own share alone, -relay without the direct comparison)")
 	flag.Parse()
 	var sizes []int
 	for _, f := range strings.Split(*chunksFlag, ",") {
@@ -147,8 +147,8 @@ func run(codex, openmax string, n, interrupts int, keep bool, only, before strin
 	}
 	version, _ := exec.Command(codex, "--version").Output()
 	fmt.Printf("== codex %s (%s), %s/%s, %d CPUs\n", strings.TrimSpace(string(version)), codex, runtime.GOOS, runtime.GOARCH, runtime.NumCPU())
-	if only == "turns" {
-		return perTurn(codex, openmax, before, scratch, sizes, turns, rounds, relay)
+	if only == "turns" || only == "relay" {
+		return perTurn(codex, openmax, before, scratch, sizes, turns, rounds, relay || only == "relay", only == "relay")
 	}
 
 	dirs := map[string]string{}
@@ -240,7 +240,7 @@ func run(codex, openmax string, n, interrupts int, keep bool, only, before strin
 	if only == "startup" {
 		return nil
 	}
-	return perTurn(codex, openmax, before, scratch, sizes, turns, rounds, relay)
+	return perTurn(codex, openmax, before, scratch, sizes, turns, rounds, relay, false)
 }
 
 // openmaxArgv is the openmax start-up timed beside codex's.

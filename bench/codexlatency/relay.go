@@ -149,50 +149,125 @@ func (l *relayLog) next() (map[string]time.Time, error) {
 	return notes, nil
 }
 
-// relayShares runs rounds sessions of openmax through the relay, turns
-// turns each, and returns openmax's share of turns 2..turns.
-func relayShares(s *turnSetup, scratch string, size, turns, rounds int) (first, done []time.Duration, err error) {
+// relayTimes is one openmax binary's share of turns 2..T through the
+// relay, with its parts, and the CPU time openmax spent on those turns.
+type relayTimes struct {
+	first, done []time.Duration // the shares (above)
+	// The parts: user written -> turn/start noted, first delta noted ->
+	// token read, turn/completed noted -> done read.
+	toStart, toToken, toDone []time.Duration
+	// cpu is openmax's own CPU time (every thread's, from
+	// /proc/PID/task/*/schedstat) over turns 2..T of a session, divided by
+	// the turns; nil where /proc has no schedstat.
+	cpu []time.Duration
+}
+
+// relaySession is one openmax session through a relay of its own.
+type relaySession struct {
+	o   *openmaxCodex
+	log *relayLog
+	cpu time.Duration // CPU time at the end of turn 1
+}
+
+// relayShares runs rounds sessions of each openmax binary in bins through
+// the relay, turns turns each, the binaries' turns interleaved (the first
+// to go rotating turn by turn and round by round, as in turnRound), and
+// returns each binary's share of turns 2..turns.
+func relayShares(s *turnSetup, scratch string, bins []string, size, turns, rounds int) ([]relayTimes, error) {
 	self, err := os.Executable()
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	log := &relayLog{path: filepath.Join(scratch, fmt.Sprintf("relay-%d.log", size))}
-	rs := *s
-	rs.codex = self + " " + s.codex
-	rs.openmaxEnv = append(append([]string{}, s.openmaxEnv...), relayEnv+"="+log.path)
+	out := make([]relayTimes, len(bins))
 	for round := range rounds {
-		o, err := startOpenmaxCodex(&rs, s.openmax)
-		if err != nil {
-			return nil, nil, err
+		sessions := make([]*relaySession, len(bins))
+		closeAll := func() {
+			for _, rs := range sessions {
+				if rs != nil {
+					rs.o.close()
+				}
+			}
+		}
+		for k, bin := range bins {
+			log := &relayLog{path: filepath.Join(scratch, fmt.Sprintf("relay-%d-%d-%d.log", size, round, k))}
+			rs := *s
+			rs.codex = self + " " + s.codex
+			rs.openmaxEnv = append(append([]string{}, s.openmaxEnv...), relayEnv+"="+log.path)
+			o, err := startOpenmaxCodex(&rs, bin)
+			if err != nil {
+				closeAll()
+				return nil, err
+			}
+			sessions[k] = &relaySession{o: o, log: log}
 		}
 		for i := range turns {
-			if _, err := log.next(); err != nil && !os.IsNotExist(err) {
-				o.close()
-				return nil, nil, err
+			for j := range bins {
+				k := (i + j + round) % len(bins)
+				if err := relayTurn(sessions[k], &out[k], i, turns); err != nil {
+					closeAll()
+					return nil, fmt.Errorf("%s, round %d, turn %d: %w", bins[k], round, i+1, err)
+				}
 			}
-			t, err := o.turn(i, time.Time{})
-			if err != nil {
-				o.close()
-				return nil, nil, fmt.Errorf("round %d, turn %d: %w", round, i+1, err)
-			}
-			notes, err := log.next()
-			if err != nil {
-				o.close()
-				return nil, nil, err
-			}
-			if i == 0 {
-				continue
-			}
-			start, delta, completed := notes["start"], notes["delta"], notes["completed"]
-			if start.IsZero() || delta.IsZero() || completed.IsZero() {
-				o.close()
-				return nil, nil, fmt.Errorf("round %d, turn %d: the relay noted %v", round, i+1, notes)
-			}
-			toStart := start.Sub(t.sent)
-			first = append(first, toStart+t.sent.Add(t.first).Sub(delta))
-			done = append(done, toStart+t.sent.Add(t.done).Sub(completed))
 		}
-		o.close()
+		closeAll()
 	}
-	return first, done, nil
+	return out, nil
+}
+
+// relayTurn runs turn i of a relayed session and adds its share to rt.
+func relayTurn(rs *relaySession, rt *relayTimes, i, turns int) error {
+	if _, err := rs.log.next(); err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	t, err := rs.o.turn(i, time.Time{})
+	if err != nil {
+		return err
+	}
+	notes, err := rs.log.next()
+	if err != nil {
+		return err
+	}
+	cpu, cpuErr := cpuTime(rs.o.cmd.Process.Pid)
+	switch {
+	case i == 0:
+		rs.cpu = cpu
+		return nil
+	case i == turns-1 && cpuErr == nil && rs.cpu > 0:
+		rt.cpu = append(rt.cpu, (cpu-rs.cpu)/time.Duration(turns-1))
+	}
+	start, delta, completed := notes["start"], notes["delta"], notes["completed"]
+	if start.IsZero() || delta.IsZero() || completed.IsZero() {
+		return fmt.Errorf("the relay noted %v", notes)
+	}
+	toStart, toToken, toDone := start.Sub(t.sent), t.sent.Add(t.first).Sub(delta), t.sent.Add(t.done).Sub(completed)
+	rt.toStart, rt.toToken, rt.toDone = append(rt.toStart, toStart), append(rt.toToken, toToken), append(rt.toDone, toDone)
+	rt.first, rt.done = append(rt.first, toStart+toToken), append(rt.done, toStart+toDone)
+	return nil
+}
+
+// cpuTime is the CPU time process pid has spent so far, summed over its
+// threads' schedstat (nanoseconds on a CPU), so its children (the relay,
+// codex) do not count.
+func cpuTime(pid int) (time.Duration, error) {
+	tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", pid))
+	if err != nil || len(tasks) == 0 {
+		return 0, fmt.Errorf("no schedstat for %d", pid)
+	}
+	var sum time.Duration
+	for _, t := range tasks {
+		b, err := os.ReadFile(t)
+		if err != nil {
+			continue // a thread that just ended
+		}
+		f := strings.Fields(string(b))
+		if len(f) == 0 {
+			continue
+		}
+		ns, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil {
+			return 0, err
+		}
+		sum += time.Duration(ns)
+	}
+	return sum, nil
 }

@@ -160,7 +160,10 @@ func captureParams(s *turnSetup, scratch string) error {
 
 // perTurn runs rounds sessions of turns turns of each peer for each reply
 // size and prints the medians.
-func perTurn(codex, openmax, before, scratch string, sizes []int, turns, rounds int, relay bool) error {
+//
+// relayOnly (-only relay) runs the relay part alone: no direct codex and
+// no timing of the turns through the pipes alone.
+func perTurn(codex, openmax, before, scratch string, sizes []int, turns, rounds int, relay, relayOnly bool) error {
 	home := filepath.Join(scratch, "turns-home")
 	if err := os.MkdirAll(home, 0o700); err != nil {
 		return err
@@ -176,9 +179,9 @@ func perTurn(codex, openmax, before, scratch string, sizes []int, turns, rounds 
 		names = append(names, "-before openmax")
 	}
 	type row struct {
-		size        int
-		peers       []peerTimes // bins..., then codex
-		first, done []time.Duration
+		size  int
+		peers []peerTimes  // bins..., then codex
+		relay []relayTimes // bins..., through the relay
 	}
 	var rows []row
 	for _, size := range sizes {
@@ -186,7 +189,7 @@ func perTurn(codex, openmax, before, scratch string, sizes []int, turns, rounds 
 		// turn and every round draw replies from them in order.
 		replies := len(bins)*rounds*turns + 1
 		if relay {
-			replies += rounds * turns
+			replies += len(bins) * rounds * turns
 		}
 		cxURL, stopCx, err := startScenarioFake(openmax, scratch, fmt.Sprintf("cx-%d", size), home, turnScenario(replies, size))
 		if err != nil {
@@ -209,11 +212,11 @@ func perTurn(codex, openmax, before, scratch string, sizes []int, turns, rounds 
 			err = captureParams(s, scratch)
 		}
 		r := row{size: size, peers: make([]peerTimes, len(bins)+1)}
-		for round := 0; err == nil && round < rounds; round++ {
+		for round := 0; err == nil && !relayOnly && round < rounds; round++ {
 			err = turnRound(s, bins, turns, round, r.peers)
 		}
 		if err == nil && relay {
-			r.first, r.done, err = relayShares(s, scratch, size, turns, rounds)
+			r.relay, err = relayShares(s, scratch, bins, size, turns, rounds)
 		}
 		stopCx()
 		stopOm()
@@ -234,9 +237,14 @@ func perTurn(codex, openmax, before, scratch string, sizes []int, turns, rounds 
 		}
 		return fmt.Sprintf("%+6.1f (%+.1f)", float64(median(d).Microseconds())/1000, float64((median(a)-median(b)).Microseconds())/1000)
 	}
-	fmt.Printf("   added: over codex app-server driven directly, the median of the paired differences (the difference of the medians)\n")
-	fmt.Printf("   %-7s %-22s %-26s %-26s %-16s %s\n", "chunks", "what", "peer", "median (min..max) ms", "added", "limit")
+	if !relayOnly {
+		fmt.Printf("   added: over codex app-server driven directly, the median of the paired differences (the difference of the medians)\n")
+		fmt.Printf("   %-7s %-22s %-26s %-26s %-16s %s\n", "chunks", "what", "peer", "median (min..max) ms", "added", "limit")
+	}
 	for _, r := range rows {
+		if relayOnly {
+			break
+		}
 		cx := r.peers[len(r.peers)-1]
 		whats := []struct {
 			what  string
@@ -256,14 +264,56 @@ func perTurn(codex, openmax, before, scratch string, sizes []int, turns, rounds 
 		}
 	}
 	if relay {
-		fmt.Printf("== openmax's own share of turns 2-%d (-relay: codex behind a relay that notes turn/start, the first delta and turn/completed; %d sessions a size)\n", turns, rounds)
-		fmt.Printf("   %-7s %-40s %-26s %s\n", "chunks", "what", "median (min..max) ms", "limit")
+		fmt.Printf("== openmax's own share of turns 2-%d (-relay: codex behind a relay that notes turn/start, the first delta and turn/completed; %d sessions a size, the binaries' turns interleaved)\n", turns, rounds)
+		fmt.Printf("   parts: start = user -> turn/start, token = first delta -> token, done = completed -> done; cpu = openmax's CPU time a turn (its threads only)\n")
+		if len(bins) > 1 {
+			fmt.Printf("   vs -before (on the -before rows): -openmax less -before, the median of the paired differences (the same turn of the same round)\n")
+		}
+		fmt.Printf("   %-7s %-26s %-24s %-24s %-10s %s\n", "chunks", "peer", "what", "median (min..max) ms", "vs -before", "limit")
 		for _, r := range rows {
-			fmt.Printf("   %-7d %-40s %-26s %s\n", r.size, "user -> turn/start + first delta -> token", span(r.first, ms), "+2.0 ms")
-			fmt.Printf("   %-7d %-40s %-26s %s\n", r.size, "user -> turn/start + completed -> done", span(r.done, ms), "+2.0 ms")
+			for k := range bins {
+				rt := r.relay[k]
+				lines := []struct {
+					what  string
+					ds    []time.Duration
+					of    func(relayTimes) []time.Duration
+					limit string
+				}{
+					{"start + token", rt.first, func(t relayTimes) []time.Duration { return t.first }, "+2.0 ms"},
+					{"start + done", rt.done, func(t relayTimes) []time.Duration { return t.done }, "+2.0 ms"},
+					{"  start", rt.toStart, func(t relayTimes) []time.Duration { return t.toStart }, ""},
+					{"  token", rt.toToken, func(t relayTimes) []time.Duration { return t.toToken }, ""},
+					{"  done", rt.toDone, func(t relayTimes) []time.Duration { return t.toDone }, ""},
+					{"cpu a turn", rt.cpu, func(t relayTimes) []time.Duration { return t.cpu }, ""},
+				}
+				for _, l := range lines {
+					if len(l.ds) == 0 {
+						continue
+					}
+					vs := ""
+					if k > 0 {
+						vs = paired(r.relay[0], r.relay[k], l.of)
+					}
+					fmt.Printf("   %-7d %-26s %-24s %-24s %-10s %s\n", r.size, names[k], l.what, span(l.ds, ms), vs, l.limit)
+				}
+			}
 		}
 	}
 	return nil
+}
+
+// paired is the median of a's figures less b's, pair by pair, in
+// milliseconds.
+func paired(a, b relayTimes, of func(relayTimes) []time.Duration) string {
+	x, y := of(a), of(b)
+	d := make([]time.Duration, 0, len(x))
+	for i := range min(len(x), len(y)) {
+		d = append(d, x[i]-y[i])
+	}
+	if len(d) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%+.2f", float64(median(d).Microseconds())/1000)
 }
 
 // span is a median with its range, in milliseconds.

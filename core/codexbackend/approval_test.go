@@ -1,11 +1,9 @@
 package codexbackend_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"strings"
 	"sync"
 	"testing"
@@ -32,60 +30,40 @@ type askingServer struct {
 }
 
 func (f *askingServer) start(ctx context.Context, o codex.Options) (*codex.Client, error) {
-	sr, cw := io.Pipe()
-	cr, sw := io.Pipe()
-	write := func(format string, args ...any) { fmt.Fprintf(sw, format+"\n", args...) }
-	go func() {
-		defer sw.Close()
-		in := bufio.NewReader(sr)
-		for {
-			line, err := in.ReadBytes('\n')
-			if err != nil {
-				return
-			}
-			var m struct {
-				ID     json.RawMessage `json:"id"`
-				Method string          `json:"method"`
-				Params json.RawMessage `json:"params"`
-				Result json.RawMessage `json:"result"`
-			}
-			if json.Unmarshal(line, &m) != nil || len(m.ID) == 0 {
-				continue
-			}
-			switch m.Method {
-			case codex.MethodInitialize:
-				write(`{"id":%s,"result":{"userAgent":"x","codexHome":"/","platformFamily":"unix","platformOs":"linux"}}`, m.ID)
-			case codex.MethodThreadStart:
-				write(`{"id":%s,"result":{"thread":{"id":"th1"}}}`, m.ID)
-			case codex.MethodTurnStart:
-				f.mu.Lock()
-				f.turnStart = m.Params
-				f.mu.Unlock()
-				write(`{"id":%s,"result":{"turn":{"id":"u1","status":"inProgress","items":[]}}}`, m.ID)
-				write(`{"method":"turn/started","params":{"threadId":"th1","turn":{"id":"u1","status":"inProgress","items":[]}}}`)
-				write(`{"method":"item/started","params":{"threadId":"th1","turnId":"u1","item":%s}}`, f.item)
-				status := "completed"
-				if f.request != "" {
-					write(`{"id":100,"method":%q,"params":{"threadId":"th1","turnId":"u1","itemId":"i1","reason":"needs more"}}`, f.request)
-				} else {
-					f.finish(write, status)
-				}
-			case "":
-				// The answer to the request.
-				f.mu.Lock()
-				f.answer = m.Result
-				f.mu.Unlock()
-				status := "declined"
-				if strings.Contains(string(m.Result), `"accept"`) {
-					status = "completed"
-				}
+	return pipeServer(ctx, o, nil, func(m clientLine, writeLine func(string)) {
+		write := func(format string, args ...any) { writeLine(fmt.Sprintf(format, args...)) }
+		switch m.Method {
+		case codex.MethodInitialize:
+			write(`{"id":%s,"result":{"userAgent":"x","codexHome":"/","platformFamily":"unix","platformOs":"linux"}}`, m.ID)
+		case codex.MethodThreadStart:
+			write(`{"id":%s,"result":{"thread":{"id":"th1"}}}`, m.ID)
+		case codex.MethodTurnStart:
+			f.mu.Lock()
+			f.turnStart = m.Params
+			f.mu.Unlock()
+			write(`{"id":%s,"result":{"turn":{"id":"u1","status":"inProgress","items":[]}}}`, m.ID)
+			write(`{"method":"turn/started","params":{"threadId":"th1","turn":{"id":"u1","status":"inProgress","items":[]}}}`)
+			write(`{"method":"item/started","params":{"threadId":"th1","turnId":"u1","item":%s}}`, f.item)
+			status := "completed"
+			if f.request != "" {
+				write(`{"id":100,"method":%q,"params":{"threadId":"th1","turnId":"u1","itemId":"i1","reason":"needs more"}}`, f.request)
+			} else {
 				f.finish(write, status)
-			default:
-				write(`{"id":%s,"result":{}}`, m.ID)
 			}
+		case "":
+			// The answer to the request.
+			f.mu.Lock()
+			f.answer = m.Result
+			f.mu.Unlock()
+			status := "declined"
+			if strings.Contains(string(m.Result), `"accept"`) {
+				status = "completed"
+			}
+			f.finish(write, status)
+		default:
+			write(`{"id":%s,"result":{}}`, m.ID)
 		}
-	}()
-	return codex.Connect(ctx, cr, cw, o)
+	})
 }
 
 func (f *askingServer) finish(write func(string, ...any), status string) {

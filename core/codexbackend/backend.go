@@ -315,7 +315,12 @@ func (b *Backend) launch(ctx context.Context, tools []codex.Tool) (*codex.Client
 		ApprovalsAsEvents: true,
 		Transcript:        b.cfg.Transcript, Stderr: b.cfg.Log,
 		OnBadLine: b.bad.report,
-		MaxLine:   maxLine, MaxQueuedBytes: clientQueueBytes,
+		// Each event goes to its turn from the client's reader, with no
+		// goroutine between them (a delta reaches the turn one switch
+		// after it is read); the turn's bounded queue holds what the turn
+		// has not taken, and the reader waits for room in it.
+		OnEvent: b.routeEvent,
+		MaxLine: maxLine,
 	}
 	if len(tools) > 0 {
 		o.Tools = []codex.Namespace{{Name: Namespace, Description: "openmax's own tools, run by openmax behind its approval gate", Tools: tools}}
@@ -369,37 +374,44 @@ func (b *Backend) thread(ctx context.Context, h *core.TurnHost) (*codex.Session,
 	return s, nil
 }
 
-// route hands each event to the turn running on its thread; events of a
-// thread with no turn running are dropped (status changes after a turn
-// completed, for one).
+// routeEvent hands an event to the turn running on its thread, on the
+// client's reader (codex.Options.OnEvent); events of a thread with no
+// turn running are dropped (status changes after a turn completed, for
+// one).
+func (b *Backend) routeEvent(ev codex.Event) {
+	// Decoded once, here: the thread picks the turn, and the turn maps
+	// the decoded value.
+	rt := routed{Event: ev}
+	thread, ok := "", false
+	if !ev.IsRequest() {
+		if v, err := ev.Decode(); err == nil {
+			rt.v = v
+			thread, ok = threadOf(v)
+		}
+	}
+	if !ok {
+		var p struct {
+			ThreadID string `json:"threadId"`
+		}
+		_ = json.Unmarshal(ev.Params, &p)
+		thread = p.ThreadID
+	}
+	b.mu.Lock()
+	r := b.turns[thread]
+	b.mu.Unlock()
+	switch {
+	case r != nil:
+		r.deliver(rt)
+	case ev.IsRequest():
+		refuse(ev, "no openmax turn is running on thread "+thread)
+	}
+}
+
+// route waits for the end of cl's events (every one delivered by
+// routeEvent) and tells the turns still running that the app-server
+// ended.
 func (b *Backend) route(cl *codex.Client) {
-	for ev := range cl.Events() {
-		// Decoded once, here: the thread picks the turn, and the turn
-		// maps the decoded value.
-		rt := routed{Event: ev}
-		thread, ok := "", false
-		if !ev.IsRequest() {
-			if v, err := ev.Decode(); err == nil {
-				rt.v = v
-				thread, ok = threadOf(v)
-			}
-		}
-		if !ok {
-			var p struct {
-				ThreadID string `json:"threadId"`
-			}
-			_ = json.Unmarshal(ev.Params, &p)
-			thread = p.ThreadID
-		}
-		b.mu.Lock()
-		r := b.turns[thread]
-		b.mu.Unlock()
-		switch {
-		case r != nil:
-			r.deliver(rt)
-		case ev.IsRequest():
-			refuse(ev, "no openmax turn is running on thread "+thread)
-		}
+	for range cl.Events() {
 	}
 	b.mu.Lock()
 	runs := make([]*turnRun, 0, len(b.turns))

@@ -18,14 +18,11 @@ import (
 // skipped and counted as an unusable line.
 const maxLine = 8 << 20
 
-// clientQueueBytes bounds the params of the events the client has read
-// and not yet routed, and turnQueueBytes those routed to a turn and not
-// yet handled by it: past them the routing waits and the client stops
-// reading from the app-server, whose writes then wait.
-const (
-	clientQueueBytes = 1 << 20
-	turnQueueBytes   = 1 << 20
-)
+// turnQueueBytes bounds the params of the events routed to a turn (by
+// the client's reader, codex.Options.OnEvent) and not yet handled by it:
+// past it the reader waits, so the client stops reading from the
+// app-server, whose writes then wait.
+const turnQueueBytes = 1 << 20
 
 // maxReplyText is the most text of one codex reply openmax holds (to
 // close it with message_done and keep it in the session): eight times
@@ -113,7 +110,7 @@ func (r *turnRun) overReply(v any, size int) bool {
 	}
 	r.replyBytes += int64(size)
 	max := r.b.cfg.MaxReplyBytes
-	return max > 0 && r.replyBytes > max || r.text.Len()+size > maxReplyText
+	return max > 0 && r.replyBytes > max || r.textLen()+size > maxReplyText
 }
 
 // capped ends a turn whose reply passed the reply-size cap, as any
@@ -125,4 +122,12 @@ func (r *turnRun) capped() string {
 	}
 	err := &provider.LimitError{Limit: "max reply bytes", Detail: detail}
 	return r.cut(err.Error() + "; the turn was interrupted")
+}
+
+// textLen is the length of the open run's text, 0 when none is open.
+func (r *turnRun) textLen() int {
+	if r.text == nil {
+		return 0
+	}
+	return r.text.Len()
 }

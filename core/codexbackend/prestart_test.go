@@ -1,7 +1,6 @@
 package codexbackend_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -41,54 +40,31 @@ func (g *gatedServers) start(ctx context.Context, o codex.Options) (*codex.Clien
 	if g.fail.Add(-1) >= 0 {
 		return nil, errors.New("no such model provider")
 	}
-	sr, cw := io.Pipe()
-	cr, sw := io.Pipe()
 	g.live.Add(1)
-	go func() {
-		defer sw.Close()
-		in := bufio.NewReader(sr)
-		var mu sync.Mutex
-		write := func(s string) {
-			mu.Lock()
-			defer mu.Unlock()
-			io.WriteString(sw, s+"\n")
-		}
-		for n := 0; ; n++ {
-			line, err := in.ReadBytes('\n')
-			if err != nil {
-				return
-			}
-			var m struct {
-				ID     json.RawMessage `json:"id"`
-				Method string          `json:"method"`
-			}
-			if json.Unmarshal(line, &m) != nil || len(m.ID) == 0 {
-				continue
-			}
-			id := string(m.ID)
-			switch m.Method {
-			case codex.MethodInitialize:
-				write(`{"id":` + id + `,"result":{"userAgent":"x","codexHome":"/","platformFamily":"unix","platformOs":"linux"}}`)
-			case codex.MethodTurnStart:
-				var p struct {
-					Params struct {
-						ThreadID string `json:"threadId"`
-					} `json:"params"`
-				}
-				_ = json.Unmarshal(line, &p)
-				th, turn := p.Params.ThreadID, fmt.Sprintf("u%d", n)
-				write(`{"id":` + id + `,"result":{"turn":{"id":"` + turn + `","status":"inProgress","items":[]}}}`)
-				write(`{"method":"turn/started","params":{"threadId":"` + th + `","turn":{"id":"` + turn + `","status":"inProgress","items":[]}}}`)
-				write(`{"method":"item/agentMessage/delta","params":{"threadId":"` + th + `","turnId":"` + turn + `","itemId":"m1","delta":"hi"}}`)
-				write(`{"method":"turn/completed","params":{"threadId":"` + th + `","turn":{"id":"` + turn + `","status":"completed","items":[]}}}`)
-			default: // thread/start, thread/resume: a thread per request
-				write(`{"id":` + id + `,"result":{"thread":{"id":"th` + id + `"}}}`)
-			}
-		}
-	}()
 	// A server ends when its stdin is closed, as codex does: counted
 	// then, when the client closes it.
-	return codex.Connect(ctx, cr, &stdinOf{WriteCloser: cw, live: &g.live}, o)
+	stdin := func(w io.WriteCloser) io.WriteCloser { return &stdinOf{WriteCloser: w, live: &g.live} }
+	n := 0
+	return pipeServer(ctx, o, stdin, func(m clientLine, write func(string)) {
+		n++
+		id := string(m.ID)
+		switch m.Method {
+		case codex.MethodInitialize:
+			write(`{"id":` + id + `,"result":{"userAgent":"x","codexHome":"/","platformFamily":"unix","platformOs":"linux"}}`)
+		case codex.MethodTurnStart:
+			var p struct {
+				ThreadID string `json:"threadId"`
+			}
+			_ = json.Unmarshal(m.Params, &p)
+			th, turn := p.ThreadID, fmt.Sprintf("u%d", n)
+			write(`{"id":` + id + `,"result":{"turn":{"id":"` + turn + `","status":"inProgress","items":[]}}}`)
+			write(`{"method":"turn/started","params":{"threadId":"` + th + `","turn":{"id":"` + turn + `","status":"inProgress","items":[]}}}`)
+			write(`{"method":"item/agentMessage/delta","params":{"threadId":"` + th + `","turnId":"` + turn + `","itemId":"m1","delta":"hi"}}`)
+			write(`{"method":"turn/completed","params":{"threadId":"` + th + `","turn":{"id":"` + turn + `","status":"completed","items":[]}}}`)
+		default: // thread/start, thread/resume: a thread per request
+			write(`{"id":` + id + `,"result":{"thread":{"id":"th` + id + `"}}}`)
+		}
+	})
 }
 
 // stdinOf is a server's stdin: closing it ends the server.

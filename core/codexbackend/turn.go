@@ -45,12 +45,19 @@ type turnRun struct {
 	finished chan struct{} // the loop returned
 
 	turnID string
-	// text is the text of the open run of tokens: every agent message
+	// text is the open run of tokens (nil when none): the agent messages
 	// since the last tool call, closed by one message_done before the next
-	// tool starts or when the turn ends.
-	text     strings.Builder
-	runOpen  bool
+	// tool starts or when the turn ends. It streams into the session's
+	// record as it arrives, and is saved (its last piece written, the
+	// record synced) as soon as codex completes its last message, so the
+	// turn's end, usually tens of milliseconds later, finds it on disk
+	// and only writes message_done. A message that follows a saved one
+	// with no tool between closes the saved run first (its message_done)
+	// and starts a run of its own.
+	text     *core.BackendReply
 	lastItem string          // the agent message the run's last token came from
+	joinNext bool            // the run before this one was closed by the next message: reply joins them
+	saveErr  error           // the run could not be saved: the turn ends with error
 	seen     map[string]bool // agent messages that streamed deltas
 	tools    map[string]bool // codex's tool items started and not yet ended
 	attempts int             // retries reported so far
@@ -140,10 +147,11 @@ func (r *turnRun) run(ctx context.Context, text string) (stop string) {
 			r.took(ev.Event)
 			if ev.IsRequest() {
 				r.request(ctx, ev.Event)
-				continue
-			}
-			if stop, done := r.handle(ev); done {
+			} else if stop, done := r.handle(ev); done {
 				return stop
+			}
+			if r.saveErr != nil {
+				return r.unsaved()
 			}
 		case <-r.gone:
 			// Every event the server sent was delivered before gone
@@ -174,9 +182,26 @@ func (r *turnRun) run(ctx context.Context, text string) (stop string) {
 		case <-giveUp:
 			r.closeOpen("cancelled")
 			r.flush()
+			if r.saveErr != nil {
+				return wire.StopError
+			}
 			return wire.StopCancelled
 		}
 	}
+}
+
+// unsaved ends a turn whose reply could not be kept in the session (the
+// error went out already), as the engine's turns end on a failed write:
+// codex's turn is interrupted and the turn ends with error.
+func (r *turnRun) unsaved() string {
+	if r.text != nil {
+		r.text.Drop()
+		r.text, r.lastItem = nil, ""
+	}
+	r.closeOpen("cancelled: the reply could not be kept in the session")
+	r.interrupt()
+	r.awaitCompletion()
+	return wire.StopError
 }
 
 // interrupt asks codex to end the turn; turn/completed follows. It does
@@ -211,35 +236,80 @@ func (r *turnRun) runCall(ctx context.Context, ev codex.Event) {
 	}
 }
 
-// flush closes the open run of tokens with its message_done, and keeps
-// the text in the session; the next reply is counted afresh.
+// flush closes the open run of tokens with its message_done, once its
+// text is in the session; the next reply is counted afresh.
 func (r *turnRun) flush() {
 	r.replyBytes = 0
-	if !r.runOpen {
+	r.closeRun()
+	r.joinNext = false
+}
+
+// closeRun saves the open run (unless it is saved already) and closes it
+// with its message_done. A run that cannot be saved gets no message_done:
+// the error goes out instead and the turn ends with error (saveErr).
+func (r *turnRun) closeRun() {
+	if r.text == nil {
 		return
 	}
-	text := r.text.String()
-	r.h.Emit(wire.MessageDone{Text: text})
-	r.reply = text
-	if err := r.h.Reply(text); err != nil {
-		fmt.Fprintf(r.b.cfg.Log, "openmax: keeping codex's reply in the session: %v\n", err)
+	text := r.text
+	r.text, r.lastItem = nil, ""
+	if !r.save(text) {
+		return
 	}
-	r.text.Reset()
-	r.runOpen, r.lastItem = false, ""
+	text.Done()
+	if r.joinNext {
+		r.reply += "\n\n" + text.String()
+	} else {
+		r.reply = text.String()
+	}
+}
+
+// save keeps the run's text in the session (once); false when it could
+// not, which ends the turn with error.
+func (r *turnRun) save(text *core.BackendReply) bool {
+	if text.Saved() {
+		return true
+	}
+	if err := text.Save(); err != nil {
+		text.Drop()
+		if r.saveErr == nil {
+			r.saveErr = err
+			r.h.Emit(wire.Error{Message: "codex: keeping codex's reply in the session: " + err.Error()})
+		}
+		return false
+	}
+	return true
 }
 
 func (r *turnRun) token(itemID, delta string) {
 	if delta == "" {
 		return
 	}
-	if r.runOpen && r.lastItem != itemID {
+	switch {
+	case r.text != nil && r.text.Saved():
+		// The run was saved when its message completed: it closes here,
+		// and this text starts a run of its own.
+		r.closeRun()
+		r.joinNext = true
+	case r.text != nil && r.lastItem != itemID:
 		// Another agent message in the same run: keep them apart.
-		r.text.WriteString("\n\n")
+		r.text.Add("\n\n")
 		r.h.Emit(wire.Token{Text: "\n\n"})
 	}
-	r.text.WriteString(delta)
+	if r.text == nil {
+		r.text = r.h.NewReply()
+	}
+	r.text.Add(delta)
 	r.h.Emit(wire.Token{Text: delta})
-	r.runOpen, r.lastItem = true, itemID
+	r.lastItem = itemID
+}
+
+// messageCompleted saves the open run when its last message is the one
+// codex completed: the reply is on disk before the turn's end arrives.
+func (r *turnRun) messageCompleted(itemID string) {
+	if r.text != nil && r.lastItem == itemID {
+		r.save(r.text)
+	}
 }
 
 // closeOpen ends the tool calls codex started and never completed (an
@@ -302,7 +372,7 @@ func (r *turnRun) handle(ev routed) (stop string, done bool) {
 			r.failure = &e
 			break
 		}
-		if r.runOpen {
+		if r.text != nil {
 			return r.truncated(p.Error), true
 		}
 		r.attempts++
@@ -350,6 +420,7 @@ func (r *turnRun) itemCompleted(it codex.ThreadItem) {
 		if !r.seen[it.ID] {
 			r.token(it.ID, it.Text) // a message that came whole
 		}
+		r.messageCompleted(it.ID)
 		return
 	case codex.ThreadItemTypeCommandExecution:
 		if !r.tools[it.ID] {
@@ -400,6 +471,9 @@ func (r *turnRun) truncated(e codex.TurnError) string {
 func (r *turnRun) cut(why string) string {
 	r.closeOpen("cancelled: the reply was truncated")
 	r.flush()
+	if r.saveErr != nil {
+		return r.unsaved()
+	}
 	r.h.Emit(wire.Error{Message: "reply truncated: " + why})
 	r.interrupt()
 	r.awaitCompletion()
@@ -435,6 +509,9 @@ func (r *turnRun) completed(t codex.Turn) string {
 	case codex.TurnStatusInterrupted:
 		r.closeOpen("cancelled")
 		r.flush()
+		if r.saveErr != nil {
+			return wire.StopError
+		}
 		return wire.StopCancelled
 	case codex.TurnStatusFailed:
 		r.closeOpen("not completed: the turn failed")
@@ -447,13 +524,22 @@ func (r *turnRun) completed(t codex.Turn) string {
 			msg = errorText(*e)
 		}
 		// A failed reply's partial text is not kept: the error closes it.
-		r.text.Reset()
-		r.runOpen = false
+		// A run saved already (codex completed its message before the
+		// turn failed) is a finished reply: its message_done goes first.
+		if r.text != nil && r.text.Saved() {
+			r.closeRun()
+		} else if r.text != nil {
+			r.text.Drop()
+			r.text, r.lastItem = nil, ""
+		}
 		r.h.Emit(wire.Error{Message: "codex: " + msg})
 		return wire.StopError
 	}
 	r.closeOpen("not completed")
 	r.flush()
+	if r.saveErr != nil {
+		return wire.StopError
+	}
 	return string(t.Status)
 }
 

@@ -68,6 +68,16 @@ type Options struct {
 	// Stderr receives the server's stderr; nil keeps only its last few
 	// KiB, which the error of a server that exits names.
 	Stderr io.Writer
+	// OnEvent, when set, receives every event on the client's reader
+	// goroutine as it is read, in order, in place of Events: no queue and
+	// no goroutine stand between the server's line and the consumer, so
+	// an event reaches it without a goroutine switch. While OnEvent runs
+	// the client reads nothing more from the server (responses
+	// included): it must hand the event on and return, and its waiting
+	// is the bound on what the client holds. Events then delivers
+	// nothing and is closed once the reader has made its last call, after
+	// the connection ended; MaxQueued and MaxQueuedBytes do not apply.
+	OnEvent func(Event)
 	// MaxLine caps one line from the server (0: MaxLine); MaxQueued and
 	// MaxQueuedBytes the events read and not yet taken from Events, and
 	// the bytes of their params (0: MaxQueued, MaxQueuedBytes).
@@ -255,6 +265,7 @@ func newClient(r io.Reader, w io.Writer, o Options) *Client {
 		maxQueued: cmp.Or(o.MaxQueued, MaxQueued),
 		maxBytes:  cmp.Or(o.MaxQueuedBytes, MaxQueuedBytes),
 		onFull:    o.onQueueFull,
+		deliver:   o.OnEvent,
 	})
 	return cl
 }
@@ -317,6 +328,8 @@ func (cl *Client) Ended() <-chan struct{} { return cl.c.done }
 
 // Events delivers the server's notifications in order; it is closed
 // after the connection ends and every event read before has been taken.
+// With Options.OnEvent it delivers nothing, and is closed after the last
+// call of OnEvent.
 func (cl *Client) Events() <-chan Event { return cl.c.events }
 
 // Call sends any client request and decodes its result into result (nil

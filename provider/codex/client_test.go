@@ -599,3 +599,76 @@ func TestHostileServerIsBounded(t *testing.T) {
 		})
 	}
 }
+
+// TestOnEventDeliversInOrderOnTheReader: with Options.OnEvent every event
+// (notifications and in-band requests) reaches it in the order read, a
+// response is still routed to its call while events flow, the reader
+// waits while OnEvent does (the server's next line is not taken), and
+// Events, delivering nothing, closes after the last call, once the
+// server's output ended.
+func TestOnEventDeliversInOrderOnTheReader(t *testing.T) {
+	got := make(chan Event, 16)
+	hold := make(chan struct{})
+	cl, p := connectPeer(t, Options{ToolCallsAsEvents: true, Tools: []Namespace{{Name: "openmax", Tools: []Tool{{Name: "read_file"}}}},
+		OnEvent: func(ev Event) {
+			got <- ev
+			if ev.Method == MethodTurnStarted {
+				<-hold // the reader waits here
+			}
+		}})
+	started := make(chan error, 1)
+	go func() {
+		_, err := cl.StartThread(context.Background(), ThreadOptions{})
+		started <- err
+	}()
+	p.notify(MethodItemAgentMessageDelta, `{"threadId":"th1","turnId":"tu1","itemId":"m1","delta":"a"}`)
+	p.send(`{"id":0,"method":"item/tool/call","params":{"threadId":"th1","turnId":"tu1","callId":"c1","namespace":"openmax","tool":"read_file","arguments":{}}}`)
+	p.startThread("th1")
+	if err := <-started; err != nil {
+		t.Fatalf("a call answered while events flow: %v", err)
+	}
+	p.notify(MethodTurnStarted, `{"threadId":"th1","turn":{"id":"tu1"}}`)
+	for _, want := range []string{MethodItemAgentMessageDelta, MethodItemToolCall, MethodTurnStarted} {
+		select {
+		case ev := <-got:
+			if ev.Method != want || (ev.Method == MethodItemToolCall) != ev.IsRequest() {
+				t.Fatalf("event %q (request %v), want %q", ev.Method, ev.IsRequest(), want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no %s within 10s", want)
+		}
+	}
+	// The reader is held in OnEvent: a line the server writes now is
+	// taken only once it returns.
+	wrote := make(chan struct{})
+	go func() {
+		p.notify(MethodTurnCompleted, `{"threadId":"th1","turn":{"id":"tu1","status":"completed","items":[]}}`)
+		_ = p.out.Close()
+		close(wrote)
+	}()
+	select {
+	case ev := <-got:
+		t.Fatalf("%s delivered while OnEvent still ran", ev.Method)
+	case <-cl.Ended():
+		t.Fatal("the client ended while OnEvent still ran")
+	default:
+	}
+	close(hold)
+	<-wrote
+	if ev := <-got; ev.Method != MethodTurnCompleted {
+		t.Fatalf("last event %q", ev.Method)
+	}
+	select {
+	case _, ok := <-cl.Events():
+		if ok {
+			t.Fatal("Events delivered an event OnEvent takes")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Events not closed after the server's output ended")
+	}
+	select {
+	case ev := <-got:
+		t.Fatalf("%s delivered after Events closed", ev.Method)
+	default:
+	}
+}

@@ -63,6 +63,9 @@ type Event struct {
 	// respond answers a server request delivered as an event (see
 	// Options.ToolCallsAsEvents); nil for a notification.
 	respond func(result any, rpcErr *RPCError) error
+	// delta is the params of an agentMessage delta decoded as the line
+	// was read (fastdelta.go); nil for other events.
+	delta *AgentMessageDeltaNotification
 }
 
 // IsRequest reports whether the event is a server request the consumer
@@ -82,6 +85,10 @@ func (e Event) Respond(result any, rpcErr *RPCError) error {
 // type of its method (for example *TurnCompletedNotification for
 // turn/completed). An unknown method is an error.
 func (e Event) Decode() (any, error) {
+	if e.delta != nil && e.Method == MethodItemAgentMessageDelta {
+		p := *e.delta
+		return &p, nil
+	}
 	mk, ok := notificationParams[e.Method]
 	if !ok {
 		return nil, fmt.Errorf("codex: unknown notification %q", e.Method)
@@ -109,6 +116,7 @@ type conn struct {
 	onBadLine  func(line []byte, err error)
 	onRequest  serverRequestFunc
 	observe    func(Event)     // sees each event on the reader goroutine, before it is queued
+	deliver    func(Event)     // takes each event on the reader goroutine in place of the queue (Options.OnEvent)
 	inBand     map[string]bool // server requests delivered on Events, in order
 	maxLine    int
 	maxQueued  int
@@ -150,7 +158,7 @@ type conn struct {
 func newConn(r io.Reader, w io.Writer, o connOptions) *conn {
 	ctx, stop := context.WithCancel(context.Background())
 	c := &conn{
-		w: w, transcript: o.transcript, onBadLine: o.onBadLine, onRequest: o.onRequest, observe: o.observe, inBand: o.inBand,
+		w: w, transcript: o.transcript, onBadLine: o.onBadLine, onRequest: o.onRequest, observe: o.observe, deliver: o.deliver, inBand: o.inBand,
 		maxLine: o.maxLine, maxQueued: o.maxQueued, maxBytes: o.maxBytes, onFull: o.onFull,
 		room:    make(chan struct{}, 1),
 		pending: map[int64]chan *jsonrpc.Response{},
@@ -163,7 +171,9 @@ func newConn(r io.Reader, w io.Writer, o connOptions) *conn {
 		outWake: make(chan struct{}, 1), stopW: make(chan struct{}), writerEnd: make(chan struct{}),
 	}
 	go c.read(r)
-	go c.pump()
+	if c.deliver == nil {
+		go c.pump()
+	}
 	go c.write()
 	return c
 }
@@ -180,6 +190,7 @@ type connOptions struct {
 	onBadLine  func(line []byte, err error)
 	onRequest  serverRequestFunc
 	observe    func(Event)
+	deliver    func(Event)
 	inBand     map[string]bool
 	maxLine    int
 	maxQueued  int
@@ -377,6 +388,9 @@ func (c *conn) notify(method string, params any) error {
 // ends, then fails what is still waiting.
 func (c *conn) read(r io.Reader) {
 	defer close(c.readEnd)
+	if c.deliver != nil {
+		defer close(c.events) // after end: the last event was delivered
+	}
 	lr := jsonrpc.NewReader(r, c.maxLine)
 	var err error
 	for {
@@ -428,6 +442,19 @@ func (c *conn) bad(line []byte, err error) {
 
 // route handles one line read from the server.
 func (c *conn) route(line []byte) {
+	if ev, ok := deltaLine(line); ok {
+		if c.observe != nil {
+			c.observe(ev)
+		}
+		c.enqueue(ev)
+		return
+	}
+	c.routeDecoded(line)
+}
+
+// routeDecoded handles one line read from the server, decoded by
+// encoding/json: every line deltaLine does not read.
+func (c *conn) routeDecoded(line []byte) {
 	msg, err := jsonrpc.Bare.Decode(line)
 	if err != nil {
 		c.bad(line, decodeError(err))
@@ -520,11 +547,16 @@ func emittedAt(line []byte) (int64, error) {
 	return *m.EmittedAtMs, nil
 }
 
-// enqueue queues ev for the pump, on the reader goroutine. At the queue's
+// enqueue queues ev for the pump, on the reader goroutine, or hands it to
+// the consumer's deliver there (Options.OnEvent). At the queue's
 // bounds it waits for the pump to take an event (one event alone always
 // fits): the reader stops reading, so the server's writes wait. The event
 // is dropped once nobody will take it.
 func (c *conn) enqueue(ev Event) {
+	if c.deliver != nil {
+		c.deliver(ev)
+		return
+	}
 	size := len(ev.Params)
 	c.mu.Lock()
 	for len(c.queue) > 0 && (len(c.queue) >= c.maxQueued || c.queued+size > c.maxBytes) {
