@@ -52,7 +52,7 @@ func main() {
 	// SIGHUP (the terminal or the parent went away) is a shutdown, like
 	// SIGINT and SIGTERM: the running turn is cancelled and drained.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
-	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr, env{clock: clock.Real{}, getenv: agentEnv()})
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr, env{clock: clock.Real{}, getenv: agentEnv(asksAgentMarker(os.Args[1:]))})
 	stop()
 	stopProfile()
 	if os.Getenv("OPENMAX_PEAK_RSS") != "" {

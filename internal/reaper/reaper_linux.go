@@ -18,6 +18,10 @@ const (
 	sysPidfdOpen        = 434 // pidfd_open, the same number on every architecture
 	pPidfd              = 3   // waitid's P_PIDFD
 	wExited             = 4   // waitid's WEXITED
+	wStopped            = 2   // waitid's WSTOPPED
+	wContinued          = 8   // waitid's WCONTINUED
+	wNowait             = 0x1000000
+	pAll                = 0 // waitid's P_ALL
 )
 
 // Reaper reaps the orphans this process adopted as their subreaper.
@@ -101,6 +105,9 @@ var reaped func(pid int)
 // before the pidfds are, so a child os/exec starts meanwhile, whose pidfd
 // the list may miss, is not among them.
 func adopted(zombies bool) []int {
+	if !hasChildren() {
+		return nil // most runs start no process: one syscall, not a /proc scan
+	}
 	kids := children(zombies)
 	if len(kids) == 0 {
 		return nil
@@ -113,6 +120,17 @@ func adopted(zombies bool) []int {
 		}
 	}
 	return out
+}
+
+// hasChildren reports whether this process has a child, running or
+// exited: waitid(P_ALL, WNOHANG|WNOWAIT) fails with ECHILD only when it has
+// none at all (it reaps nothing). On any other answer it says yes, and the
+// caller looks.
+func hasChildren() bool {
+	var info [128]byte // siginfo_t
+	_, _, errno := syscall.Syscall6(syscall.SYS_WAITID, pAll, 0, uintptr(unsafe.Pointer(&info[0])),
+		wExited|wStopped|wContinued|syscall.WNOHANG|wNowait, 0, 0)
+	return errno != syscall.ECHILD
 }
 
 // children lists the processes whose parent is this one (only zombies,

@@ -5,11 +5,14 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 // One reaper for the test process: a subreaper cannot be half undone.
@@ -153,5 +156,72 @@ func TestStopKillsOrphans(t *testing.T) {
 	cmd.Env = append(os.Environ(), "REAPER_STOP_CHILD=1")
 	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "PASS") {
 		t.Fatalf("%v\n%s", err, out)
+	}
+}
+
+// TestHasChildrenSeesEveryKindOfChild: the exit scan's shortcut says no
+// only when there is no child at all: none before, yes with a child of our
+// own (running, then exited and not yet waited for) and with an adopted
+// orphan, none again once everything is reaped. (The package's tests run
+// one at a time, and each reaps what it starts.)
+func TestHasChildrenSeesEveryKindOfChild(t *testing.T) {
+	if hasChildren() {
+		t.Fatal("hasChildren before any child was started")
+	}
+	cmd := exec.Command("/bin/cat")
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if !hasChildren() {
+		t.Error("hasChildren is false with a running child")
+	}
+	in.Close()
+	// Exited but not waited for: a zombie is still a child.
+	pidfd, _, errno := syscall.Syscall(sysPidfdOpen, uintptr(cmd.Process.Pid), 0, 0)
+	if errno != 0 {
+		t.Fatal(errno)
+	}
+	var info [128]byte
+	_, _, errno = syscall.Syscall6(syscall.SYS_WAITID, pPidfd, pidfd, uintptr(unsafe.Pointer(&info[0])), wExited|wNowait, 0, 0)
+	syscall.Close(int(pidfd))
+	if errno != 0 {
+		t.Fatal(errno)
+	}
+	if !hasChildren() {
+		t.Error("hasChildren is false with an exited child not yet waited for")
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if hasChildren() {
+		t.Error("hasChildren after the child was waited for")
+	}
+
+	pid, release := orphan(t)
+	if !hasChildren() {
+		release()
+		t.Fatal("hasChildren is false with an adopted orphan running")
+	}
+	if got := adopted(false); !slices.Contains(got, pid) {
+		t.Errorf("adopted = %v, want it to hold the orphan %d", got, pid)
+	}
+	done := make(chan struct{})
+	reapedMu.Lock()
+	reapedCh[pid] = done
+	reapedMu.Unlock()
+	release()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // a hang guard, not a timing
+	defer cancel()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		t.Fatalf("orphan %d was not reaped", pid)
+	}
+	if hasChildren() {
+		t.Error("hasChildren after the orphan was reaped")
 	}
 }

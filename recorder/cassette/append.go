@@ -205,8 +205,9 @@ func (a *Appender) reserve(sync bool) error {
 	}
 	n := 2 * want
 	from = max(from, a.alloc)
-	for off := int64(0); off < n; off += int64(len(blankLines)) {
-		if err := a.write(blankLines[:min(int64(len(blankLines)), n-off)], from+off); err != nil {
+	blank := blankLines()
+	for off := int64(0); off < n; off += int64(len(blank)) {
+		if err := a.write(blank[:min(int64(len(blank)), n-off)], from+off); err != nil {
 			return err
 		}
 	}
@@ -219,8 +220,9 @@ func (a *Appender) reserve(sync bool) error {
 	return nil
 }
 
-// blankLines is what reserve writes, a piece at a time.
-var blankLines = bytes.Repeat([]byte{'\n'}, 64<<10)
+// blankLines is what reserve writes, a piece at a time (made on first use,
+// not at every start of openmax).
+var blankLines = sync.OnceValue(func() []byte { return bytes.Repeat([]byte{'\n'}, 64<<10) })
 
 // Reserve writes blank lines past the document's end, if fewer are there
 // than the next saves want, without syncing them: a save without

@@ -31,6 +31,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"sync"
 
 	"gopkg.in/yaml.v3"
 
@@ -127,7 +128,7 @@ func (o Options) maxYAML() int64 {
 	return MaxYAML
 }
 
-var builtin = Builtin()
+var builtin = sync.OnceValue(Builtin) // parsed on first use, not at every start of openmax
 
 // ErrNotRegular is returned (wrapped) for a path that is not a regular
 // file (a FIFO, a device, a socket): scan refuses it rather than block on
@@ -222,7 +223,7 @@ type place struct {
 func (p place) at(where string) place { p.where = where; return p }
 
 func newScanner(name string, opt Options) *scanner {
-	return &scanner{opt: opt, allow: Merge(builtin, opt.Allow), res: Result{File: name, Findings: []Finding{}, Problems: []Problem{}},
+	return &scanner{opt: opt, allow: Merge(builtin(), opt.Allow), res: Result{File: name, Findings: []Finding{}, Problems: []Problem{}},
 		seen: map[seenKey]bool{}, next: map[seenKey]int{}}
 }
 

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"sync"
 
 	"github.com/openmax/openmax/internal/lines"
 )
@@ -36,7 +37,9 @@ type Line struct {
 // Redacted is what replaces every "email" value in a transcript.
 const Redacted = "[redacted]"
 
-var emailValue = regexp.MustCompile(`"email"\s*:\s*("(?:[^"\\]|\\.)*"|null|true|false|-?[0-9][0-9.eE+-]*)`)
+var emailValue = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`"email"\s*:\s*("(?:[^"\\]|\\.)*"|null|true|false|-?[0-9][0-9.eE+-]*)`)
+})
 
 // Encode returns the transcript line for one stdio line crossing in dir:
 // the line redacted and wrapped, with no trailing newline.
@@ -48,7 +51,7 @@ func Encode(dir string, line []byte) ([]byte, error) {
 	var msg json.RawMessage
 	if json.Valid(line) {
 		var buf bytes.Buffer
-		if err := json.Compact(&buf, emailValue.ReplaceAll(line, []byte(`"email":"`+Redacted+`"`))); err != nil {
+		if err := json.Compact(&buf, emailValue().ReplaceAll(line, []byte(`"email":"`+Redacted+`"`))); err != nil {
 			return nil, fmt.Errorf("codex: transcript line: %w", err)
 		}
 		msg = buf.Bytes()
