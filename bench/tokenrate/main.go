@@ -79,6 +79,7 @@ type reader struct {
 	r     io.Reader
 	buf   []byte
 	start int // the first byte of the current (incomplete) line in buf
+	seen  int // of the current line, the bytes already searched for its newline
 	tee   io.Writer
 
 	lines, tokens, bytes int
@@ -112,6 +113,7 @@ func (r *reader) each(fn func(typ []byte, line []byte, at time.Time) bool) error
 			if r.start > 0 { // move the incomplete line to the front
 				n := copy(r.buf, r.buf[r.start:])
 				r.buf, r.start = r.buf[:n], 0
+				// (seen counts from start: it stays)
 			} else {
 				r.buf = slices.Grow(r.buf, cap(r.buf))
 			}
@@ -125,10 +127,16 @@ func (r *reader) each(fn func(typ []byte, line []byte, at time.Time) bool) error
 			r.bytes += n
 			r.buf = r.buf[:len(r.buf)+n]
 			for {
-				i := bytes.IndexByte(r.buf[r.start:], '\n')
+				// A long line comes in many reads: search only what is new
+				// (searching it all again after each read made reading a
+				// long line quadratic, the peer's as much as openmax's).
+				i := bytes.IndexByte(r.buf[r.start+r.seen:], '\n')
 				if i < 0 {
+					r.seen = len(r.buf) - r.start
 					break
 				}
+				i += r.seen
+				r.seen = 0
 				line := r.buf[r.start : r.start+i]
 				r.start += i + 1
 				r.lines++
