@@ -39,6 +39,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -220,6 +221,7 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
+	cpu0, cpuErr := cpuTime(c.cmd.Process.Pid)
 	sent := time.Now()
 	if _, err := io.WriteString(c.stdin, `{"cmd":"user","text":"go"}`+"\n"); err != nil {
 		return err
@@ -244,6 +246,13 @@ func run(args []string) error {
 	})
 	if done.IsZero() {
 		return fmt.Errorf("stream ended before done after %d tokens: %v", c.out.tokens, err)
+	}
+	cpu1, err := cpuTime(c.cmd.Process.Pid)
+	if cpuErr == nil && err == nil {
+		// The CPU the child spent from the user command to done, all its
+		// threads, user and system: what a loaded machine's wall clock
+		// does not show (in the kernel's clock ticks, 10 ms on Linux).
+		fmt.Printf("turn_cpu_ms=%s\n", ms(cpu1-cpu0))
 	}
 	tokens := c.out.tokens
 	turnLines, turnBytes := c.out.lines-linesBefore, c.out.bytes-bytesBefore
@@ -270,6 +279,34 @@ func run(args []string) error {
 	fmt.Printf("tokens_per_s=%.0f\n", float64(tokens)/elapsed.Seconds())
 	fmt.Printf("done=%s\n", doneLine)
 	return nil
+}
+
+// cpuTime is the user and system CPU time process pid has spent so far
+// (Linux: /proc/PID/stat, in clock ticks of 10 ms).
+func cpuTime(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// The fields after the command name, which is in parentheses and may
+	// hold spaces: state is the 3rd field, utime and stime the 14th and 15th.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, errors.New("no command name in /proc stat")
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0, errors.New("short /proc stat")
+	}
+	var ticks int64
+	for _, s := range f[11:13] {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return 0, err
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * 10 * time.Millisecond, nil
 }
 
 // catPeer times `cat FILE | cat` read by the same reader: exec to EOF.

@@ -151,15 +151,14 @@ func (w *Writer) Event(e Event) error {
 // without making an Event of it (boxing the value costs an allocation, per
 // token of a reply).
 func (w *Writer) Token(text string) error {
+	p := textPlans().token
+	if p == nil {
+		return w.Event(Token{Text: text})
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if p := textPlans().token; p != nil {
-		w.buf = appendText(append(w.buf[:0], w.idPrefix...), p, text)
-		return w.flushLocked(nil)
-	}
-	var err error
-	w.buf, err = appendEventAfterID(append(w.buf[:0], w.idPrefix...), Token{Text: text})
-	return w.flushLocked(err)
+	w.buf = appendText(append(w.buf[:0], w.idPrefix...), p, text)
+	return w.flushLocked(nil)
 }
 
 // PieceWriter is implemented by a LineWriter that takes a line in pieces

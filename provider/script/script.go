@@ -289,8 +289,8 @@ func (r Reply) StepSeq(index int) iter.Seq[Step] {
 			}
 			return
 		}
-		for i, c := range r.Chunks {
-			if !yield(c.step(index, i)) {
+		for i := range r.Chunks {
+			if !yield(r.Chunks[i].step(index, i)) { // by pointer: a Chunk is a dozen words
 				return
 			}
 		}
@@ -326,7 +326,7 @@ func (r Reply) wholeSteps(index int) []Step {
 }
 
 // step is the step of chunk i of reply index.
-func (c Chunk) step(index, i int) Step {
+func (c *Chunk) step(index, i int) Step {
 	var s Step
 	switch {
 	case c.Text != nil:
