@@ -221,7 +221,7 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	cpu0, cpuErr := cpuTime(c.cmd.Process.Pid)
+	cpu0, faults0, statErr := procStat(c.cmd.Process.Pid)
 	sent := time.Now()
 	if _, err := io.WriteString(c.stdin, `{"cmd":"user","text":"go"}`+"\n"); err != nil {
 		return err
@@ -247,12 +247,13 @@ func run(args []string) error {
 	if done.IsZero() {
 		return fmt.Errorf("stream ended before done after %d tokens: %v", c.out.tokens, err)
 	}
-	cpu1, err := cpuTime(c.cmd.Process.Pid)
-	if cpuErr == nil && err == nil {
+	if cpu1, faults1, err := procStat(c.cmd.Process.Pid); statErr == nil && err == nil {
 		// The CPU the child spent from the user command to done, all its
 		// threads, user and system: what a loaded machine's wall clock
-		// does not show (in the kernel's clock ticks, 10 ms on Linux).
+		// does not show (in the kernel's clock ticks, 10 ms on Linux);
+		// and the page faults it took meanwhile (fresh memory touched).
 		fmt.Printf("turn_cpu_ms=%s\n", ms(cpu1-cpu0))
+		fmt.Printf("turn_page_faults=%d\n", faults1-faults0)
 	}
 	tokens := c.out.tokens
 	turnLines, turnBytes := c.out.lines-linesBefore, c.out.bytes-bytesBefore
@@ -281,32 +282,32 @@ func run(args []string) error {
 	return nil
 }
 
-// cpuTime is the user and system CPU time process pid has spent so far
-// (Linux: /proc/PID/stat, in clock ticks of 10 ms).
-func cpuTime(pid int) (time.Duration, error) {
+// procStat is what /proc/PID/stat says process pid has spent so far
+// (Linux): user and system CPU time (in clock ticks of 10 ms), and minor
+// page faults.
+func procStat(pid int) (cpu time.Duration, faults int64, err error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	// The fields after the command name, which is in parentheses and may
-	// hold spaces: state is the 3rd field, utime and stime the 14th and 15th.
+	// hold spaces: state is the 3rd field, minflt the 10th, utime and
+	// stime the 14th and 15th.
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 {
-		return 0, errors.New("no command name in /proc stat")
+		return 0, 0, errors.New("no command name in /proc stat")
 	}
 	f := strings.Fields(string(b[i+1:]))
 	if len(f) < 13 {
-		return 0, errors.New("short /proc stat")
+		return 0, 0, errors.New("short /proc stat")
 	}
-	var ticks int64
-	for _, s := range f[11:13] {
-		n, err := strconv.ParseInt(s, 10, 64)
-		if err != nil {
-			return 0, err
+	var n [3]int64
+	for j, s := range []string{f[7], f[11], f[12]} {
+		if n[j], err = strconv.ParseInt(s, 10, 64); err != nil {
+			return 0, 0, err
 		}
-		ticks += n
 	}
-	return time.Duration(ticks) * 10 * time.Millisecond, nil
+	return time.Duration(n[1]+n[2]) * 10 * time.Millisecond, n[0], nil
 }
 
 // catPeer times `cat FILE | cat` read by the same reader: exec to EOF.
