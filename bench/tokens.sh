@@ -6,6 +6,8 @@
 # For each size (text chunks of one scripted reply) it runs
 #   openmax --stdio --provider script   user -> done, read by bench/tokenrate
 #   cat FILE | cat                      the bytes openmax wrote, same reader
+#                                       (kept by an untimed run first: the
+#                                       timed runs write no copy of stdout)
 # (and, with BASE=<git rev>, the openmax built from that revision), RUNS
 # times interleaved, and prints the medians side by side. Then the latency
 # check: a scenario whose stream pauses after every token must get each
@@ -24,6 +26,9 @@
 # done against its 5 ms limit, with its floors: what `cat | cat` takes for
 # the bytes after the last token line (message_done carries the whole
 # reply) and one fsync on the state disk (the reply is on disk first).
+# Beside them, openmax's CPU time (user + system, all threads) from the
+# user command to done, which holds still on a machine whose other load
+# moves the wall clock.
 #
 # Knobs: SIZES="20000 200000 2000000" RUNS=3 BASE= NOSAVE=0 GOBENCH=1 KEEP=0
 # Usage: bench/tokens.sh            (from anywhere in the repository)
@@ -70,9 +75,13 @@ declare -A res
 for n in $SIZES; do
 	echo "== $n text chunks, $RUNS runs interleaved"
 	"$tmp/gen" scenario -chunks "$n" >"$tmp/s.yaml"
+	# The bytes for cat | cat (and --check) come from an untimed run: a timed
+	# run reads openmax's stdout as the peer's is read, writing no copy.
+	"$tmp/tokenrate" run -o "$tmp/out.openmax" -- "$tmp/openmax" --stdio --provider script --script "$tmp/s.yaml" "${sid[@]}" \
+		>"$tmp/kv" 2>"$tmp/err" || fail "openmax: $(cat "$tmp/err")"
 	for ((r = 1; r <= RUNS; r++)); do
 		for b in "${bins[@]}"; do
-			"$tmp/tokenrate" run -o "$tmp/out.$b" -- "$tmp/$b" --stdio --provider script --script "$tmp/s.yaml" "${sid[@]}" \
+			"$tmp/tokenrate" run -- "$tmp/$b" --stdio --provider script --script "$tmp/s.yaml" "${sid[@]}" \
 				>"$tmp/kv" 2>"$tmp/err" || fail "$b: $(cat "$tmp/err")"
 			[[ $(kv tokens "$tmp/kv") == "$n" ]] || fail "$b wrote $(kv tokens "$tmp/kv") token lines, want $n"
 			grep -q '"stop_reason":"stop"' "$tmp/kv" || fail "$b: no done stop: $(kv done "$tmp/kv")"
@@ -82,7 +91,8 @@ for n in $SIZES; do
 			res[$n.$b.ltd]+="$(kv last_token_to_done_ms "$tmp/kv") "
 			res[$n.$b.stream]+="$(calc "\"%.0f\", ($n - 1) / (($last - $first) / 1000)") "
 			res[$n.$b.first]+="$first "
-			echo "   $b: user->done $ms ms ($(kv tokens_per_s "$tmp/kv") tokens/s), first token $first ms, last $last ms, message_done $(kv message_done_ms "$tmp/kv") ms, last token->done $(kv last_token_to_done_ms "$tmp/kv") ms"
+			res[$n.$b.cpu]+="$(kv turn_cpu_ms "$tmp/kv") "
+			echo "   $b: user->done $ms ms ($(kv tokens_per_s "$tmp/kv") tokens/s), first token $first ms, last $last ms, message_done $(kv message_done_ms "$tmp/kv") ms, last token->done $(kv last_token_to_done_ms "$tmp/kv") ms, CPU $(kv turn_cpu_ms "$tmp/kv") ms"
 		done
 		"$tmp/tokenrate" cat -in "$tmp/out.openmax" >"$tmp/kv" || fail "cat | cat"
 		res[$n.cat.ms]+="$(kv cat_ms "$tmp/kv") "
@@ -128,7 +138,8 @@ echo "   throughput target: openmax >= 0.5 of cat | cat on the same bytes at 200
 echo "   latency limit: last token line -> done <= 5 ms at every size. Between them go message_done, which carries"
 echo "   the whole reply (the spec's field), and the fsync that puts the reply on disk first: their floors are"
 echo "   what cat | cat takes for the same bytes after the last token line, and one fsync on the state disk"
-printf '%-8s %-6s %-22s %-10s %-22s %-7s %-7s %-18s %-6s %s\n' chunks MB "openmax user->done" stream "cat | cat" ratio target "last token->done" limit "floors: cat | cat, fsync"
+echo "   turn CPU: openmax's user + system CPU from the user command to done (10 ms ticks), which a loaded machine's wall clock hides"
+printf '%-8s %-6s %-22s %-10s %-22s %-7s %-7s %-18s %-6s %-26s %s\n' chunks MB "openmax user->done" stream "cat | cat" ratio target "last token->done" limit "floors: cat | cat, fsync" "turn CPU"
 for n in $SIZES; do
 	# shellcheck disable=SC2086
 	ms=$(median ${res[$n.openmax.ms]}) st=$(median ${res[$n.openmax.stream]}) cm=$(median ${res[$n.cat.ms]})
@@ -136,15 +147,17 @@ for n in $SIZES; do
 	ltd=$(median ${res[$n.openmax.ltd]}) cltd=$(median ${res[$n.cat.ltd]}) fs=$(median ${res[$n.fsync]})
 	target="-"
 	[[ $n -ge 200000 ]] && target=">=0.50"
-	printf '%-8s %-6s %-22s %-10s %-22s %-7s %-7s %-18s %-6s %s\n' "$n" "$(calc "\"%.1f\", ${res[$n.bytes]} / 1e6")" \
+	# shellcheck disable=SC2086
+	cpu=$(median ${res[$n.openmax.cpu]})
+	printf '%-8s %-6s %-22s %-10s %-22s %-7s %-7s %-18s %-6s %-26s %s\n' "$n" "$(calc "\"%.1f\", ${res[$n.bytes]} / 1e6")" \
 		"$ms ms = $(calc "\"%.2fM/s\", $n / $ms / 1000")" "$(calc "\"%.2fM/s\", $st / 1e6")" \
 		"$cm ms = $(calc "\"%.2fM/s\", $n / $cm / 1000")" "$(calc "\"%.2f\", $cm / $ms")" "$target" \
-		"$ltd ms" "5 ms" "$cltd ms, $fs ms"
+		"$ltd ms" "5 ms" "$cltd ms, $fs ms" "$cpu ms"
 	if [[ -n $BASE ]]; then
 		# shellcheck disable=SC2086
-		bm=$(median ${res[$n.base.ms]}) bs=$(median ${res[$n.base.stream]}) bl=$(median ${res[$n.base.ltd]})
-		printf '%-8s %-6s %-22s %-10s %-22s %-7s %-7s %-18s\n' "  base" "" "$bm ms = $(calc "\"%.2fM/s\", $n / $bm / 1000")" \
-			"$(calc "\"%.2fM/s\", $bs / 1e6")" "" "$(calc "\"%.2f\", $cm / $bm")" "" "$bl ms"
+		bm=$(median ${res[$n.base.ms]}) bs=$(median ${res[$n.base.stream]}) bl=$(median ${res[$n.base.ltd]}) bc=$(median ${res[$n.base.cpu]})
+		printf '%-8s %-6s %-22s %-10s %-22s %-7s %-7s %-18s %-6s %-26s %s\n' "  base" "" "$bm ms = $(calc "\"%.2fM/s\", $n / $bm / 1000")" \
+			"$(calc "\"%.2fM/s\", $bs / 1e6")" "" "$(calc "\"%.2f\", $cm / $bm")" "" "$bl ms" "" "" "$bc ms"
 	fi
 done
 echo "latency, stream pausing after each token: user->first token $(median "${lat_first[@]}") ms;" \

@@ -84,13 +84,35 @@ func (e *Engine) panicked(r any) {
 // goroutine only.
 type Emit func(wire.Event)
 
+// Emitter receives the events of a turn in order, as an Emit does, with a
+// way of its own for the busiest: Token(text) stands for
+// Event(wire.Token{Text: text}), and must do what that does. It spares
+// the turn making an Event of each token (an allocation per token of a
+// reply). Its methods are called from the turn's goroutine only.
+type Emitter interface {
+	Event(wire.Event)
+	Token(text string)
+}
+
+// emitFunc is the Emitter of an Emit.
+type emitFunc Emit
+
+func (f emitFunc) Event(e wire.Event) { f(e) }
+func (f emitFunc) Token(text string)  { f(wire.Token{Text: text}) }
+
 // RunTurn runs one admitted turn for text and returns its stop_reason. It
 // emits every event of the turn except done, which the caller sends once it
 // has released its own per-turn state. A panic anywhere in the turn becomes
 // an error event and stop_reason error. Cancelling ctx ends the turn with
 // stop_reason cancelled.
 func (e *Engine) RunTurn(ctx context.Context, s *Session, text string, emit Emit) (stop string) {
-	t := &turn{e: e, s: s, emit: emit}
+	return e.RunTurnTo(ctx, s, text, emitFunc(emit))
+}
+
+// RunTurnTo is RunTurn emitting to out.
+func (e *Engine) RunTurnTo(ctx context.Context, s *Session, text string, out Emitter) (stop string) {
+	emit := out.Event
+	t := &turn{e: e, s: s, emit: emit, token: out.Token}
 	if e.Hooks != nil {
 		// Runs after the recover below has settled stop.
 		defer t.turnDone(ctx, &stop)

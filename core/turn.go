@@ -13,10 +13,11 @@ type turn struct {
 	e        *Engine
 	s        *Session
 	emit     Emit
-	requests int  // model requests made so far
-	spent    int  // tokens this turn has spent
-	refusals int  // turn_end refusals honored (hooks.go)
-	opened   bool // budget, the turn's first line, went out
+	token    func(text string) // emits a token (Emitter.Token)
+	requests int               // model requests made so far
+	spent    int               // tokens this turn has spent
+	refusals int               // turn_end refusals honored (hooks.go)
+	opened   bool              // budget, the turn's first line, went out
 	// refusal is the reason of the last turn_end refusal honored, as
 	// the transcript holds it (a Backend continues its thread with it).
 	refusal string
@@ -112,7 +113,7 @@ func (t *turn) stream(ctx context.Context) reply {
 			if p.Text == "" {
 				continue
 			}
-			t.emit(wire.Token{Text: p.Text})
+			t.token(p.Text)
 			text.add(p.Text)
 		case provider.ThinkingDelta:
 			thinking = addThinking(thinking, p)

@@ -40,11 +40,13 @@ func (p benchDeltaProvider) Stream(ctx context.Context, _ provider.Request) iter
 }
 
 // benchTokenCounter is the stdout of the served session: StreamConn
-// hands it whole lines, one or many per Write, so counting token lines is
-// a prefix check on each.
+// hands it whole lines, one or many per Write, but for a long message_done,
+// which comes in pieces; so counting token lines is a prefix check on each
+// line, and a line a Write leaves open is kept until it ends.
 type benchTokenCounter struct {
 	tokens, bytes int
 	done          bool
+	open          []byte // a line not ended yet
 }
 
 var benchTokenPrefix = []byte(`{"session_id":"s-bench","type":"token"`)
@@ -52,7 +54,16 @@ var benchTokenPrefix = []byte(`{"session_id":"s-bench","type":"token"`)
 func (c *benchTokenCounter) Write(p []byte) (int, error) {
 	for rest := p; len(rest) > 0; {
 		i := bytes.IndexByte(rest, '\n')
-		c.line(rest[:i])
+		if i < 0 {
+			c.open = append(c.open, rest...)
+			break
+		}
+		if len(c.open) > 0 {
+			c.line(append(c.open, rest[:i]...))
+			c.open = c.open[:0]
+		} else {
+			c.line(rest[:i])
+		}
 		rest = rest[i+1:]
 	}
 	return len(p), nil

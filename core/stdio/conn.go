@@ -83,10 +83,12 @@ type Batching interface {
 // Write, and so on. A line therefore never waits for more lines: one that
 // comes while nothing is being written goes out at once, alone, and the
 // lines that come while a Write is under way go out together right after
-// it. Every Write holds whole lines. At most maxQueued bytes wait behind a
-// Write under way (a longer line, alone); WriteLine waits for room beyond
-// that, so a client that stops reading stops the session's output as
-// before.
+// it. Every Write holds whole lines, but for a long line given in pieces
+// (WriteLinePieces: a long message_done), which goes out in a Write per
+// piece, one after the other with nothing between them. At most maxQueued
+// bytes wait behind a Write under way (a longer line, alone); WriteLine
+// waits for room beyond that, so a client that stops reading stops the
+// session's output as before.
 //
 // A failed Write is reported by the next WriteLine, by Flush and by Close,
 // and closes Failed at once; nothing more is written after it.
@@ -156,6 +158,70 @@ func (c *StreamConn) WriteLine(line []byte) error {
 	}
 	c.mu.Unlock()
 	return nil
+}
+
+// WriteLinePieces is WriteLine of the concatenation of pieces (a
+// wire.PieceWriter), for a long line made of parts built beforehand: a
+// line that fits the queue is queued as WriteLine queues one, and a longer
+// one is written from its pieces as they are, after the lines queued
+// before it, without being copied into the queue. That write is made by
+// the caller, so WriteLinePieces returns once such a line is written (or
+// its Write failed), and lines given meanwhile wait behind it.
+func (c *StreamConn) WriteLinePieces(pieces [][]byte) error {
+	n := 0
+	for _, p := range pieces {
+		n += len(p)
+	}
+	c.mu.Lock()
+	if n < maxQueued {
+		c.mu.Unlock()
+		line := make([]byte, 0, n)
+		for _, p := range pieces {
+			line = append(line, p...)
+		}
+		return c.WriteLine(line)
+	}
+	for c.err == nil && c.active && !c.closed.Load() {
+		c.cond.Wait() // the flusher alone writes to w while it runs
+	}
+	if c.closed.Load() {
+		c.mu.Unlock()
+		return ErrClosed
+	}
+	if err := c.err; err != nil {
+		c.mu.Unlock()
+		return err
+	}
+	// Writing from here on, as the flusher would: the pieces, the last
+	// with the newline, each in one Write. (The queue is empty: a flusher
+	// stops only once it is.)
+	c.active = true
+	c.mu.Unlock()
+	last := len(pieces) - 1
+	tail := append(append(make([]byte, 0, len(pieces[last])+1), pieces[last]...), '\n')
+	var err error
+	for _, p := range append(pieces[:last:last], tail) {
+		if len(p) == 0 {
+			continue
+		}
+		if _, err = c.w.Write(p); err != nil {
+			break
+		}
+	}
+	c.mu.Lock()
+	if err != nil {
+		c.err = err
+		c.queued = nil
+		close(c.failed)
+	}
+	if len(c.queued) > 0 && c.err == nil {
+		go c.flush() // lines given meanwhile; the flusher takes over
+	} else {
+		c.active = false
+		c.cond.Broadcast()
+	}
+	c.mu.Unlock()
+	return err
 }
 
 // flush writes the queue to w, batch after batch, until it is empty or a

@@ -1,6 +1,7 @@
 package stdio_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -514,4 +515,83 @@ func boundedCtx(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), connWait)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// TestStreamConnWriteLinePieces: a line given in pieces is the line of
+// their concatenation. A short one is queued like any line (one Write,
+// whole lines). A long one waits for the Write under way and the lines
+// queued behind it, then goes out a Write per piece, the newline with the
+// last, nothing between them; lines given later follow it. A failed piece
+// Write fails the line and the connection, as a failed batch does.
+func TestStreamConnWriteLinePieces(t *testing.T) {
+	long := [][]byte{[]byte(`{"head":"`), bytes.Repeat([]byte("p"), stdio.MaxQueued), bytes.Repeat([]byte("q"), 10), []byte(`"}`)}
+	t.Run("short", func(t *testing.T) {
+		w := &writeRecorder{}
+		conn := stdio.NewStreamConn(strings.NewReader(""), w)
+		conn.WriteLine([]byte("a"))
+		if err := conn.WriteLinePieces([][]byte{[]byte("b1"), nil, []byte("b2")}); err != nil {
+			t.Fatal(err)
+		}
+		conn.WriteLine([]byte("c"))
+		if err := conn.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		if got := wholeLines(t, w.writes); !slices.Equal(got, []string{"a", "b1b2", "c"}) {
+			t.Errorf("lines %q, want a, b1b2, c", got)
+		}
+	})
+	t.Run("long", func(t *testing.T) {
+		g := newGateWriter()
+		conn := stdio.NewStreamConn(strings.NewReader(""), g)
+		conn.WriteLine([]byte("a"))
+		if got := receive(t, g.wrote); got != "a\n" {
+			t.Fatalf("first Write %q", got)
+		}
+		conn.WriteLine([]byte("b")) // queued behind the Write under way
+		wrote := make(chan error, 1)
+		go func() { wrote <- conn.WriteLinePieces(long) }()
+		g.release <- nil
+		if got := receive(t, g.wrote); got != "b\n" {
+			t.Fatalf("second Write %q, want the line queued before the long one", got)
+		}
+		g.release <- nil
+		for i, p := range long {
+			want := string(p)
+			if i == len(long)-1 {
+				want += "\n"
+			}
+			if got := receive(t, g.wrote); got != want {
+				t.Fatalf("Write %d of the long line: %.40q (%d bytes), want its piece %.40q (%d bytes)", i+1, got, len(got), want, len(want))
+			}
+			g.release <- nil
+		}
+		if err := receive(t, wrote); err != nil {
+			t.Fatal(err)
+		}
+		conn.WriteLine([]byte("c"))
+		if got := receive(t, g.wrote); got != "c\n" {
+			t.Fatalf("Write after the long line %q, want c", got)
+		}
+		g.release <- nil
+		if err := conn.Close(); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("a piece fails", func(t *testing.T) {
+		w := &writeRecorder{failAt: 2}
+		conn := stdio.NewStreamConn(strings.NewReader(""), w)
+		if err := conn.WriteLinePieces(long); !errors.Is(err, syscall.EPIPE) {
+			t.Fatalf("WriteLinePieces: %v, want the writer's EPIPE", err)
+		}
+		receive(t, conn.Failed())
+		if err := conn.WriteLine([]byte("x")); !errors.Is(err, syscall.EPIPE) {
+			t.Errorf("WriteLine after the failure: %v, want EPIPE", err)
+		}
+		if err := conn.Close(); !errors.Is(err, syscall.EPIPE) {
+			t.Errorf("Close after the failure: %v, want EPIPE", err)
+		}
+		if len(w.writes) != 2 {
+			t.Errorf("%d Writes, want none after the one that failed", len(w.writes))
+		}
+	})
 }

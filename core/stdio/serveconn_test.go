@@ -328,3 +328,79 @@ func TestServeStdoutGoneWhileTheTurnIsQuiet(t *testing.T) {
 		t.Errorf("log %q does not say the server shut down", log.String())
 	}
 }
+
+// TestServeLongReply: a reply of many 64 KiB pieces (escapes and
+// multi-byte characters cut across the pieces) reaches stdout through
+// Serve as its token lines and one message_done holding the whole text,
+// byte for byte the line of MessageDone{Text}, the stream passing the
+// strict checker, over a StreamConn (message_done written from its pieces)
+// as over the in-memory pipe (joined).
+func TestServeLongReply(t *testing.T) {
+	chunk := "a \"quoted\" <chunk> ünï€ \u2028\n\t😀 "
+	var text strings.Builder
+	eng := connEngine(t, func(_ context.Context, yield func(provider.Part) bool) {
+		for range 4000 { // about 160 KB encoded: three pieces
+			if !yield(provider.TextDelta{Text: chunk}) {
+				return
+			}
+		}
+		yield(provider.Finish{Reason: "stop"})
+	})
+	for range 4000 {
+		text.WriteString(chunk)
+	}
+	stdin := `{"cmd":"user","text":"go"}` + "\n"
+	wantDone, _ := wire.AppendEvent(nil, "s-long", wire.MessageDone{Text: text.String()})
+	for _, tr := range []struct {
+		name  string
+		serve func() served
+	}{
+		{"stream", func() served {
+			w := &writeRecorder{}
+			code, err := stdio.Serve(context.Background(), strings.NewReader(stdin), w, stdio.Options{Engine: eng, SessionID: "s-long"})
+			if !slices.ContainsFunc(w.writes, func(wr string) bool { return !strings.HasSuffix(wr, "\n") }) {
+				t.Error("no Write held part of a line: message_done was not written from its pieces")
+			}
+			all := strings.Join(w.writes, "")
+			return served{strings.Split(strings.TrimSuffix(all, "\n"), "\n"), code, err}
+		}},
+		{"pipe", func() served {
+			return connTransports[1].serve(t, stdin, stdio.Options{Engine: eng, SessionID: "s-long"})
+		}},
+	} {
+		t.Run(tr.name, func(t *testing.T) {
+			got := tr.serve()
+			if got.err != nil || got.code != 0 {
+				t.Fatalf("Serve returned %d, %v", got.code, got.err)
+			}
+			c := wire.NewChecker(wire.Strict())
+			c.SetInput([]byte(stdin))
+			var tokens strings.Builder
+			dones := 0
+			for i, l := range got.lines {
+				if err := c.Line([]byte(l)); err != nil {
+					t.Fatalf("line %d (%.80s): %v", i+1, l, err)
+				}
+				var ev struct{ Type, Text string }
+				if err := json.Unmarshal([]byte(l), &ev); err != nil {
+					t.Fatal(err)
+				}
+				switch ev.Type {
+				case "token":
+					tokens.WriteString(ev.Text)
+				case "message_done":
+					dones++
+					if l != string(wantDone[:len(wantDone)-1]) {
+						t.Errorf("message_done is %d bytes, not the %d of the line of its text", len(l), len(wantDone)-1)
+					}
+				}
+			}
+			if err := c.End(); err != nil {
+				t.Fatal(err)
+			}
+			if tokens.String() != text.String() || dones != 1 {
+				t.Errorf("token lines hold %d bytes of the %d-byte text; %d message_done lines", tokens.Len(), text.Len(), dones)
+			}
+		})
+	}
+}

@@ -501,12 +501,29 @@ func (s *server) startTurn(text string) {
 			}
 			s.ended <- stop
 		}()
-		emit := s.emitEvent
-		if step := s.opts.Stepped; step != nil {
-			emit = func(e wire.Event) { s.emitEvent(e); step() }
-		}
-		stop = eng.RunTurn(ctx, s.sess, text, emit)
+		stop = eng.RunTurnTo(ctx, s.sess, text, turnEmitter{s, s.opts.Stepped})
 	}()
+}
+
+// turnEmitter writes a turn's events (core.Emitter), each followed by the
+// Stepped hook when there is one.
+type turnEmitter struct {
+	s    *server
+	step func() // Options.Stepped
+}
+
+func (t turnEmitter) Event(e wire.Event) {
+	t.s.emitEvent(e)
+	if t.step != nil {
+		t.step()
+	}
+}
+
+func (t turnEmitter) Token(text string) {
+	_ = t.s.w.Token(text) // a failure is remembered by the writer, as emitEvent's
+	if t.step != nil {
+		t.step()
+	}
 }
 
 func (s *server) cancelTurn() {

@@ -135,9 +135,56 @@ func (w *Writer) SessionID() string { return w.sessionID }
 func (w *Writer) Event(e Event) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if d, ok := e.(MessageDone); ok && d.quoted != nil {
+		if pw, ok := w.lw.(PieceWriter); ok {
+			if p := textPlans().messageDone; p != nil && len(*d.quoted) > 1 {
+				return w.piecesLocked(pw, p, *d.quoted)
+			}
+		}
+	}
 	var err error
 	w.buf, err = appendEventAfterID(append(w.buf[:0], w.idPrefix...), e)
 	return w.flushLocked(err)
+}
+
+// Token writes the line of Token{Text: text}: what Event does with it,
+// without making an Event of it (boxing the value costs an allocation, per
+// token of a reply).
+func (w *Writer) Token(text string) error {
+	p := textPlans().token
+	if p == nil {
+		return w.Event(Token{Text: text})
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf = appendText(append(w.buf[:0], w.idPrefix...), p, text)
+	return w.flushLocked(nil)
+}
+
+// PieceWriter is implemented by a LineWriter that takes a line in pieces
+// (core/stdio's StreamConn), so that a long line made of parts built
+// beforehand (a message_done's text encoded while it streamed) is handed
+// on without being joined into one buffer first. WriteLinePieces is
+// WriteLine of the pieces' concatenation, which holds no newline; it may
+// return only once they are written, and does not keep them.
+type PieceWriter interface {
+	WriteLinePieces(pieces [][]byte) error
+}
+
+// piecesLocked writes the line of a text event whose plan is p and whose
+// text's encoding is quoted through pw, the pieces handed on as they are.
+func (w *Writer) piecesLocked(pw PieceWriter, p *plan, quoted [][]byte) error {
+	if w.err != nil {
+		return w.err
+	}
+	head := appendQuotedHead(append(w.buf[:0], w.idPrefix...), p)
+	w.buf = head
+	pieces := make([][]byte, 0, len(quoted)+2)
+	pieces = append(append(append(pieces, head), quoted...), []byte(quotedTail[:len(quotedTail)-1]))
+	if err := pw.WriteLinePieces(pieces); err != nil {
+		return w.failLocked(err)
+	}
+	return nil
 }
 
 // Line writes one non-event line.

@@ -181,17 +181,32 @@ func appendText(dst []byte, p *plan, text string) []byte {
 }
 
 // appendQuotedText is appendText for a text given already encoded as JSON
-// string content (MessageDoneQuoted).
-func appendQuotedText(dst []byte, p *plan, quoted []byte) []byte {
-	f := &p.fields[0]
-	dst = slices.Grow(dst, len(p.member)+1+len(f.key)+len(quoted)+4)
+// string content, in pieces (MessageDoneQuoted).
+func appendQuotedText(dst []byte, p *plan, quoted [][]byte) []byte {
+	n := 0
+	for _, q := range quoted {
+		n += len(q)
+	}
+	dst = slices.Grow(dst, len(p.member)+len(p.fields[0].key)+n+5)
+	dst = appendQuotedHead(dst, p)
+	for _, q := range quoted {
+		dst = append(dst, q...)
+	}
+	return append(dst, quotedTail...)
+}
+
+// appendQuotedHead appends what precedes the text's encoding in the line
+// of a text event whose plan is p, after session_id: its type member and
+// its field's key and opening quote. quotedTail follows the encoding.
+func appendQuotedHead(dst []byte, p *plan) []byte {
 	dst = append(dst, p.member...)
 	dst = append(dst, ',')
-	dst = append(dst, f.key...)
-	dst = append(dst, '"')
-	dst = append(dst, quoted...)
-	return append(dst, '"', '}', '\n')
+	dst = append(dst, p.fields[0].key...)
+	return append(dst, '"')
 }
+
+// quotedTail ends the line of a text event after its text's encoding.
+const quotedTail = "\"}\n"
 
 // appendEventAfterID appends what follows an event line's session_id
 // value: its type member and its fields, as AppendEvent does.

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"reflect"
+	"slices"
 	"testing"
 
+	"github.com/openmax/openmax/internal/jsonstr"
 	"pgregory.net/rapid"
 )
 
@@ -181,4 +183,59 @@ func TestAppendEventTokenAllocatesNothing(t *testing.T) {
 	if allocs != 0 {
 		t.Errorf("AppendEvent(token) made %v allocations, want 0", allocs)
 	}
+}
+
+// pieceRecorder is a LineWriter that also takes lines in pieces
+// (PieceWriter), keeping each line joined and how many pieces it came in.
+type pieceRecorder struct {
+	lineRecorder
+	pieces []int
+}
+
+func (r *pieceRecorder) WriteLinePieces(pieces [][]byte) error {
+	r.pieces = append(r.pieces, len(pieces))
+	return r.WriteLine(bytes.Join(pieces, nil))
+}
+
+// TestWriterTextFastPaths: Writer.Token writes the line Event writes for
+// the Token, and a MessageDoneQuoted whose text was encoded in pieces cut
+// anywhere (a jsonstr.Escaper fed the text in chunks, as the engine does)
+// is written as the line of MessageDone{Text: text}, whether its
+// LineWriter takes lines whole or in pieces; only the second gets pieces.
+func TestWriterTextFastPaths(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		text := wireString(t, "text")
+		cuts := rapid.SliceOfN(rapid.IntRange(0, len(text)), 0, 6).Draw(t, "cuts")
+		slices.Sort(cuts)
+		var esc jsonstr.Escaper
+		var pieces [][]byte
+		at := 0
+		for _, c := range append(cuts, len(text)) {
+			pieces = append(pieces, esc.Append(nil, text[at:c]))
+			at = c
+		}
+		pieces[len(pieces)-1] = esc.Flush(pieces[len(pieces)-1])
+		want, _ := AppendEvent(nil, "s-1", MessageDone{Text: text})
+		wantTok, _ := AppendEvent(nil, "s-1", Token{Text: text})
+
+		var whole lineRecorder
+		var split pieceRecorder
+		for _, lw := range []LineWriter{&whole, &split} {
+			w := NewWriter(lw, "s-1")
+			if err := w.Token(text); err != nil {
+				t.Fatal(err)
+			}
+			if err := w.Event(MessageDoneQuoted(text, pieces...)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for name, got := range map[string][]string{"whole": whole.got, "pieces": split.got} {
+			if len(got) != 2 || got[0] != string(wantTok[:len(wantTok)-1]) || got[1] != string(want[:len(want)-1]) {
+				t.Fatalf("%s: lines %q, want %q and %q", name, got, wantTok, want)
+			}
+		}
+		if wantPieces := len(pieces) > 1; (len(split.pieces) == 1) != wantPieces {
+			t.Fatalf("%d pieces encoded: the PieceWriter took %v lines in pieces", len(pieces), split.pieces)
+		}
+	})
 }

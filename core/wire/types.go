@@ -39,20 +39,26 @@ type MessageDone struct {
 	Text string `json:"text" doc:"the complete text of the run of tokens it closes"`
 
 	// quoted, when set (MessageDoneQuoted), is Text encoded as JSON
-	// string content, built while the text streamed: the line is written
-	// from it, not by encoding Text again.
-	quoted *[]byte
+	// string content, in pieces, built while the text streamed: the line
+	// is written from them, not by encoding Text again.
+	quoted *[][]byte
 }
 
 // MessageDoneQuoted is the MessageDone of text whose encoding as JSON
-// string content (internal/jsonstr, no HTML escaping, no quotes) is
-// quoted, built piece by piece as the text streamed (a jsonstr.Escaper):
-// its line is the line of MessageDone{Text: text}, written without
-// encoding a long text a second time at the end of a reply. quoted must
-// not change afterwards. A quoted shorter than text cannot be its
-// encoding and is ignored.
-func MessageDoneQuoted(text string, quoted []byte) MessageDone {
-	if len(quoted) < len(text) {
+// string content (internal/jsonstr, no HTML escaping, no quotes) is the
+// concatenation of quoted, built piece by piece as the text streamed (a
+// jsonstr.Escaper): its line is the line of MessageDone{Text: text},
+// written without encoding a long text a second time at the end of a
+// reply, and without joining the pieces where the Writer's LineWriter
+// takes a line in pieces (PieceWriter). The pieces must not change
+// afterwards. Pieces shorter in all than text cannot be its encoding and
+// are ignored.
+func MessageDoneQuoted(text string, quoted ...[]byte) MessageDone {
+	n := 0
+	for _, q := range quoted {
+		n += len(q)
+	}
+	if n < len(text) {
 		return MessageDone{Text: text}
 	}
 	return MessageDone{Text: text, quoted: &quoted}

@@ -91,6 +91,11 @@ type Chunk struct {
 	Retry       *Retry        `yaml:"retry,omitempty"`        // the request is being resent
 	Delay       time.Duration `yaml:"delay,omitempty"`        // wait this long (on the clock) before going on
 	Stall       bool          `yaml:"stall,omitempty"`        // wait until the turn is cancelled
+
+	// text is Text's part, made when the scenario is parsed, so playing a
+	// reply of many text chunks makes no value per chunk (an allocation
+	// each, which was most of what the scripted model cost a long reply).
+	text provider.Part
 }
 
 // StreamError scripts a failure the provider reports inside a successful
@@ -155,6 +160,11 @@ func Parse(data []byte) (*Scenario, error) {
 	for i, r := range sc.Replies {
 		if err := r.validate(); err != nil {
 			return nil, fmt.Errorf("reply %d: %w", i+1, err)
+		}
+		for j := range r.Chunks {
+			if c := &r.Chunks[j]; c.Text != nil {
+				c.text = provider.TextDelta{Text: *c.Text}
+			}
 		}
 	}
 	return &sc, nil
@@ -289,8 +299,8 @@ func (r Reply) StepSeq(index int) iter.Seq[Step] {
 			}
 			return
 		}
-		for i, c := range r.Chunks {
-			if !yield(c.step(index, i)) {
+		for i := range r.Chunks {
+			if !yield(r.Chunks[i].step(index, i)) { // by pointer: a Chunk is a dozen words
 				return
 			}
 		}
@@ -326,10 +336,14 @@ func (r Reply) wholeSteps(index int) []Step {
 }
 
 // step is the step of chunk i of reply index.
-func (c Chunk) step(index, i int) Step {
+func (c *Chunk) step(index, i int) Step {
 	var s Step
 	switch {
 	case c.Text != nil:
+		if d, ok := c.text.(provider.TextDelta); ok && d.Text == *c.Text {
+			s.Part = c.text // as parsed (a chunk changed since is made anew)
+			break
+		}
 		s.Part = provider.TextDelta{Text: *c.Text}
 	case c.Thinking != nil:
 		s.Part = provider.ThinkingDelta{Text: *c.Thinking}

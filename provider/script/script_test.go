@@ -291,3 +291,46 @@ func TestResetChunk(t *testing.T) {
 		t.Errorf("a reset chunk with another key: %v", err)
 	}
 }
+
+// TestTextChunksPlayTheirText: a text chunk plays its text, as parsed, or
+// as changed after parsing (the part made at parse time is not replayed
+// for a chunk whose text changed since), or as built without Parse.
+func TestTextChunksPlayTheirText(t *testing.T) {
+	parsed := func(t *testing.T) *Scenario {
+		sc, err := Parse([]byte("replies:\n  - chunks: [{text: one}, {text: two}, {finish: stop}]\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sc
+	}
+	three, four := "three", "four"
+	tests := []struct {
+		name string
+		sc   func(t *testing.T) *Scenario
+		want []string
+	}{
+		{"as parsed", parsed, []string{"one", "two"}},
+		{"changed after parsing", func(t *testing.T) *Scenario {
+			sc := parsed(t)
+			sc.Replies[0].Chunks[0].Text = &three
+			*sc.Replies[0].Chunks[1].Text = "four"
+			return sc
+		}, []string{"three", "four"}},
+		{"built without Parse", func(*testing.T) *Scenario {
+			return &Scenario{Replies: []Reply{{Chunks: []Chunk{{Text: &three}, {Text: &four}}}}}
+		}, []string{"three", "four"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []string
+			for _, p := range collect(New(tt.sc(t), nil), context.Background()) {
+				if d, ok := p.(provider.TextDelta); ok {
+					got = append(got, d.Text)
+				}
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("played %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
