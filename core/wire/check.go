@@ -121,33 +121,45 @@ func (c *Checker) prepare(dst object, line []byte) (typ string, d *Def, m object
 		}
 		return "", nil, nil, fmt.Errorf("not a JSON object: %s", describeJSONError(line, err))
 	}
-	rawType, typePlain, ok := m.getv("type")
-	if !ok {
-		return "", nil, m, fmt.Errorf(`missing "type"`)
-	}
-	if jsonKind(rawType) != "string" {
-		return "", nil, m, fmt.Errorf(`"type" must be a string, got %s`, jsonKind(rawType))
-	}
-	if c.twoPass {
-		d, ok = EventDef(unquote(rawType))
+	typ, d, err = c.prepareObject(m, nil)
+	return typ, d, m, err
+}
+
+// prepareObject is prepare after the split: the type, the shape and the
+// values of the members m. known, when not nil, is the definition the
+// line's "type" member names, found by a caller that has read the same
+// member before (check_scan.go's prefix memo): the lookup is skipped then.
+func (c *Checker) prepareObject(m object, known *Def) (typ string, d *Def, err error) {
+	d = known
+	if d == nil {
+		rawType, typePlain, ok := m.getv("type")
 		if !ok {
-			d, ok = LineDef(unquote(rawType))
+			return "", nil, fmt.Errorf(`missing "type"`)
 		}
-	} else {
-		d, ok = lineDef(rawType, typePlain)
-	}
-	if !ok {
-		typ := unquote(rawType)
-		return typ, nil, m, fmt.Errorf("unknown type %s", quoteShort(typ))
+		if jsonKind(rawType) != "string" {
+			return "", nil, fmt.Errorf(`"type" must be a string, got %s`, jsonKind(rawType))
+		}
+		if c.twoPass {
+			d, ok = EventDef(unquote(rawType))
+			if !ok {
+				d, ok = LineDef(unquote(rawType))
+			}
+		} else {
+			d, ok = lineDef(rawType, typePlain)
+		}
+		if !ok {
+			typ := unquote(rawType)
+			return typ, nil, fmt.Errorf("unknown type %s", quoteShort(typ))
+		}
 	}
 	typ = d.Name
 	if err := c.shape(d, m); err != nil {
-		return typ, nil, m, fmt.Errorf("%s: %w", typ, err)
+		return typ, nil, fmt.Errorf("%s: %w", typ, err)
 	}
 	if err := c.values(typ, m); err != nil {
-		return typ, nil, m, fmt.Errorf("%s: %w", typ, err)
+		return typ, nil, fmt.Errorf("%s: %w", typ, err)
 	}
-	return typ, d, m, nil
+	return typ, d, nil
 }
 
 // finish counts a prepared line and, when prepare found nothing wrong with

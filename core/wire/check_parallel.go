@@ -18,8 +18,10 @@ import (
 // serial check gives, line for line (TestParallelStreamMatchesSerialRapid).
 //
 // Memory stays bounded: at most cfg.batches blocks are in flight, each of
-// at most cfg.batchBytes and cfg.batchLines lines. A line longer than a
-// block is read by the splitter's long-line path (held in memory up to
+// at most cfg.blockMax bytes and cfg.batchLines lines. A block is read to
+// cfg.batchBytes (small enough that the blocks in flight, with their lines
+// and members, stay in a core's cache) and grows to cfg.blockMax only
+// while it holds no newline. A line longer than that is read by the splitter's long-line path (held in memory up to
 // cfg.inMemory, then spooled to a file): it goes alone in a batch that
 // points into the splitter's buffer, and the reader waits until that line
 // has been finished before it reads on, as the serial check does.
@@ -30,8 +32,8 @@ type parallelConfig struct {
 	workers    int   // goroutines preparing batches
 	batches    int   // batches in flight (bounds memory)
 	batchLines int   // lines in a batch
-	batchBytes int   // bytes of copied lines in a batch
-	copyMax    int   // longest line copied into a batch
+	batchBytes int   // bytes read into a block
+	blockMax   int   // bytes a block grows to while it holds no newline
 	readBuf    int   // the splitter's read buffer
 	inMemory   int   // the splitter's in-memory part of a long line
 	longest    int64 // the longest line checked (MaxCheckedLine)
@@ -46,8 +48,12 @@ func (p parallelConfig) withDefaults() parallelConfig {
 		p.batchLines = 4096
 	}
 	if p.batchBytes == 0 {
-		p.batchBytes = 256 << 10
+		p.batchBytes = 64 << 10
+		if p.blockMax == 0 {
+			p.blockMax = 256 << 10
+		}
 	}
+	p.blockMax = max(p.blockMax, p.batchBytes)
 	if p.readBuf == 0 {
 		p.readBuf = streamReadBuffer
 	}
@@ -59,6 +65,11 @@ func (p parallelConfig) withDefaults() parallelConfig {
 	}
 	return p
 }
+
+// parallelReadBuffer is the parallel check's read buffer: smaller than a
+// block, so filling one reads the input straight into it (the long-line
+// path reads through the buffer).
+const parallelReadBuffer = 16 << 10
 
 // batchLine is one line of a batch and, once prepared, what prepare said.
 type batchLine struct {
@@ -100,54 +111,13 @@ func (b *checkBatch) line(i int) []byte {
 	return b.buf[b.lines[i].start:b.lines[i].end]
 }
 
-// splitBlock cuts b.buf into lines with the splitter's rules: a trailing
-// CR is not part of a line, a last line without a newline still counts,
-// and a line longer than longest is reported by its size.
-func splitBlock(b *checkBatch, longest int64) {
-	data := b.buf
-	for start := 0; start < len(data); {
-		end, next := len(data), len(data)
-		if i := bytes.IndexByte(data[start:], '\n'); i >= 0 {
-			end, next = start+i, start+i+1
-		}
-		if end > start && data[end-1] == '\r' {
-			end--
-		}
-		if n := int64(end - start); n > longest {
-			b.lines = append(b.lines, batchLine{tooLong: n})
-		} else {
-			b.lines = append(b.lines, batchLine{start: start, end: end})
-		}
-		start = next
-	}
-}
-
-// prepareBatch prepares every line of b with w (a worker's Checker).
-func prepareBatch(w *Checker, b *checkBatch, longest int64) {
-	if b.block {
-		splitBlock(b, longest)
-	}
-	for i := range b.lines {
-		l := &b.lines[i]
-		if l.tooLong > 0 {
-			continue
-		}
-		if cap(b.slab)-len(b.slab) < 32 {
-			b.slab = slices.Grow(b.slab, max(64, cap(b.slab)))
-		}
-		n := len(b.slab)
-		var m object
-		l.typ, l.def, m, l.err = w.prepare(b.slab[n:], b.line(i))
-		if len(m) > 0 && cap(b.slab)-n >= len(m) && &m[0] == &b.slab[n : n+1][0] {
-			b.slab = b.slab[:n+len(m)]
-		}
-		l.m = m[:len(m):len(m)]
-	}
-	close(b.ready)
-}
-
 // streamParallel is Stream with cfg.workers goroutines preparing lines.
 func (c *Checker) streamParallel(r io.Reader, report func(Verdict), cfg parallelConfig) (int, error) {
+	if cfg.readBuf == 0 {
+		// Blocks are read from the input directly, not through the read
+		// buffer, when they ask for at least its size.
+		cfg.readBuf = parallelReadBuffer
+	}
 	cfg = cfg.withDefaults()
 	lr := newLineSplitter(r, cfg.longest, cfg.inMemory, cfg.readBuf)
 	defer lr.close()
@@ -159,11 +129,11 @@ func (c *Checker) streamParallel(r io.Reader, report func(Verdict), cfg parallel
 	work := make(chan *checkBatch, cfg.batches)
 	order := make(chan *checkBatch, cfg.batches)
 	for range cfg.workers {
-		go func(w *Checker) {
+		go func(w *checkWorker) {
 			for b := range work {
-				prepareBatch(w, b, cfg.longest)
+				w.prepareBatch(b, cfg.longest)
 			}
-		}(c.forWorker())
+		}(newCheckWorker(c))
 	}
 	go readBatches(lr, cfg, free, work, order)
 
@@ -220,15 +190,26 @@ func readBatches(lr *lineSplitter, cfg parallelConfig, free <-chan *checkBatch, 
 	for {
 		b := <-free
 		b.reset()
-		if cap(b.buf) < cfg.batchBytes {
-			b.buf = make([]byte, 0, cfg.batchBytes)
-		}
 		b.buf = append(b.buf, carry...)
+		// Fill the block to batchBytes; while it holds no newline, double
+		// it up to blockMax, so a line up to blockMax stays in a block.
 		var err error
-		for len(b.buf) < cap(b.buf) && err == nil {
-			var n int
-			n, err = lr.br.Read(b.buf[len(b.buf):cap(b.buf)])
-			b.buf = b.buf[:len(b.buf)+n]
+		cut := -1
+		for goal := cfg.batchBytes; ; goal = min(2*goal, cfg.blockMax) {
+			if cap(b.buf) < goal {
+				b.buf = slices.Grow(b.buf, goal-len(b.buf))
+			}
+			for len(b.buf) < goal && err == nil {
+				var n int
+				n, err = lr.br.Read(b.buf[len(b.buf):goal])
+				b.buf = b.buf[:len(b.buf)+n]
+			}
+			if err != nil {
+				break
+			}
+			if cut = bytes.LastIndexByte(b.buf, '\n'); cut >= 0 || goal >= cfg.blockMax {
+				break
+			}
 		}
 		if err != nil {
 			// The end of the input (or a failed read): what was read is
@@ -237,7 +218,6 @@ func readBatches(lr *lineSplitter, cfg parallelConfig, free <-chan *checkBatch, 
 			submit(b)
 			return
 		}
-		cut := bytes.LastIndexByte(b.buf, '\n')
 		if cut < 0 {
 			// A line longer than a block: the splitter reads it to its end,
 			// in memory or spooled, as the serial check does.

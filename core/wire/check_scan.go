@@ -1,0 +1,443 @@
+package wire
+
+import (
+	"bytes"
+	"encoding/binary"
+	"math/bits"
+	"unicode/utf8"
+)
+
+// The parallel check's line reader. A worker reads its block line by line
+// in one walk: the walk that checks a line's JSON and splits its members
+// also finds the line's end (a newline where the object is over), notes
+// whether any byte was outside ASCII (only then is UTF-8 checked, over that
+// line), and skips the part of a line it has already read in a line just
+// before: most lines of a stream open with the same bytes, up to and
+// including their type ({"session_id":"s-…","type":"token",), so a worker
+// remembers a few such prefixes with their members and their definition,
+// and compares the next line's first bytes with them instead of reading
+// them again.
+//
+// It only has to be sound. Whatever it accepts is one line that the serial
+// check would split into the same members: the walk takes no newline as
+// white space, so it never reads past its line, and it accepts nothing
+// splitObject would not. A remembered prefix ends just after a top-level
+// comma, so the walk resumes in the state it would have reached by reading
+// those bytes. Anything else (bad syntax, a duplicate or escaped key, deep
+// nesting, bad UTF-8, a newline inside the object) goes back to the cut
+// and prepare of the serial check, which names the problem.
+// TestParallelStreamMatchesSerialRapid and TestScanLineMatchesSerialRapid
+// hold it to that.
+
+// memoSlots is how many prefixes a worker remembers, most recently used
+// first; memoMembers is how many members a prefix may hold.
+const (
+	memoSlots   = 8
+	memoMembers = 4
+)
+
+// lineMemo is a line's prefix that a worker has read: the bytes, up to and
+// including the comma after the member "type" (or after a session_id right
+// behind it), the members in it as offsets, and the definition "type"
+// names. Only an ASCII prefix with plain keys is remembered.
+type lineMemo struct {
+	prefix  []byte
+	members [memoMembers]memoMember
+	n       int
+	def     *Def
+}
+
+type memoMember struct {
+	k0, k1, v0, v1 int
+	plain          bool
+}
+
+// checkWorker prepares the parallel check's batches on one goroutine.
+type checkWorker struct {
+	c     *Checker    // the worker's copy of the options (forWorker)
+	memos []*lineMemo // most recently used first
+}
+
+func newCheckWorker(c *Checker) *checkWorker { return &checkWorker{c: c.forWorker()} }
+
+// prepareBatch prepares every line of b.
+func (w *checkWorker) prepareBatch(b *checkBatch, longest int64) {
+	defer close(b.ready)
+	if b.block {
+		w.prepareBlock(b, longest)
+		return
+	}
+	for i := range b.lines {
+		if b.lines[i].tooLong == 0 {
+			w.prepareLine(b, &b.lines[i], b.line(i))
+		}
+	}
+}
+
+// prepareBlock cuts b.buf into lines with the splitter's rules (a trailing
+// CR is not part of a line, a last line without a newline still counts, a
+// line longer than longest is reported by its size) and prepares them.
+func (w *checkWorker) prepareBlock(b *checkBatch, longest int64) {
+	data := b.buf
+	for p := 0; p < len(data); {
+		if next, ok := w.scanLine(b, p, longest); ok {
+			p = next
+			continue
+		}
+		end, next := len(data), len(data)
+		if i := bytes.IndexByte(data[p:], '\n'); i >= 0 {
+			end, next = p+i, p+i+1
+		}
+		if end > p && data[end-1] == '\r' {
+			end--
+		}
+		if n := int64(end - p); n > longest {
+			b.lines = append(b.lines, batchLine{tooLong: n})
+		} else {
+			b.lines = append(b.lines, batchLine{start: p, end: end})
+			w.prepareLine(b, &b.lines[len(b.lines)-1], data[p:end])
+		}
+		p = next
+	}
+}
+
+// prepareLine prepares one line the way the serial check does, its members
+// appended to b.slab.
+func (w *checkWorker) prepareLine(b *checkBatch, l *batchLine, line []byte) {
+	if cap(b.slab)-len(b.slab) < 32 {
+		b.slab = append(b.slab, make(object, max(64, cap(b.slab)))...)[:len(b.slab)]
+	}
+	n := len(b.slab)
+	var m object
+	l.typ, l.def, m, l.err = w.c.prepare(b.slab[n:], line)
+	if len(m) > 0 && cap(b.slab)-n >= len(m) && &m[0] == &b.slab[n : n+1][0] {
+		b.slab = b.slab[:n+len(m)]
+	}
+	l.m = m[:len(m):len(m)]
+}
+
+// scanLine reads the line at b.buf[p:] when it is one well-formed JSON
+// object: it appends the line, prepared, to b.lines, its members to b.slab,
+// and returns where the next line starts. ok is false, with nothing
+// appended, when the line is anything else.
+func (w *checkWorker) scanLine(b *checkBatch, p int, longest int64) (next int, ok bool) {
+	data := b.buf
+	n0 := len(b.slab)
+	o := b.slab
+	var (
+		acc    uint64 // the OR of every string byte: a high bit means non-ASCII
+		def    *Def
+		closed bool // the object's closing brace was read
+		commas [memoMembers]int
+	)
+	i := p
+	mm := w.lookup(data[p:])
+	if mm != nil {
+		for _, x := range mm.members[:mm.n] {
+			o = append(o, member{key: data[p+x.k0 : p+x.k1], raw: data[p+x.v0 : p+x.v1], plain: x.plain})
+		}
+		def, i = mm.def, ckSpace(data, p+len(mm.prefix))
+	} else {
+		i = ckSpace(data, p)
+		if i >= len(data) || data[i] != '{' {
+			return p, false
+		}
+		i = ckSpace(data, i+1)
+		if i < len(data) && data[i] == '}' {
+			i, closed = i+1, true
+		}
+	}
+	for !closed {
+		if i >= len(data) || data[i] != '"' {
+			return p, false
+		}
+		end, a, esc, ok := ckString(data, i)
+		if !ok || esc {
+			return p, false // an escaped key: the serial check decodes it
+		}
+		acc |= a
+		key := data[i+1 : end-1]
+		for k := n0; k < len(o); k++ {
+			if string(o[k].key) == string(key) {
+				return p, false // the serial check names the duplicate
+			}
+		}
+		i = ckSpace(data, end)
+		if i >= len(data) || data[i] != ':' {
+			return p, false
+		}
+		i = ckSpace(data, i+1)
+		plain := false
+		if i < len(data) && data[i] == '"' {
+			end, a, esc, ok = ckString(data, i)
+			plain = !esc
+		} else {
+			end, a, ok = ckValue(data, i, 1)
+		}
+		if !ok {
+			return p, false
+		}
+		acc |= a
+		o = append(o, member{key: key, raw: data[i:end], plain: plain})
+		i = ckSpace(data, end)
+		if i >= len(data) {
+			return p, false
+		}
+		switch data[i] {
+		case '}':
+			i, closed = i+1, true
+		case ',':
+			if k := len(o) - n0 - 1; k < memoMembers {
+				commas[k] = i + 1 - p
+			}
+			i = ckSpace(data, i+1)
+		default:
+			return p, false
+		}
+	}
+	// After the object: white space up to the newline or the end.
+	j := ckSpace(data, i)
+	next = j
+	if j < len(data) {
+		if data[j] != '\n' {
+			return p, false
+		}
+		next = j + 1
+	}
+	end := j
+	if data[end-1] == '\r' {
+		end-- // not part of the line (the object's '}' is before it)
+	}
+	line := data[p:end]
+	if n := int64(len(line)); n > longest {
+		b.lines = append(b.lines, batchLine{tooLong: n})
+		return next, true
+	}
+	if acc&highs != 0 && !utf8.Valid(line) {
+		return p, false
+	}
+	m := o[n0:len(o):len(o)]
+	b.slab = o
+	typ, d, err := w.c.prepareObject(m, def)
+	b.lines = append(b.lines, batchLine{start: p, end: end, typ: typ, def: d, m: m, err: err})
+	if mm == nil && d != nil {
+		w.remember(data[p:], m, &commas, d)
+	}
+	return next, true
+}
+
+// lookup returns the remembered prefix rest starts with, if any, and makes
+// it the most recently used.
+func (w *checkWorker) lookup(rest []byte) *lineMemo {
+	for k, mm := range w.memos {
+		if len(rest) > len(mm.prefix) && bytes.Equal(rest[:len(mm.prefix)], mm.prefix) {
+			if k > 0 {
+				copy(w.memos[1:k+1], w.memos[:k])
+				w.memos[0] = mm
+			}
+			return mm
+		}
+	}
+	return nil
+}
+
+// remember keeps the prefix of rest (a line just read, with its members m)
+// up to the comma after "type", or after a session_id right behind it.
+// commas holds where the comma after each of the first members ends. The
+// members are slices of rest, so their offsets are differences of
+// capacities.
+func (w *checkWorker) remember(rest []byte, m object, commas *[memoMembers]int, d *Def) {
+	t := 0
+	for t < len(m) && string(m[t].key) != "type" {
+		t++
+	}
+	if t+1 < len(m) && string(m[t+1].key) == "session_id" {
+		t++
+	}
+	if t+1 >= len(m) || t >= memoMembers {
+		return // no comma after it, or too far in
+	}
+	cut := commas[t]
+	for _, c := range rest[:cut] {
+		if c >= utf8.RuneSelf {
+			return
+		}
+	}
+	var mm *lineMemo
+	if len(w.memos) < memoSlots {
+		mm = &lineMemo{}
+		w.memos = append(w.memos, nil)
+	} else {
+		mm = w.memos[len(w.memos)-1]
+	}
+	copy(w.memos[1:], w.memos[:len(w.memos)-1])
+	w.memos[0] = mm
+	mm.prefix = append(mm.prefix[:0], rest[:cut]...)
+	mm.n, mm.def = t+1, d
+	off := func(s []byte) int { return cap(rest) - cap(s) }
+	for k := range mm.n {
+		k0, v0 := off(m[k].key), off(m[k].raw)
+		mm.members[k] = memoMember{k0: k0, k1: k0 + len(m[k].key), v0: v0, v1: v0 + len(m[k].raw), plain: m[k].plain}
+	}
+}
+
+// ckSpace skips JSON white space but a newline, which ends the line.
+func ckSpace(data []byte, i int) int {
+	for i < len(data) && (data[i] == ' ' || data[i] == '\t' || data[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// ckString is scanStringValid (scan.go) that also returns the OR of the
+// string's bytes, and jumps to the first special byte of a word rather than
+// stepping to it.
+func ckString(data []byte, i int) (end int, acc uint64, esc, ok bool) {
+	j := i + 1
+	for {
+	word:
+		for j+8 <= len(data) {
+			w := binary.LittleEndian.Uint64(data[j:])
+			if s := special8Mask(w); s != 0 {
+				k := bits.TrailingZeros64(s) >> 3
+				acc |= w & (1<<(8*k) - 1)
+				j += k
+				break word
+			}
+			acc |= w
+			j += 8
+		}
+		for j < len(data) && strPlain[data[j]] {
+			acc |= uint64(data[j])
+			j++
+		}
+		if j >= len(data) {
+			return j, acc, esc, false
+		}
+		switch data[j] {
+		case '"':
+			return j + 1, acc, esc, true
+		case '\\':
+			esc = true
+			if j+1 >= len(data) {
+				return j, acc, esc, false
+			}
+			switch data[j+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				j += 2
+			case 'u':
+				if j+6 > len(data) || !hexDigit[data[j+2]] || !hexDigit[data[j+3]] ||
+					!hexDigit[data[j+4]] || !hexDigit[data[j+5]] {
+					return j, acc, esc, false
+				}
+				j += 6
+			default:
+				return j, acc, esc, false
+			}
+		default: // a control byte, the newline among them
+			return j, acc, esc, false
+		}
+	}
+}
+
+// special8Mask flags (in its high bit) each byte of w that is a quote, a
+// backslash or below 0x20 (special8). A borrow only runs upwards, so the
+// lowest flag is exact: it marks the first special byte.
+func special8Mask(w uint64) uint64 {
+	below := func(x, n uint64) uint64 { return (x - ones*n) &^ x & highs }
+	return below(w, 0x20) | below(w^(ones*'"'), 1) | below(w^(ones*'\\'), 1)
+}
+
+// ckValue is scanValueValid (scan.go) with ckSpace and ckString: the end
+// of the value at i, the OR of its string bytes, and whether it is one.
+func ckValue(data []byte, i, depth int) (end int, acc uint64, ok bool) {
+	if i >= len(data) {
+		return i, 0, false
+	}
+	switch c := data[i]; {
+	case c == '"':
+		end, acc, _, ok := ckString(data, i)
+		return end, acc, ok
+	case c == '{':
+		if depth >= maxScanDepth {
+			return i, 0, false
+		}
+		i = ckSpace(data, i+1)
+		if i < len(data) && data[i] == '}' {
+			return i + 1, 0, true
+		}
+		for {
+			if i >= len(data) || data[i] != '"' {
+				return i, acc, false
+			}
+			end, a, _, ok := ckString(data, i)
+			if !ok {
+				return end, acc, false
+			}
+			acc |= a
+			i = ckSpace(data, end)
+			if i >= len(data) || data[i] != ':' {
+				return i, acc, false
+			}
+			i, a, ok = ckValue(data, ckSpace(data, i+1), depth+1)
+			if !ok {
+				return i, acc, false
+			}
+			acc |= a
+			i = ckSpace(data, i)
+			if i >= len(data) {
+				return i, acc, false
+			}
+			switch data[i] {
+			case '}':
+				return i + 1, acc, true
+			case ',':
+				i = ckSpace(data, i+1)
+			default:
+				return i, acc, false
+			}
+		}
+	case c == '[':
+		if depth >= maxScanDepth {
+			return i, 0, false
+		}
+		i = ckSpace(data, i+1)
+		if i < len(data) && data[i] == ']' {
+			return i + 1, 0, true
+		}
+		for {
+			var a uint64
+			var ok bool
+			i, a, ok = ckValue(data, i, depth+1)
+			if !ok {
+				return i, acc, false
+			}
+			acc |= a
+			i = ckSpace(data, i)
+			if i >= len(data) {
+				return i, acc, false
+			}
+			switch data[i] {
+			case ']':
+				return i + 1, acc, true
+			case ',':
+				i = ckSpace(data, i+1)
+			default:
+				return i, acc, false
+			}
+		}
+	case c == 't':
+		end, ok := scanLiteral(data, i, "true")
+		return end, 0, ok
+	case c == 'f':
+		end, ok := scanLiteral(data, i, "false")
+		return end, 0, ok
+	case c == 'n':
+		end, ok := scanLiteral(data, i, "null")
+		return end, 0, ok
+	case c == '-' || (c >= '0' && c <= '9'):
+		end, ok := scanNumberValid(data, i)
+		return end, 0, ok
+	}
+	return i, 0, false
+}
