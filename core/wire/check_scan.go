@@ -56,6 +56,7 @@ type memoMember struct {
 type checkWorker struct {
 	c     *Checker    // the worker's copy of the options (forWorker)
 	memos []*lineMemo // most recently used first
+	obj   object      // reused: the members of the line being read
 }
 
 func newCheckWorker(c *Checker) *checkWorker { return &checkWorker{c: c.forWorker()} }
@@ -67,9 +68,9 @@ func (w *checkWorker) prepareBatch(b *checkBatch, longest int64) {
 		w.prepareBlock(b, longest)
 		return
 	}
-	for i := range b.lines {
+	for i := range b.lines { // a held line, or one too long
 		if b.lines[i].tooLong == 0 {
-			w.prepareLine(b, &b.lines[i], b.line(i))
+			w.prepareLine(b, &b.lines[i], b.held)
 		}
 	}
 }
@@ -94,7 +95,7 @@ func (w *checkWorker) prepareBlock(b *checkBatch, longest int64) {
 		if n := int64(end - p); n > longest {
 			b.lines = append(b.lines, batchLine{tooLong: n})
 		} else {
-			b.lines = append(b.lines, batchLine{start: p, end: end})
+			b.lines = append(b.lines, batchLine{})
 			w.prepareLine(b, &b.lines[len(b.lines)-1], data[p:end])
 		}
 		p = next
@@ -102,7 +103,7 @@ func (w *checkWorker) prepareBlock(b *checkBatch, longest int64) {
 }
 
 // prepareLine prepares one line the way the serial check does, its members
-// appended to b.slab.
+// appended whole to b.slab.
 func (w *checkWorker) prepareLine(b *checkBatch, l *batchLine, line []byte) {
 	if cap(b.slab)-len(b.slab) < 32 {
 		b.slab = append(b.slab, make(object, max(64, cap(b.slab)))...)[:len(b.slab)]
@@ -112,18 +113,21 @@ func (w *checkWorker) prepareLine(b *checkBatch, l *batchLine, line []byte) {
 	l.typ, l.def, m, l.err = w.c.prepare(b.slab[n:], line)
 	if len(m) > 0 && cap(b.slab)-n >= len(m) && &m[0] == &b.slab[n : n+1][0] {
 		b.slab = b.slab[:n+len(m)]
+	} else {
+		b.slab = append(b.slab, m...)
 	}
-	l.m = m[:len(m):len(m)]
+	l.m0, l.m1, l.full = int32(n), int32(len(b.slab)), true
 }
 
 // scanLine reads the line at b.buf[p:] when it is one well-formed JSON
-// object: it appends the line, prepared, to b.lines, its members to b.slab,
+// object: it appends the line, prepared, to b.lines, its members to b.cms,
 // and returns where the next line starts. ok is false, with nothing
 // appended, when the line is anything else.
 func (w *checkWorker) scanLine(b *checkBatch, p int, longest int64) (next int, ok bool) {
 	data := b.buf
-	n0 := len(b.slab)
-	o := b.slab
+	o := w.obj[:0]
+	cms := b.cms
+	m0 := len(cms)
 	var (
 		acc    uint64 // the OR of every string byte: a high bit means non-ASCII
 		def    *Def
@@ -134,7 +138,13 @@ func (w *checkWorker) scanLine(b *checkBatch, p int, longest int64) (next int, o
 	mm := w.lookup(data[p:])
 	if mm != nil {
 		for _, x := range mm.members[:mm.n] {
-			o = append(o, member{key: data[p+x.k0 : p+x.k1], raw: data[p+x.v0 : p+x.v1], plain: x.plain})
+			k0, k1, v0, v1 := p+x.k0, p+x.k1, p+x.v0, p+x.v1
+			o = append(o, member{key: data[k0:k1], raw: data[v0:v1], plain: x.plain})
+			cm := cmember{uint32(k0), uint32(k1), uint32(v0), uint32(v1)}
+			if x.plain {
+				cm.v1 |= plainBit
+			}
+			cms = append(cms, cm)
 		}
 		def, i = mm.def, ckSpace(data, p+len(mm.prefix))
 	} else {
@@ -156,8 +166,9 @@ func (w *checkWorker) scanLine(b *checkBatch, p int, longest int64) (next int, o
 			return p, false // an escaped key: the serial check decodes it
 		}
 		acc |= a
-		key := data[i+1 : end-1]
-		for k := n0; k < len(o); k++ {
+		k0, k1 := i+1, end-1
+		key := data[k0:k1]
+		for k := range o {
 			if string(o[k].key) == string(key) {
 				return p, false // the serial check names the duplicate
 			}
@@ -179,6 +190,11 @@ func (w *checkWorker) scanLine(b *checkBatch, p int, longest int64) (next int, o
 		}
 		acc |= a
 		o = append(o, member{key: key, raw: data[i:end], plain: plain})
+		cm := cmember{uint32(k0), uint32(k1), uint32(i), uint32(end)}
+		if plain {
+			cm.v1 |= plainBit
+		}
+		cms = append(cms, cm)
 		i = ckSpace(data, end)
 		if i >= len(data) {
 			return p, false
@@ -187,7 +203,7 @@ func (w *checkWorker) scanLine(b *checkBatch, p int, longest int64) (next int, o
 		case '}':
 			i, closed = i+1, true
 		case ',':
-			if k := len(o) - n0 - 1; k < memoMembers {
+			if k := len(o) - 1; k < memoMembers {
 				commas[k] = i + 1 - p
 			}
 			i = ckSpace(data, i+1)
@@ -216,12 +232,12 @@ func (w *checkWorker) scanLine(b *checkBatch, p int, longest int64) (next int, o
 	if acc&highs != 0 && !utf8.Valid(line) {
 		return p, false
 	}
-	m := o[n0:len(o):len(o)]
-	b.slab = o
-	typ, d, err := w.c.prepareObject(m, def)
-	b.lines = append(b.lines, batchLine{start: p, end: end, typ: typ, def: d, m: m, err: err})
+	w.obj = o
+	b.cms = cms
+	typ, d, err := w.c.prepareObject(o, def)
+	b.lines = append(b.lines, batchLine{typ: typ, def: d, err: err, m0: int32(m0), m1: int32(len(cms))})
 	if mm == nil && d != nil {
-		w.remember(data[p:], m, &commas, d)
+		w.remember(data[p:], o, cms[m0:], p, &commas, d)
 	}
 	return next, true
 }
@@ -241,12 +257,11 @@ func (w *checkWorker) lookup(rest []byte) *lineMemo {
 	return nil
 }
 
-// remember keeps the prefix of rest (a line just read, with its members m)
-// up to the comma after "type", or after a session_id right behind it.
-// commas holds where the comma after each of the first members ends. The
-// members are slices of rest, so their offsets are differences of
-// capacities.
-func (w *checkWorker) remember(rest []byte, m object, commas *[memoMembers]int, d *Def) {
+// remember keeps the prefix of rest (a line just read, at p in its
+// block, with its members m, cms as offsets) up to the comma after "type",
+// or after a session_id right behind it. commas holds where the comma
+// after each of the first members ends.
+func (w *checkWorker) remember(rest []byte, m object, cms []cmember, p int, commas *[memoMembers]int, d *Def) {
 	t := 0
 	for t < len(m) && string(m[t].key) != "type" {
 		t++
@@ -274,10 +289,9 @@ func (w *checkWorker) remember(rest []byte, m object, commas *[memoMembers]int, 
 	w.memos[0] = mm
 	mm.prefix = append(mm.prefix[:0], rest[:cut]...)
 	mm.n, mm.def = t+1, d
-	off := func(s []byte) int { return cap(rest) - cap(s) }
-	for k := range mm.n {
-		k0, v0 := off(m[k].key), off(m[k].raw)
-		mm.members[k] = memoMember{k0: k0, k1: k0 + len(m[k].key), v0: v0, v1: v0 + len(m[k].raw), plain: m[k].plain}
+	for k, x := range cms[:mm.n] {
+		mm.members[k] = memoMember{k0: int(x.k0) - p, k1: int(x.k1) - p, v0: int(x.v0) - p,
+			v1: int(x.v1&^plainBit) - p, plain: m[k].plain}
 	}
 }
 

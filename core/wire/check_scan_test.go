@@ -103,44 +103,46 @@ func TestScanLineMatchesSerialRapid(t *testing.T) {
 					got = append(got, fmt.Sprintf("too long %d", l.tooLong))
 					continue
 				}
-				got = append(got, describePrepared(b.line(i), l.typ, l.def, l.m, l.err))
+				got = append(got, describePrepared(l.typ, l.def, b.members(l, nil), l.err))
 			}
 		}
 
 		ref := c.forWorker()
 		sp := newLineSplitter(bytes.NewReader(all), longest, 1<<20, 1<<16)
 		defer sp.close()
-		var want []string
+		var want, lines []string
 		for {
 			line, size, err := sp.next()
 			if err == errLineTooLong {
 				want = append(want, fmt.Sprintf("too long %d", size))
+				lines = append(lines, "")
 				continue
 			}
 			if err != nil {
 				break
 			}
 			typ, d, m, perr := ref.prepare(nil, line)
-			want = append(want, describePrepared(line, typ, d, m, perr))
+			want = append(want, describePrepared(typ, d, m, perr))
+			lines = append(lines, string(line))
 		}
 		if len(got) != len(want) {
 			t.Fatalf("%d lines prepared, the serial check cuts %d:\n%s\n---\n%s", len(got), len(want), strings.Join(got, "\n"), strings.Join(want, "\n"))
 		}
 		for i := range got {
 			if got[i] != want[i] {
-				t.Fatalf("line %d:\nscanned: %s\nserial:  %s", i+1, got[i], want[i])
+				t.Fatalf("line %d %q:\nscanned: %s\nserial:  %s", i+1, lines[i], got[i], want[i])
 			}
 		}
 	})
 }
 
-func describePrepared(line []byte, typ string, d *Def, m object, err error) string {
+func describePrepared(typ string, d *Def, m object, err error) string {
 	name := "<nil>"
 	if d != nil {
 		name = d.Name
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%q: type %q def %s err %v members", line, typ, name, err)
+	fmt.Fprintf(&b, "type %q def %s err %v members", typ, name, err)
 	for _, mem := range m {
 		fmt.Fprintf(&b, " %q=%s plain=%v", mem.key, mem.raw, mem.plain)
 	}
