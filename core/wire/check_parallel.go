@@ -125,9 +125,15 @@ func (b *checkBatch) members(l *batchLine, dst object) object {
 	if l.full {
 		return b.slab[l.m0:l.m1:l.m1]
 	}
-	for _, x := range b.cms[l.m0:l.m1] {
-		v1 := x.v1 &^ plainBit
-		dst = append(dst, member{key: b.buf[x.k0:x.k1], raw: b.buf[x.v0:v1], plain: x.v1 != v1})
+	cms := b.cms[l.m0:l.m1]
+	n := len(dst)
+	dst = slices.Grow(dst, len(cms))[:n+len(cms)]
+	for k, x := range cms {
+		// Field by field: a member built whole is copied from the stack,
+		// and that reload stalled on the stores just made (a sixth of the
+		// finisher's time).
+		e, v1 := &dst[n+k], x.v1&^plainBit
+		e.key, e.raw, e.plain = b.buf[x.k0:x.k1], b.buf[x.v0:v1], x.v1 != v1
 	}
 	return dst
 }

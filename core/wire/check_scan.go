@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"math/bits"
+	"slices"
 	"unicode/utf8"
 )
 
@@ -137,14 +138,12 @@ func (w *checkWorker) scanLine(b *checkBatch, p int, longest int64) (next int, o
 	i := p
 	mm := w.lookup(data[p:])
 	if mm != nil {
-		for _, x := range mm.members[:mm.n] {
-			k0, k1, v0, v1 := p+x.k0, p+x.k1, p+x.v0, p+x.v1
-			o = append(o, member{key: data[k0:k1], raw: data[v0:v1], plain: x.plain})
-			cm := cmember{uint32(k0), uint32(k1), uint32(v0), uint32(v1)}
-			if x.plain {
-				cm.v1 |= plainBit
-			}
-			cms = append(cms, cm)
+		o = slices.Grow(o, mm.n)[:mm.n]
+		for k, x := range mm.members[:mm.n] {
+			// Field by field (see checkBatch.members).
+			e := &o[k]
+			e.key, e.raw, e.plain = data[p+x.k0:p+x.k1], data[p+x.v0:p+x.v1], x.plain
+			cms = appendCmember(cms, p+x.k0, p+x.k1, p+x.v0, p+x.v1, x.plain)
 		}
 		def, i = mm.def, ckSpace(data, p+len(mm.prefix))
 	} else {
@@ -189,12 +188,11 @@ func (w *checkWorker) scanLine(b *checkBatch, p int, longest int64) (next int, o
 			return p, false
 		}
 		acc |= a
-		o = append(o, member{key: key, raw: data[i:end], plain: plain})
-		cm := cmember{uint32(k0), uint32(k1), uint32(i), uint32(end)}
-		if plain {
-			cm.v1 |= plainBit
-		}
-		cms = append(cms, cm)
+		n := len(o)
+		o = slices.Grow(o, 1)[:n+1]
+		e := &o[n]
+		e.key, e.raw, e.plain = key, data[i:end], plain
+		cms = appendCmember(cms, k0, k1, i, end, plain)
 		i = ckSpace(data, end)
 		if i >= len(data) {
 			return p, false
@@ -226,7 +224,7 @@ func (w *checkWorker) scanLine(b *checkBatch, p int, longest int64) (next int, o
 	}
 	line := data[p:end]
 	if n := int64(len(line)); n > longest {
-		b.lines = append(b.lines, batchLine{tooLong: n})
+		addLine(b).tooLong = n
 		return next, true
 	}
 	if acc&highs != 0 && !utf8.Valid(line) {
@@ -235,11 +233,33 @@ func (w *checkWorker) scanLine(b *checkBatch, p int, longest int64) (next int, o
 	w.obj = o
 	b.cms = cms
 	typ, d, err := w.c.prepareObject(o, def)
-	b.lines = append(b.lines, batchLine{typ: typ, def: d, err: err, m0: int32(m0), m1: int32(len(cms))})
+	l := addLine(b)
+	l.typ, l.def, l.err, l.m0, l.m1 = typ, d, err, int32(m0), int32(len(cms))
 	if mm == nil && d != nil {
 		w.remember(data[p:], o, cms[m0:], p, &commas, d)
 	}
 	return next, true
+}
+
+// addLine appends a zero line to b and returns it, to be filled in field
+// by field (see checkBatch.members).
+func addLine(b *checkBatch) *batchLine {
+	n := len(b.lines)
+	b.lines = slices.Grow(b.lines, 1)[:n+1]
+	l := &b.lines[n]
+	*l = batchLine{}
+	return l
+}
+
+func appendCmember(cms []cmember, k0, k1, v0, v1 int, plain bool) []cmember {
+	n := len(cms)
+	cms = slices.Grow(cms, 1)[:n+1]
+	e := &cms[n]
+	e.k0, e.k1, e.v0, e.v1 = uint32(k0), uint32(k1), uint32(v0), uint32(v1)
+	if plain {
+		e.v1 |= plainBit
+	}
+	return cms
 }
 
 // lookup returns the remembered prefix rest starts with, if any, and makes
