@@ -10,20 +10,21 @@ import (
 
 // The parallel check's line reader. A worker reads its block line by line
 // in one walk: the walk that checks a line's JSON and splits its members
-// also finds the line's end (a newline where the object is over), notes
-// whether any byte was outside ASCII (only then is UTF-8 checked, over that
-// line), and skips the part of a line it has already read in a line just
-// before: most lines of a stream open with the same bytes, up to and
-// including their type ({"session_id":"s-…","type":"token",), so a worker
-// remembers a few such prefixes with their members and their definition,
-// and compares the next line's first bytes with them instead of reading
-// them again.
+// also finds the line's end (a newline where the object is over), and
+// notes whether any byte was outside ASCII (only then is UTF-8 checked,
+// over that line). Most lines of a stream open with the same bytes, through
+// their type and the next key ({"session_id":"s-…","type":"token","text":),
+// so a worker remembers a few such prefixes with their members and their
+// definition, and compares the next line's first bytes with them instead
+// of reading them again. Once a line with a prefix was legal, the prefix's
+// members need no check of their own again: only the rest of the line is
+// checked (quickShape), and any doubt goes to the full check.
 //
 // It only has to be sound. Whatever it accepts is one line that the serial
 // check would split into the same members: the walk takes no newline as
 // white space, so it never reads past its line, and it accepts nothing
 // splitObject would not. A remembered prefix ends just after a top-level
-// comma, so the walk resumes in the state it would have reached by reading
+// colon, so the walk resumes in the state it would have reached by reading
 // those bytes. Anything else (bad syntax, a duplicate or escaped key, deep
 // nesting, bad UTF-8, a newline inside the object) goes back to the cut
 // and prepare of the serial check, which names the problem.
@@ -37,15 +38,21 @@ const (
 	memoMembers = 4
 )
 
-// lineMemo is a line's prefix that a worker has read: the bytes, up to and
-// including the comma after the member "type" (or after a session_id right
-// behind it), the members in it as offsets, and the definition "type"
-// names. Only an ASCII prefix with plain keys is remembered.
+// lineMemo is a line's prefix that a worker has read: the bytes, through
+// the member "type" (or a session_id right behind it) and the key of the
+// next member with its colon, the members in it as offsets, that key, and
+// the definition "type" names. Only an ASCII prefix with plain keys is
+// remembered.
 type lineMemo struct {
 	prefix  []byte
 	members [memoMembers]memoMember
 	n       int
+	k0, k1  int // the key whose colon ends the prefix
 	def     *Def
+
+	verified bool  // a line with this prefix was legal
+	quick    bool  // ... and quickShape may decide the next ones
+	tail     []int // the fields of def not in the prefix
 }
 
 type memoMember struct {
@@ -82,9 +89,11 @@ func (w *checkWorker) prepareBatch(b *checkBatch, longest int64) {
 func (w *checkWorker) prepareBlock(b *checkBatch, longest int64) {
 	data := b.buf
 	for p := 0; p < len(data); {
-		if next, ok := w.scanLine(b, p, longest); ok {
-			p = next
-			continue
+		if !w.c.twoPass { // the old reading, as a test's oracle, is all serial
+			if next, ok := w.scanLine(b, p, longest); ok {
+				p = next
+				continue
+			}
 		}
 		end, next := len(data), len(data)
 		if i := bytes.IndexByte(data[p:], '\n'); i >= 0 {
@@ -133,7 +142,9 @@ func (w *checkWorker) scanLine(b *checkBatch, p int, longest int64) (next int, o
 		acc    uint64 // the OR of every string byte: a high bit means non-ASCII
 		def    *Def
 		closed bool // the object's closing brace was read
-		commas [memoMembers]int
+		keyed  bool // key (data[k0:k1]) was read, its colon too
+		k0, k1 int
+		colons [memoMembers + 1]int // where the colon after each first key ends
 	)
 	i := p
 	mm := w.lookup(data[p:])
@@ -146,6 +157,7 @@ func (w *checkWorker) scanLine(b *checkBatch, p int, longest int64) (next int, o
 			cms = appendCmember(cms, p+x.k0, p+x.k1, p+x.v0, p+x.v1, x.plain)
 		}
 		def, i = mm.def, ckSpace(data, p+len(mm.prefix))
+		keyed, k0, k1 = true, p+mm.k0, p+mm.k1
 	} else {
 		i = ckSpace(data, p)
 		if i >= len(data) || data[i] != '{' {
@@ -157,27 +169,38 @@ func (w *checkWorker) scanLine(b *checkBatch, p int, longest int64) (next int, o
 		}
 	}
 	for !closed {
-		if i >= len(data) || data[i] != '"' {
-			return p, false
-		}
-		end, a, esc, ok := ckString(data, i)
-		if !ok || esc {
-			return p, false // an escaped key: the serial check decodes it
-		}
-		acc |= a
-		k0, k1 := i+1, end-1
-		key := data[k0:k1]
-		for k := range o {
-			if string(o[k].key) == string(key) {
-				return p, false // the serial check names the duplicate
+		if !keyed {
+			if i >= len(data) || data[i] != '"' {
+				return p, false
 			}
+			end, a, esc, ok := ckString(data, i)
+			if !ok || esc {
+				return p, false // an escaped key: the serial check decodes it
+			}
+			acc |= a
+			k0, k1 = i+1, end-1
+			for k := range o {
+				if string(o[k].key) == string(data[k0:k1]) {
+					return p, false // the serial check names the duplicate
+				}
+			}
+			i = ckSpace(data, end)
+			if i >= len(data) || data[i] != ':' {
+				return p, false
+			}
+			if k := len(o); k <= memoMembers {
+				colons[k] = i + 1 - p
+			}
+			i = ckSpace(data, i+1)
 		}
-		i = ckSpace(data, end)
-		if i >= len(data) || data[i] != ':' {
-			return p, false
-		}
-		i = ckSpace(data, i+1)
-		plain := false
+		keyed = false
+		var (
+			end   int
+			a     uint64
+			esc   bool
+			ok    bool
+			plain bool
+		)
 		if i < len(data) && data[i] == '"' {
 			end, a, esc, ok = ckString(data, i)
 			plain = !esc
@@ -191,7 +214,7 @@ func (w *checkWorker) scanLine(b *checkBatch, p int, longest int64) (next int, o
 		n := len(o)
 		o = slices.Grow(o, 1)[:n+1]
 		e := &o[n]
-		e.key, e.raw, e.plain = key, data[i:end], plain
+		e.key, e.raw, e.plain = data[k0:k1], data[i:end], plain
 		cms = appendCmember(cms, k0, k1, i, end, plain)
 		i = ckSpace(data, end)
 		if i >= len(data) {
@@ -201,9 +224,6 @@ func (w *checkWorker) scanLine(b *checkBatch, p int, longest int64) (next int, o
 		case '}':
 			i, closed = i+1, true
 		case ',':
-			if k := len(o) - 1; k < memoMembers {
-				commas[k] = i + 1 - p
-			}
 			i = ckSpace(data, i+1)
 		default:
 			return p, false
@@ -232,11 +252,18 @@ func (w *checkWorker) scanLine(b *checkBatch, p int, longest int64) (next int, o
 	}
 	w.obj = o
 	b.cms = cms
-	typ, d, err := w.c.prepareObject(o, def)
 	l := addLine(b)
-	l.typ, l.def, l.err, l.m0, l.m1 = typ, d, err, int32(m0), int32(len(cms))
-	if mm == nil && d != nil {
-		w.remember(data[p:], o, cms[m0:], p, &commas, d)
+	l.m0, l.m1 = int32(m0), int32(len(cms))
+	if mm != nil && mm.quick && w.quickShape(mm, o) {
+		l.typ, l.def = mm.def.Name, mm.def
+		return next, true
+	}
+	l.typ, l.def, l.err = w.c.prepareObject(o, def)
+	switch {
+	case mm == nil && l.def != nil:
+		w.remember(data[p:], o, cms[m0:], p, &colons, l.def, l.err == nil)
+	case mm != nil && l.err == nil && !mm.verified:
+		mm.verify(w.c)
 	}
 	return next, true
 }
@@ -278,10 +305,11 @@ func (w *checkWorker) lookup(rest []byte) *lineMemo {
 }
 
 // remember keeps the prefix of rest (a line just read, at p in its
-// block, with its members m, cms as offsets) up to the comma after "type",
-// or after a session_id right behind it. commas holds where the comma
-// after each of the first members ends.
-func (w *checkWorker) remember(rest []byte, m object, cms []cmember, p int, commas *[memoMembers]int, d *Def) {
+// block, with its members m, cms as offsets) up to the member "type", or
+// a session_id right behind it, and the key of the member after it, colon
+// included (colons holds where the colon after each of the first keys
+// ends). ok says the line was legal.
+func (w *checkWorker) remember(rest []byte, m object, cms []cmember, p int, colons *[memoMembers + 1]int, d *Def, ok bool) {
 	t := 0
 	for t < len(m) && string(m[t].key) != "type" {
 		t++
@@ -290,9 +318,9 @@ func (w *checkWorker) remember(rest []byte, m object, cms []cmember, p int, comm
 		t++
 	}
 	if t+1 >= len(m) || t >= memoMembers {
-		return // no comma after it, or too far in
+		return // no member after it, or too far in
 	}
-	cut := commas[t]
+	cut := colons[t+1]
 	for _, c := range rest[:cut] {
 		if c >= utf8.RuneSelf {
 			return
@@ -313,6 +341,71 @@ func (w *checkWorker) remember(rest []byte, m object, cms []cmember, p int, comm
 		mm.members[k] = memoMember{k0: int(x.k0) - p, k1: int(x.k1) - p, v0: int(x.v0) - p,
 			v1: int(x.v1&^plainBit) - p, plain: m[k].plain}
 	}
+	mm.k0, mm.k1 = int(cms[t+1].k0)-p, int(cms[t+1].k1)-p
+	mm.verified, mm.quick = false, false
+	if ok {
+		mm.verify(w.c)
+	}
+}
+
+// verify records that a line with mm's prefix was legal: the prefix's
+// members passed every check of their own, so a later line with the same
+// prefix needs only its other members checked (quickShape), unless a
+// check of the prefix's members depends on others.
+func (mm *lineMemo) verify(c *Checker) {
+	mm.verified = true
+	d := mm.def
+	prefix := func(name string) bool {
+		for _, x := range mm.members[:mm.n] {
+			if string(mm.prefix[x.k0:x.k1]) == name {
+				return true
+			}
+		}
+		return false
+	}
+	// An event's session_id is checked on its own, before the fields; the
+	// quick check leaves it to the prefix.
+	mm.quick = !(d.SessionID && d.Role == RoleEvent) || prefix("session_id")
+	mm.tail = mm.tail[:0]
+	for k := range d.Fields {
+		if !prefix(d.Fields[k].Name) {
+			mm.tail = append(mm.tail, k)
+		}
+	}
+}
+
+// quickShape reports whether the members m of a line with a verified
+// prefix certainly pass prepareObject: those after the prefix (tail) are
+// checked: every field not in the prefix is present
+// (or optional) with a value plainValue accepts, no session_id where the
+// type carries none, under Strict no unknown member, and the type's value
+// rules hold. false means "ask prepareObject", which names the problem.
+func (w *checkWorker) quickShape(mm *lineMemo, m object) bool {
+	d, tail := mm.def, m[mm.n:]
+	for _, k := range mm.tail {
+		f := &d.Fields[k]
+		raw, known, ok := tail.getv(f.Name)
+		if !ok {
+			if f.Optional {
+				continue
+			}
+			return false
+		}
+		if !plainValue(f, raw, known) {
+			return false
+		}
+	}
+	for _, x := range tail {
+		if !d.SessionID && string(x.key) == "session_id" {
+			return false
+		}
+		// "type", and an event's session_id, are in the prefix: the
+		// tail's known members are the fields.
+		if w.c.strict && !knownMember(d.Fields, nil, x.key) {
+			return false
+		}
+	}
+	return w.c.values(d.Name, m) == nil
 }
 
 // ckSpace skips JSON white space but a newline, which ends the line.

@@ -35,6 +35,10 @@ var scanPrefixes = []string{
 	`{"session_id":"s","type":"token"`,
 	`{"a":1,"b":2,"c":3,"d":4,"type":"token",`,
 	`{"session_id":1,"type":"token",`,
+	`{"session_id":"s","type":"approval_request",`,
+	`{"type":"protocol_error","session_id":"s",`,
+	`{"type":"token",`,
+	`{"type":"hello","proto":"openmax-stdio/6",`,
 }
 
 // scanTails end the lines: members that fit, broken ones, duplicates,
@@ -51,7 +55,14 @@ var scanTails = []string{
 	`"text":tru}`, `"text":01}`, `"text":"\x"}`, "\"text\":\"\x01\"}", "\x80}",
 	`"stop_reason":"stop"}`, `"stop_reason":"error"}`, `"used_tokens":1,"context_tokens":10}`,
 	`"call_id":"c1","name":"n","args":{}}`, `"call_id":"c1","ok":true,"output":"o"}`,
-	`"message":"line 1: bad"}`, `"proto":"openmax-stdio/6","protocol_version":6,"session_id":"s","version":"0","project":"/p","continued":false}`,
+	`"message":"line 1: bad"}`, `"message":"m","session_id":"s"}`, `"message":"m","zz":1}`,
+	`"text":"x","zz":1}`, `"text":"x","session_id":1}`, `"text":"x","session_id":""}`,
+	`"protocol_version":6,"session_id":"s","version":"0","project":"/p","continued":false}`,
+	`"protocol_version":6,"session_id":"s","version":"0","project":"/p","continued":false,"x":1}`,
+	`"protocol_version":6,"session_id":"s","version":"0","project":"/p"}`, `"text":"x","session_id":"s"}`, `"text":"\u0078"}`, `"text":"x","text":"y"}`,
+	`"approval_id":"a","name":"n","summary":"s","detail":"d","reason":"gate","source_path":"","source_sha":""}`,
+	`"approval_id":"a","name":"n","summary":"s","detail":"d","reason":"gate","source_path":"p","source_sha":""}`,
+	`"approval_id":"a","name":"n","summary":"s","detail":"d","reason":"unapproved_source","source_path":"p","source_sha":"0123456789ab","env":[]}`, `"proto":"openmax-stdio/6","protocol_version":6,"session_id":"s","version":"0","project":"/p","continued":false}`,
 }
 
 // TestScanLineMatchesSerialRapid: a worker that reads blocks in one walk,
@@ -64,6 +75,10 @@ func TestScanLineMatchesSerialRapid(t *testing.T) {
 		c := NewChecker()
 		c.strict = rapid.Bool().Draw(t, "strict")
 		longest := int64(rapid.IntRange(8, 400).Draw(t, "longest"))
+		// A few prefixes and tails per case, so that pairs repeat: a
+		// prefix is remembered, verified by a legal line, then reused.
+		prefixes := rapid.SliceOfNDistinct(rapid.SampledFrom(scanPrefixes), 1, 4, rapid.ID).Draw(t, "prefixes")
+		tails := rapid.SliceOfNDistinct(rapid.SampledFrom(scanTails), 1, 6, rapid.ID).Draw(t, "tails")
 		var blocks [][]byte
 		var all []byte
 		for range rapid.IntRange(1, 4).Draw(t, "blocks") {
@@ -75,9 +90,9 @@ func TestScanLineMatchesSerialRapid(t *testing.T) {
 					var run []string
 					line = genLine(t, &run)
 				case 1:
-					line = string(mutate(t, []byte(rapid.SampledFrom(scanPrefixes).Draw(t, "p")+rapid.SampledFrom(scanTails).Draw(t, "t"))))
+					line = string(mutate(t, []byte(rapid.SampledFrom(prefixes).Draw(t, "p")+rapid.SampledFrom(tails).Draw(t, "t"))))
 				default:
-					line = rapid.SampledFrom(scanPrefixes).Draw(t, "prefix") + rapid.SampledFrom(scanTails).Draw(t, "tail")
+					line = rapid.SampledFrom(prefixes).Draw(t, "prefix") + rapid.SampledFrom(tails).Draw(t, "tail")
 				}
 				block = append(block, line...)
 				block = append(block, rapid.SampledFrom([]string{"\n", "\n", "\r\n", "\r\r\n", " \n"}).Draw(t, "eol")...)
@@ -200,8 +215,48 @@ func TestScanLineFastPath(t *testing.T) {
 		got = append(got, string(mm.prefix))
 	}
 	// The last line matched the first prefix before it broke.
-	want := []string{`{"session_id":"s","type":"token",`, `{"type":"hello",`, ` {"session_id":"s","type":"token",`}
+	want := []string{`{"session_id":"s","type":"token","text":`, `{"type":"hello","proto":`, ` {"session_id":"s","type":"token","text":`}
 	if strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Errorf("remembered %q, want %q (most recent first)", got, want)
+	}
+}
+
+// TestScanLineAfterALegalLine: once a legal line has verified a prefix,
+// every line with that prefix is still prepared as the serial check
+// prepares it, whatever follows the prefix (the quick check of the rest
+// must never pass what the full one would refuse). Every prefix, every
+// legal line for it, every tail, both modes.
+func TestScanLineAfterALegalLine(t *testing.T) {
+	for _, strict := range []bool{false, true} {
+		c := NewChecker()
+		c.strict = strict
+		ref := c.forWorker()
+		w := newCheckWorker(c)
+		b := &checkBatch{}
+		for _, prefix := range scanPrefixes {
+			for _, legal := range scanTails {
+				if _, _, _, err := ref.prepare(nil, []byte(prefix+legal)); err != nil {
+					continue
+				}
+				for _, tail := range scanTails {
+					line := []byte(prefix + tail)
+					if bytes.IndexByte(line, '\n') >= 0 {
+						continue // a tail with a newline is two lines; the rapid test has them
+					}
+					w.memos = w.memos[:0]
+					b.reset()
+					b.buf = append(append(append(b.buf, prefix+legal...), '\n'), line...)
+					b.block = true
+					w.prepareBatch(b, MaxCheckedLine)
+					l := &b.lines[len(b.lines)-1]
+					typ, d, m, err := ref.prepare(nil, bytes.TrimSuffix(line, []byte("\r")))
+					got := b.members(l, nil)
+					if l.typ != typ || l.def != d || fmt.Sprint(l.err) != fmt.Sprint(err) || !sameMembers(got, m) {
+						t.Errorf("strict %v, after %q:\n%q\nscanned: %s\nserial:  %s", strict, prefix+legal, line,
+							describePrepared(l.typ, l.def, got, l.err), describePrepared(typ, d, m, err))
+					}
+				}
+			}
+		}
 	}
 }
