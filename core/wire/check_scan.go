@@ -304,6 +304,20 @@ func (w *checkWorker) lookup(rest []byte) *lineMemo {
 	return nil
 }
 
+// keyIs reports whether key is name, byte by byte (keys are short: a
+// loop is cheaper than the call string comparison makes).
+func keyIs(key []byte, name string) bool {
+	if len(key) != len(name) {
+		return false
+	}
+	for i := range len(name) {
+		if key[i] != name[i] {
+			return false
+		}
+	}
+	return true
+}
+
 // remember keeps the prefix of rest (a line just read, at p in its
 // block, with its members m, cms as offsets) up to the member "type", or
 // a session_id right behind it, and the key of the member after it, colon
@@ -384,14 +398,20 @@ func (w *checkWorker) quickShape(mm *lineMemo, m object) bool {
 	d, tail := mm.def, m[mm.n:]
 	for _, k := range mm.tail {
 		f := &d.Fields[k]
-		raw, known, ok := tail.getv(f.Name)
-		if !ok {
+		var x *member
+		for j := range tail {
+			if keyIs(tail[j].key, f.Name) {
+				x = &tail[j]
+				break
+			}
+		}
+		if x == nil {
 			if f.Optional {
 				continue
 			}
 			return false
 		}
-		if !plainValue(f, raw, known) {
+		if !plainValue(f, x.raw, x.plain) {
 			return false
 		}
 	}

@@ -260,3 +260,14 @@ func TestScanLineAfterALegalLine(t *testing.T) {
 		}
 	}
 }
+
+// TestKeyIs: the byte loop says what == says.
+func TestKeyIs(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		s := rapid.SliceOfN(rapid.SampledFrom([]byte("ab")), 0, 12).Draw(t, "key")
+		p := rapid.SliceOfN(rapid.SampledFrom([]byte("ab")), 0, 12).Draw(t, "name")
+		if got, want := keyIs(s, string(p)), string(s) == string(p); got != want {
+			t.Fatalf("keyIs(%q, %q) = %v", s, p, got)
+		}
+	})
+}
