@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -626,9 +627,46 @@ func (v Verdict) AppendLine(b []byte) []byte {
 		}
 		return append(b, v.Err.Error()...)
 	}
-	b = append(strconv.AppendInt(b, int64(v.Line), 10), ": "...)
+	b = append(appendLineNumber(b, v.Line), ':', ' ')
 	if v.Err == nil {
-		return append(b, "ok"...)
+		return append(b, 'o', 'k')
 	}
 	return append(b, v.Err.Error()...)
+}
+
+// decimalPairs holds 00 to 99, two bytes each.
+const decimalPairs = "0001020304050607080910111213141516171819" +
+	"2021222324252627282930313233343536373839" +
+	"4041424344454647484950515253545556575859" +
+	"6061626364656667686970717273747576777879" +
+	"8081828384858687888990919293949596979899"
+
+// appendLineNumber is strconv.AppendInt(b, n, 10) for the line numbers of
+// verdicts, writing the digits in place: a valid stream has one verdict a
+// line, and the copies strconv makes were a visible part of reporting them.
+func appendLineNumber(b []byte, n int) []byte {
+	if n < 0 {
+		return strconv.AppendInt(b, int64(n), 10)
+	}
+	digits := 1
+	for x := n; x >= 10; x /= 10 {
+		digits++
+	}
+	b = slices.Grow(b, digits)
+	b = b[:len(b)+digits]
+	i := len(b)
+	u := uint(n)
+	for u >= 100 {
+		q := u / 100
+		r := (u - q*100) * 2
+		i -= 2
+		b[i], b[i+1] = decimalPairs[r], decimalPairs[r+1]
+		u = q
+	}
+	if u >= 10 {
+		b[i-2], b[i-1] = decimalPairs[2*u], decimalPairs[2*u+1]
+	} else {
+		b[i-1] = byte('0' + u)
+	}
+	return b
 }

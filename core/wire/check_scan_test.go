@@ -271,3 +271,4 @@ func TestKeyIs(t *testing.T) {
 		}
 	})
 }
+
