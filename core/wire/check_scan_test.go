@@ -271,4 +271,3 @@ func TestKeyIs(t *testing.T) {
 		}
 	})
 }
-
