@@ -12,8 +12,8 @@ import (
 // lines before it (Checker.prepare: UTF-8, the JSON split, the shape, the
 // values); only the sequencing rules do (Checker.finish). So a reader reads
 // the input in blocks cut after a newline (it neither splits nor copies
-// lines: that was a sixth of the work when it did), workers split and
-// prepare whole blocks at once, and the calling goroutine finishes the
+// lines: that was a sixth of the work when it did), workers cut and prepare
+// whole blocks (check_scan.go), and the calling goroutine finishes the
 // lines in their order and reports them. The verdicts are the ones the
 // serial check gives, line for line (TestParallelStreamMatchesSerialRapid).
 //
@@ -21,10 +21,11 @@ import (
 // at most cfg.blockMax bytes and cfg.batchLines lines. A block is read to
 // cfg.batchBytes (small enough that the blocks in flight, with their lines
 // and members, stay in a core's cache) and grows to cfg.blockMax only
-// while it holds no newline. A line longer than that is read by the splitter's long-line path (held in memory up to
-// cfg.inMemory, then spooled to a file): it goes alone in a batch that
-// points into the splitter's buffer, and the reader waits until that line
-// has been finished before it reads on, as the serial check does.
+// while it holds no newline. A longer line is read by the splitter's
+// long-line path (held in memory up to cfg.inMemory, then spooled to a
+// file): it goes alone in a batch that points into the splitter's buffer,
+// and the reader waits until that line has been finished before it reads
+// on, as the serial check does.
 
 // parallelConfig sizes the pipeline (and, for tests, the splitter of the
 // serial check too); zero fields take the defaults.
@@ -53,7 +54,9 @@ func (p parallelConfig) withDefaults() parallelConfig {
 			p.blockMax = 256 << 10
 		}
 	}
-	p.blockMax = max(p.blockMax, p.batchBytes)
+	// A block's members are offsets below plainBit (cmember).
+	p.batchBytes = min(p.batchBytes, 1<<30)
+	p.blockMax = min(max(p.blockMax, p.batchBytes), 1<<30)
 	if p.readBuf == 0 {
 		p.readBuf = streamReadBuffer
 	}

@@ -50,9 +50,10 @@ type lineMemo struct {
 	k0, k1  int // the key whose colon ends the prefix
 	def     *Def
 
-	verified bool  // a line with this prefix was legal
-	quick    bool  // ... and quickShape may decide the next ones
-	tail     []int // the fields of def not in the prefix
+	// A line with this prefix was legal; quick: quickShape may decide the
+	// next ones, checking the fields of def not in the prefix (tail).
+	quick bool
+	tail  []int
 }
 
 type memoMember struct {
@@ -103,10 +104,9 @@ func (w *checkWorker) prepareBlock(b *checkBatch, longest int64) {
 			end--
 		}
 		if n := int64(end - p); n > longest {
-			b.lines = append(b.lines, batchLine{tooLong: n})
+			addLine(b).tooLong = n
 		} else {
-			b.lines = append(b.lines, batchLine{})
-			w.prepareLine(b, &b.lines[len(b.lines)-1], data[p:end])
+			w.prepareLine(b, addLine(b), data[p:end])
 		}
 		p = next
 	}
@@ -116,7 +116,7 @@ func (w *checkWorker) prepareBlock(b *checkBatch, longest int64) {
 // appended whole to b.slab.
 func (w *checkWorker) prepareLine(b *checkBatch, l *batchLine, line []byte) {
 	if cap(b.slab)-len(b.slab) < 32 {
-		b.slab = append(b.slab, make(object, max(64, cap(b.slab)))...)[:len(b.slab)]
+		b.slab = slices.Grow(b.slab, max(64, cap(b.slab)))
 	}
 	n := len(b.slab)
 	var m object
@@ -259,11 +259,8 @@ func (w *checkWorker) scanLine(b *checkBatch, p int, longest int64) (next int, o
 		return next, true
 	}
 	l.typ, l.def, l.err = w.c.prepareObject(o, def)
-	switch {
-	case mm == nil && l.def != nil:
-		w.remember(data[p:], o, cms[m0:], p, &colons, l.def, l.err == nil)
-	case mm != nil && l.err == nil && !mm.verified:
-		mm.verify(w.c)
+	if mm == nil && l.err == nil {
+		w.remember(data[p:], o, cms[m0:], p, &colons, l.def)
 	}
 	return next, true
 }
@@ -318,12 +315,12 @@ func keyIs(key []byte, name string) bool {
 	return true
 }
 
-// remember keeps the prefix of rest (a line just read, at p in its
+// remember keeps the prefix of rest (a legal line just read, at p in its
 // block, with its members m, cms as offsets) up to the member "type", or
 // a session_id right behind it, and the key of the member after it, colon
 // included (colons holds where the colon after each of the first keys
-// ends). ok says the line was legal.
-func (w *checkWorker) remember(rest []byte, m object, cms []cmember, p int, colons *[memoMembers + 1]int, d *Def, ok bool) {
+// ends).
+func (w *checkWorker) remember(rest []byte, m object, cms []cmember, p int, colons *[memoMembers + 1]int, d *Def) {
 	t := 0
 	for t < len(m) && string(m[t].key) != "type" {
 		t++
@@ -356,19 +353,11 @@ func (w *checkWorker) remember(rest []byte, m object, cms []cmember, p int, colo
 			v1: int(x.v1&^plainBit) - p, plain: m[k].plain}
 	}
 	mm.k0, mm.k1 = int(cms[t+1].k0)-p, int(cms[t+1].k1)-p
-	mm.verified, mm.quick = false, false
-	if ok {
-		mm.verify(w.c)
-	}
-}
 
-// verify records that a line with mm's prefix was legal: the prefix's
-// members passed every check of their own, so a later line with the same
-// prefix needs only its other members checked (quickShape), unless a
-// check of the prefix's members depends on others.
-func (mm *lineMemo) verify(c *Checker) {
-	mm.verified = true
-	d := mm.def
+	// The line was legal, so the prefix's members passed every check of
+	// their own: a later line with the same prefix needs only its other
+	// members checked (quickShape), unless the type's session_id is not in
+	// the prefix (an event's is checked on its own, before the fields).
 	prefix := func(name string) bool {
 		for _, x := range mm.members[:mm.n] {
 			if string(mm.prefix[x.k0:x.k1]) == name {
@@ -377,8 +366,6 @@ func (mm *lineMemo) verify(c *Checker) {
 		}
 		return false
 	}
-	// An event's session_id is checked on its own, before the fields; the
-	// quick check leaves it to the prefix.
 	mm.quick = !(d.SessionID && d.Role == RoleEvent) || prefix("session_id")
 	mm.tail = mm.tail[:0]
 	for k := range d.Fields {
@@ -388,7 +375,7 @@ func (mm *lineMemo) verify(c *Checker) {
 	}
 }
 
-// quickShape reports whether the members m of a line with a verified
+// quickShape reports whether the members m of a line with a remembered
 // prefix certainly pass prepareObject: those after the prefix (tail) are
 // checked: every field not in the prefix is present
 // (or optional) with a value plainValue accepts, no session_id where the

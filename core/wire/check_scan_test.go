@@ -76,7 +76,7 @@ func TestScanLineMatchesSerialRapid(t *testing.T) {
 		c.strict = rapid.Bool().Draw(t, "strict")
 		longest := int64(rapid.IntRange(8, 400).Draw(t, "longest"))
 		// A few prefixes and tails per case, so that pairs repeat: a
-		// prefix is remembered, verified by a legal line, then reused.
+		// prefix is remembered from a legal line, then reused.
 		prefixes := rapid.SliceOfNDistinct(rapid.SampledFrom(scanPrefixes), 1, 4, rapid.ID).Draw(t, "prefixes")
 		tails := rapid.SliceOfNDistinct(rapid.SampledFrom(scanTails), 1, 6, rapid.ID).Draw(t, "tails")
 		var blocks [][]byte
@@ -221,7 +221,7 @@ func TestScanLineFastPath(t *testing.T) {
 	}
 }
 
-// TestScanLineAfterALegalLine: once a legal line has verified a prefix,
+// TestScanLineAfterALegalLine: once a legal line has left a prefix,
 // every line with that prefix is still prepared as the serial check
 // prepares it, whatever follows the prefix (the quick check of the rest
 // must never pass what the full one would refuse). Every prefix, every
