@@ -216,16 +216,7 @@ func (w *checkWorker) scanLine(b *checkBatch, p int, longest int64) (next int, o
 		e := &o[n]
 		e.key, e.raw, e.plain = data[k0:k1], data[i:end], plain
 		cms = appendCmember(cms, k0, k1, i, end, plain)
-		i = ckSpace(data, end)
-		if i >= len(data) {
-			return p, false
-		}
-		switch data[i] {
-		case '}':
-			i, closed = i+1, true
-		case ',':
-			i = ckSpace(data, i+1)
-		default:
+		if i, closed, ok = ckNext(data, end, '}'); !ok {
 			return p, false
 		}
 	}
@@ -452,26 +443,62 @@ func ckString(data []byte, i int) (end int, acc uint64, esc, ok bool) {
 		case '"':
 			return j + 1, acc, esc, true
 		case '\\':
-			esc = true
-			if j+1 >= len(data) {
-				return j, acc, esc, false
+			n := escapeLen(data[j:])
+			if n == 0 {
+				return j, acc, true, false
 			}
-			switch data[j+1] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				j += 2
-			case 'u':
-				if j+6 > len(data) || !hexDigit[data[j+2]] || !hexDigit[data[j+3]] ||
-					!hexDigit[data[j+4]] || !hexDigit[data[j+5]] {
-					return j, acc, esc, false
-				}
-				j += 6
-			default:
-				return j, acc, esc, false
-			}
+			j, esc = j+n, true
 		default: // a control byte, the newline among them
 			return j, acc, esc, false
 		}
 	}
+}
+
+// escapeLen is the length of the JSON escape s starts with (s[0] is the
+// backslash), or 0 when it is not one.
+func escapeLen(s []byte) int {
+	if len(s) < 2 {
+		return 0
+	}
+	switch s[1] {
+	case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+		return 2
+	case 'u':
+		if len(s) >= 6 && hexDigit[s[2]] && hexDigit[s[3]] && hexDigit[s[4]] && hexDigit[s[5]] {
+			return 6
+		}
+	}
+	return 0
+}
+
+// ckOpen steps into the container whose opening byte is at i, depth
+// levels down and closing with end: next is at its first member or
+// element, or just past end when it is empty.
+func ckOpen(data []byte, i, depth int, end byte) (next int, empty, ok bool) {
+	if depth >= maxScanDepth {
+		return i, false, false
+	}
+	i = ckSpace(data, i+1)
+	if i < len(data) && data[i] == end {
+		return i + 1, true, true
+	}
+	return i, false, true
+}
+
+// ckNext reads what follows a member or an element of a container that
+// closes with end: the closing byte (done, i just past it) or a comma (i at
+// what follows it). ok is false for anything else.
+func ckNext(data []byte, i int, end byte) (next int, done, ok bool) {
+	i = ckSpace(data, i)
+	switch {
+	case i >= len(data):
+		return i, false, false
+	case data[i] == end:
+		return i + 1, true, true
+	case data[i] == ',':
+		return ckSpace(data, i+1), false, true
+	}
+	return i, false, false
 }
 
 // special8Mask flags (in its high bit) each byte of w that is a quote, a
@@ -492,72 +519,38 @@ func ckValue(data []byte, i, depth int) (end int, acc uint64, ok bool) {
 	case c == '"':
 		end, acc, _, ok := ckString(data, i)
 		return end, acc, ok
-	case c == '{':
-		if depth >= maxScanDepth {
-			return i, 0, false
+	case c == '{' || c == '[':
+		end := byte('}')
+		if c == '[' {
+			end = ']'
 		}
-		i = ckSpace(data, i+1)
-		if i < len(data) && data[i] == '}' {
-			return i + 1, 0, true
+		i, empty, ok := ckOpen(data, i, depth, end)
+		if empty || !ok {
+			return i, 0, ok
 		}
 		for {
-			if i >= len(data) || data[i] != '"' {
-				return i, acc, false
-			}
-			end, a, _, ok := ckString(data, i)
-			if !ok {
-				return end, acc, false
-			}
-			acc |= a
-			i = ckSpace(data, end)
-			if i >= len(data) || data[i] != ':' {
-				return i, acc, false
-			}
-			i, a, ok = ckValue(data, ckSpace(data, i+1), depth+1)
-			if !ok {
-				return i, acc, false
-			}
-			acc |= a
-			i = ckSpace(data, i)
-			if i >= len(data) {
-				return i, acc, false
-			}
-			switch data[i] {
-			case '}':
-				return i + 1, acc, true
-			case ',':
+			if c == '{' { // a member: its key and colon first
+				if i >= len(data) || data[i] != '"' {
+					return i, acc, false
+				}
+				kend, a, _, ok := ckString(data, i)
+				if !ok {
+					return kend, acc, false
+				}
+				acc |= a
+				if i = ckSpace(data, kend); i >= len(data) || data[i] != ':' {
+					return i, acc, false
+				}
 				i = ckSpace(data, i+1)
-			default:
-				return i, acc, false
 			}
-		}
-	case c == '[':
-		if depth >= maxScanDepth {
-			return i, 0, false
-		}
-		i = ckSpace(data, i+1)
-		if i < len(data) && data[i] == ']' {
-			return i + 1, 0, true
-		}
-		for {
 			var a uint64
-			var ok bool
-			i, a, ok = ckValue(data, i, depth+1)
-			if !ok {
+			if i, a, ok = ckValue(data, i, depth+1); !ok {
 				return i, acc, false
 			}
 			acc |= a
-			i = ckSpace(data, i)
-			if i >= len(data) {
-				return i, acc, false
-			}
-			switch data[i] {
-			case ']':
-				return i + 1, acc, true
-			case ',':
-				i = ckSpace(data, i+1)
-			default:
-				return i, acc, false
+			var done bool
+			if i, done, ok = ckNext(data, i, end); done || !ok {
+				return i, acc, ok
 			}
 		}
 	case c == 't':
