@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -121,33 +122,45 @@ func (c *Checker) prepare(dst object, line []byte) (typ string, d *Def, m object
 		}
 		return "", nil, nil, fmt.Errorf("not a JSON object: %s", describeJSONError(line, err))
 	}
-	rawType, typePlain, ok := m.getv("type")
-	if !ok {
-		return "", nil, m, fmt.Errorf(`missing "type"`)
-	}
-	if jsonKind(rawType) != "string" {
-		return "", nil, m, fmt.Errorf(`"type" must be a string, got %s`, jsonKind(rawType))
-	}
-	if c.twoPass {
-		d, ok = EventDef(unquote(rawType))
+	typ, d, err = c.prepareObject(m, nil)
+	return typ, d, m, err
+}
+
+// prepareObject is prepare after the split: the type, the shape and the
+// values of the members m. known, when not nil, is the definition the
+// line's "type" member names, found by a caller that has read the same
+// member before (check_scan.go's prefix memo): the lookup is skipped then.
+func (c *Checker) prepareObject(m object, known *Def) (typ string, d *Def, err error) {
+	d = known
+	if d == nil {
+		rawType, typePlain, ok := m.getv("type")
 		if !ok {
-			d, ok = LineDef(unquote(rawType))
+			return "", nil, fmt.Errorf(`missing "type"`)
 		}
-	} else {
-		d, ok = lineDef(rawType, typePlain)
-	}
-	if !ok {
-		typ := unquote(rawType)
-		return typ, nil, m, fmt.Errorf("unknown type %s", quoteShort(typ))
+		if jsonKind(rawType) != "string" {
+			return "", nil, fmt.Errorf(`"type" must be a string, got %s`, jsonKind(rawType))
+		}
+		if c.twoPass {
+			d, ok = EventDef(unquote(rawType))
+			if !ok {
+				d, ok = LineDef(unquote(rawType))
+			}
+		} else {
+			d, ok = lineDef(rawType, typePlain)
+		}
+		if !ok {
+			typ := unquote(rawType)
+			return typ, nil, fmt.Errorf("unknown type %s", quoteShort(typ))
+		}
 	}
 	typ = d.Name
 	if err := c.shape(d, m); err != nil {
-		return typ, nil, m, fmt.Errorf("%s: %w", typ, err)
+		return typ, nil, fmt.Errorf("%s: %w", typ, err)
 	}
 	if err := c.values(typ, m); err != nil {
-		return typ, nil, m, fmt.Errorf("%s: %w", typ, err)
+		return typ, nil, fmt.Errorf("%s: %w", typ, err)
 	}
-	return typ, d, m, nil
+	return typ, d, nil
 }
 
 // finish counts a prepared line and, when prepare found nothing wrong with
@@ -614,9 +627,46 @@ func (v Verdict) AppendLine(b []byte) []byte {
 		}
 		return append(b, v.Err.Error()...)
 	}
-	b = append(strconv.AppendInt(b, int64(v.Line), 10), ": "...)
+	b = append(appendLineNumber(b, v.Line), ':', ' ')
 	if v.Err == nil {
-		return append(b, "ok"...)
+		return append(b, 'o', 'k')
 	}
 	return append(b, v.Err.Error()...)
+}
+
+// decimalPairs holds 00 to 99, two bytes each.
+const decimalPairs = "0001020304050607080910111213141516171819" +
+	"2021222324252627282930313233343536373839" +
+	"4041424344454647484950515253545556575859" +
+	"6061626364656667686970717273747576777879" +
+	"8081828384858687888990919293949596979899"
+
+// appendLineNumber is strconv.AppendInt(b, n, 10) for the line numbers of
+// verdicts, writing the digits in place: a valid stream has one verdict a
+// line, and the copies strconv makes were a visible part of reporting them.
+func appendLineNumber(b []byte, n int) []byte {
+	if n < 0 {
+		return strconv.AppendInt(b, int64(n), 10)
+	}
+	digits := 1
+	for x := n; x >= 10; x /= 10 {
+		digits++
+	}
+	b = slices.Grow(b, digits)
+	b = b[:len(b)+digits]
+	i := len(b)
+	u := uint(n)
+	for u >= 100 {
+		q := u / 100
+		r := (u - q*100) * 2
+		i -= 2
+		b[i], b[i+1] = decimalPairs[r], decimalPairs[r+1]
+		u = q
+	}
+	if u >= 10 {
+		b[i-2], b[i-1] = decimalPairs[2*u], decimalPairs[2*u+1]
+	} else {
+		b[i-1] = byte('0' + u)
+	}
+	return b
 }

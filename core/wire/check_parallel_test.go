@@ -58,6 +58,7 @@ func TestParallelStreamMatchesSerialRapid(t *testing.T) {
 			batches:    rapid.IntRange(1, 4).Draw(t, "batches"),
 			batchLines: rapid.IntRange(1, 8).Draw(t, "batchLines"),
 			batchBytes: rapid.IntRange(1, 600).Draw(t, "batchBytes"),
+			blockMax:   rapid.IntRange(1, 1200).Draw(t, "blockMax"),
 			readBuf:    rapid.IntRange(16, 512).Draw(t, "readBuf"),
 			inMemory:   rapid.IntRange(1, 256).Draw(t, "inMemory"),
 			longest:    int64(rapid.IntRange(100, 1000).Draw(t, "longest")),

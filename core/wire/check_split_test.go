@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"math"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -159,4 +161,15 @@ func TestVerdictAppendLine(t *testing.T) {
 			t.Errorf("%+v: %q, want %q", tt.v, got, tt.want)
 		}
 	}
+}
+
+// TestAppendLineNumber: the in-place digits are strconv's.
+func TestAppendLineNumber(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		n := rapid.OneOf(rapid.IntRange(-1000, 1000), rapid.Int(), rapid.SampledFrom([]int{0, 9, 10, 99, 100, 999, 1000, 9999, 10000, math.MaxInt, math.MinInt})).Draw(t, "n")
+		prefix := []byte(rapid.SampledFrom([]string{"", "x", "line "}).Draw(t, "prefix"))
+		if got, want := string(appendLineNumber(prefix, n)), string(prefix)+strconv.Itoa(n); got != want {
+			t.Fatalf("%d: %q, want %q", n, got, want)
+		}
+	})
 }
