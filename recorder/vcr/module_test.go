@@ -79,7 +79,10 @@ func TestUsedFromAnotherModule(t *testing.T) {
 	// Build the user's test binary once (go test -c), then run it twice.
 	build := exec.Command("go", "test", "-c", "-mod=mod", "-o", "agent.test", ".")
 	build.Dir = dir
-	build.Env = append(os.Environ(), "GOFLAGS=", "GOPROXY=off", "GOWORK=off")
+	// The module's own settings, not ours (GOFLAGS may name -mod), but
+	// the same compiler and linker flags, so what the test command built
+	// is reused (.ci/test builds without debug information).
+	build.Env = append(os.Environ(), "GOFLAGS="+buildFlags(os.Getenv("GOFLAGS")), "GOPROXY=off", "GOWORK=off")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go test -c in the user's module: %v\n%s", err, out)
 	}
@@ -160,4 +163,15 @@ func goEnv(t *testing.T, name string) string {
 		return "?"
 	}
 	return strings.TrimSpace(string(out))
+}
+
+// buildFlags keeps the -gcflags and -ldflags entries of a GOFLAGS value.
+func buildFlags(goflags string) string {
+	var keep []string
+	for _, f := range strings.Fields(goflags) {
+		if strings.HasPrefix(f, "-gcflags=") || strings.HasPrefix(f, "-ldflags=") {
+			keep = append(keep, f)
+		}
+	}
+	return strings.Join(keep, " ")
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/openmax/openmax/internal/lines"
+	"github.com/openmax/openmax/internal/rapidchecks"
 	"github.com/openmax/openmax/provider/codex"
 )
 
@@ -510,10 +511,12 @@ func TestDeterminism(t *testing.T) {
 	}
 }
 
-// TestLargeTranscript: 100k lines, mostly notifications as in a real
+// TestHeavyLargeTranscript: 100k lines, mostly notifications as in a real
 // transcript, with the client's ids and cwd differing from the
-// recording's.
-func TestLargeTranscript(t *testing.T) {
+// recording's. (A size test: the race detector made it 15 s of CI; the
+// smaller tests here run Serve's goroutines under it.)
+func TestHeavyLargeTranscript(t *testing.T) {
+	rapidchecks.HeavyUnderRace(t)
 	var b, want, client strings.Builder
 	b.WriteString(`{"dir":"send","msg":{"id":0,"method":"thread/start","params":{"cwd":"/rec/w"}}}` + "\n")
 	b.WriteString(`{"dir":"recv","msg":{"id":0,"result":{"cwd":"/rec/w"}}}` + "\n")
