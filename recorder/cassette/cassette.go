@@ -44,6 +44,11 @@ type File struct {
 	// Session is the recorded harness session, when the cassette was made
 	// by `openmax record` (absent for proxy recordings).
 	Session *Session `yaml:"openmax,omitempty"`
+	// TornSave reports that the file's last save was incomplete (a
+	// recording still being written, or one an OS crash or a kill cut
+	// short) and the file was read as of its last complete save. It is
+	// what was read, not part of the file.
+	TornSave bool `yaml:"-"`
 }
 
 // Interaction is one request and what came back.
@@ -369,6 +374,11 @@ func ReadAny(path string, foreign func(head []byte) bool) (f *File, other *Forei
 		return nil, &Foreign{Data: data, DocErr: err}, nil
 	}
 	if !nativeDoc(&root) {
+		// A recording of openmax's whose last save was cut short can
+		// read as something else (an interaction without its url).
+		if f, rerr := recoverSaves(data, nil, errNotNative); rerr == nil && f.TornSave {
+			return f, nil, nil
+		}
 		return nil, &Foreign{Data: data, Doc: &root}, nil
 	}
 	if f, err = decodeDoc(&root); err == nil {
@@ -499,6 +509,10 @@ func hasMember(m *yaml.Node, name string) bool {
 // errParse marks an error in a cassette's content, for Load to name the
 // file.
 var errParse = errors.New("parse")
+
+// errNotNative is what recoverSaves is told of a document that does not
+// read as an openmax cassette.
+var errNotNative = errors.New("not an openmax cassette")
 
 type parseError struct{ err error }
 

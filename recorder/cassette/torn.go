@@ -2,6 +2,7 @@ package cassette
 
 import (
 	"bytes"
+	"reflect"
 )
 
 // A recording in progress is a file in the working layout (see append.go):
@@ -66,15 +67,21 @@ func recoverSaves(data []byte, f *File, err error) (*File, error) {
 			}
 		}
 		doc := data[:p]
+		repaired := p != live // cut back, or a hidden session shown again
 		if k := hiddenKey(data[from:p]); k >= 0 {
 			doc = bytes.Clone(doc)
 			copy(doc[from+k:], liveKey)
+			repaired = true
 		}
 		g, gerr := parseYAML(doc)
 		if gerr == nil {
 			gerr = g.check()
 		}
 		if gerr == nil {
+			if f != nil && reflect.DeepEqual(f.Interactions, g.Interactions) && reflect.DeepEqual(f.Session, g.Session) {
+				return f, nil // the cut lost nothing (an empty save): not worth a note
+			}
+			g.TornSave = repaired
 			return g, nil
 		}
 	}

@@ -127,7 +127,13 @@ func TestHeavyCrashDuringASaveLoadsTheLastCompleteSave(t *testing.T) {
 				}
 				if plain, err := parseYAML(state); err != nil || !reflect.DeepEqual(plain.Interactions, want) || !reflect.DeepEqual(plain.Session, wantSess) {
 					torn++
+					if !f.TornSave {
+						t.Fatalf("%s: read back to its last complete save without TornSave set", what)
+					}
 					continue
+				}
+				if f.TornSave {
+					t.Fatalf("%s: TornSave set on a file read as it is", what)
 				}
 				var stock vcr.Cassette
 				if err := yaml.Unmarshal(state, &stock); err != nil || len(stock.Interactions) != len(want) {

@@ -33,7 +33,10 @@ func Load(path string) (f *cassette.File, converted string, err error) {
 func LoadNotes(path string) (f *cassette.File, converted string, notes []string, err error) {
 	f, other, err := cassette.ReadAny(path, func(head []byte) bool { return bytes.HasPrefix(head, []byte(httprrMagic)) })
 	if err != nil || f != nil {
-		return f, "", nil, err
+		if f != nil && f.TornSave {
+			notes = append(notes, TornNote)
+		}
+		return f, "", notes, err
 	}
 	format, doc, err := detect(other.Data, other)
 	if err != nil {
@@ -48,6 +51,10 @@ func LoadNotes(path string) (f *cassette.File, converted string, notes []string,
 	}
 	return f, format, notes, nil
 }
+
+// TornNote is the note LoadNotes gives for a recording whose last save
+// was incomplete.
+const TornNote = "its last save is incomplete (a recording still being written, or one an OS crash or a kill cut short): read as of its last complete save"
 
 // Note is the one line saying that the recording at path was converted
 // in memory from format (as Load returned them), and whether a session
