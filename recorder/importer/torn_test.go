@@ -14,9 +14,10 @@ import (
 )
 
 // TestLoadNotesSaysATornSave: a recording whose last save did not reach
-// the disk whole (here its closing "..." is missing, as after an OS crash)
-// loads as of its last complete save, and LoadNotes says so; the same
-// recording whole loads with no note.
+// the disk whole (its text cut short, or whole but without the closing
+// "..." that confirms it, as an OS crash can leave it) loads as of its
+// last complete save, and LoadNotes says so; the same recording whole
+// loads with no note.
 func TestLoadNotesSaysATornSave(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "c.yaml")
 	a, err := cassette.CreateAppender(path, true)
@@ -50,6 +51,7 @@ func TestLoadNotesSaysATornSave(t *testing.T) {
 	for name, state := range map[string][]byte{
 		"zeros after": append(bytes.Clone(whole[:second+30]), make([]byte, 512)...),
 		"cut short":   bytes.Clone(whole[:second+30]),
+		"no closing":  bytes.Clone(whole[:bytes.LastIndex(whole, []byte("\n...\n"))+1]), // its text whole, but unconfirmed
 	} {
 		torn := filepath.Join(filepath.Dir(path), "torn.yaml")
 		if err := os.WriteFile(torn, state, 0o600); err != nil {
