@@ -71,16 +71,10 @@ func orphan(t *testing.T) (pid int, release func()) {
 	return pid, func() { w.Close() }
 }
 
-// TestOrphansAreAdoptedAndReaped: a process whose parent exits is
-// re-parented to this one (not init), and once it exits the reaper reaps
-// it: no zombie stays behind.
-func TestOrphansAreAdoptedAndReaped(t *testing.T) {
-	pid, release := orphan(t)
-	ppid, _, ok := stat(pid)
-	if !ok || ppid != os.Getpid() {
-		release()
-		t.Fatalf("orphan %d has parent %d, want this process %d", pid, ppid, os.Getpid())
-	}
+// releaseAndAwaitReap lets the orphan pid exit and waits until the
+// reaper has reaped it.
+func releaseAndAwaitReap(t *testing.T, pid int, release func()) {
+	t.Helper()
 	done := make(chan struct{})
 	reapedMu.Lock()
 	reapedCh[pid] = done
@@ -93,6 +87,19 @@ func TestOrphansAreAdoptedAndReaped(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatalf("orphan %d was not reaped", pid)
 	}
+}
+
+// TestOrphansAreAdoptedAndReaped: a process whose parent exits is
+// re-parented to this one (not init), and once it exits the reaper reaps
+// it: no zombie stays behind.
+func TestOrphansAreAdoptedAndReaped(t *testing.T) {
+	pid, release := orphan(t)
+	ppid, _, ok := stat(pid)
+	if !ok || ppid != os.Getpid() {
+		release()
+		t.Fatalf("orphan %d has parent %d, want this process %d", pid, ppid, os.Getpid())
+	}
+	releaseAndAwaitReap(t, pid, release)
 	if _, _, ok := stat(pid); ok {
 		t.Errorf("orphan %d still in /proc after it was reaped", pid)
 	}
@@ -209,18 +216,7 @@ func TestHasChildrenSeesEveryKindOfChild(t *testing.T) {
 	if got := adopted(false); !slices.Contains(got, pid) {
 		t.Errorf("adopted = %v, want it to hold the orphan %d", got, pid)
 	}
-	done := make(chan struct{})
-	reapedMu.Lock()
-	reapedCh[pid] = done
-	reapedMu.Unlock()
-	release()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // a hang guard, not a timing
-	defer cancel()
-	select {
-	case <-done:
-	case <-ctx.Done():
-		t.Fatalf("orphan %d was not reaped", pid)
-	}
+	releaseAndAwaitReap(t, pid, release)
 	if hasChildren() {
 		t.Error("hasChildren after the orphan was reaped")
 	}
