@@ -143,11 +143,7 @@ func (c *StreamConn) WriteLine(line []byte) error {
 	for c.err == nil && c.active && len(c.queued) >= maxQueued && !c.closed.Load() {
 		c.cond.Wait() // the client reads slower than the session writes
 	}
-	if c.closed.Load() {
-		c.mu.Unlock()
-		return ErrClosed
-	}
-	if err := c.err; err != nil {
+	if err := c.unusableLocked(); err != nil {
 		c.mu.Unlock()
 		return err
 	}
@@ -158,6 +154,15 @@ func (c *StreamConn) WriteLine(line []byte) error {
 	}
 	c.mu.Unlock()
 	return nil
+}
+
+// unusableLocked is why nothing more can be written: ErrClosed, or the
+// error of an earlier Write to w; nil while writes go on. c.mu is held.
+func (c *StreamConn) unusableLocked() error {
+	if c.closed.Load() {
+		return ErrClosed
+	}
+	return c.err
 }
 
 // WriteLinePieces is WriteLine of the concatenation of pieces (a
@@ -172,23 +177,18 @@ func (c *StreamConn) WriteLinePieces(pieces [][]byte) error {
 	for _, p := range pieces {
 		n += len(p)
 	}
-	c.mu.Lock()
 	if n < maxQueued {
-		c.mu.Unlock()
 		line := make([]byte, 0, n)
 		for _, p := range pieces {
 			line = append(line, p...)
 		}
 		return c.WriteLine(line)
 	}
+	c.mu.Lock()
 	for c.err == nil && c.active && !c.closed.Load() {
 		c.cond.Wait() // the flusher alone writes to w while it runs
 	}
-	if c.closed.Load() {
-		c.mu.Unlock()
-		return ErrClosed
-	}
-	if err := c.err; err != nil {
+	if err := c.unusableLocked(); err != nil {
 		c.mu.Unlock()
 		return err
 	}
