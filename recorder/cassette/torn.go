@@ -2,6 +2,7 @@ package cassette
 
 import (
 	"bytes"
+	"errors"
 	"reflect"
 )
 
@@ -43,6 +44,13 @@ func recoverSaves(data []byte, f *File, err error) (*File, error) {
 		live = last + i + 1
 	}
 	switch {
+	case errors.Is(err, errNotNative):
+		// A document that read as something else: a torn save only if
+		// the last one is unconfirmed or hid its session (else it is what
+		// it is, and parsing it again here would only cost).
+		if live >= 0 && hiddenKey(data[last:live]) < 0 {
+			return f, err
+		}
 	case err != nil:
 	case live < 0:
 		// The last save's "..." is not on the disk: its text is not all
