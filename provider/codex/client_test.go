@@ -672,3 +672,47 @@ func TestOnEventDeliversInOrderOnTheReader(t *testing.T) {
 	default:
 	}
 }
+
+// A server that exits at once can end before initialize is written (the
+// write fails: its stdin is closed) or after (its stdout ends while the
+// call waits). Which comes first is a race between its exit and our
+// write, so both must read the same: the first line of what a user sees
+// when codex will not start.
+func TestServerGoneReadsTheSameWhicheverEndComesFirst(t *testing.T) {
+	for _, stdinFirst := range []bool{true, false} {
+		t.Run(fmt.Sprintf("stdin closed first %v", stdinFirst), func(t *testing.T) {
+			cr, pw := io.Pipe() // server → client
+			pr, cw := io.Pipe() // client → server
+			if stdinFirst {
+				_ = pr.Close() // the server's stdin: our write of initialize fails...
+			} else {
+				_ = pw.Close() // the server's stdout ends before anything is written
+				go func() { _, _ = io.Copy(io.Discard, pr) }() // its stdin, still open, takes what comes, as an OS pipe's buffer would
+			}
+			// ...and only then does its stdout end, as a process's does when
+			// it exits.
+			w := &afterWrite{WriteCloser: cw, then: func() { _ = pw.Close() }}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a hang guard
+			defer cancel()
+			cl, err := Connect(ctx, cr, w, Options{})
+			if err == nil {
+				_ = cl.Close(ctx)
+			}
+			if err == nil || err.Error() != "codex: initialize: codex: app-server connection closed" || !errors.Is(err, ErrClosed) {
+				t.Fatalf("Connect to a server that is gone: %v", err)
+			}
+		})
+	}
+}
+
+// afterWrite calls then after each write.
+type afterWrite struct {
+	io.WriteCloser
+	then func()
+}
+
+func (w *afterWrite) Write(b []byte) (int, error) {
+	n, err := w.WriteCloser.Write(b)
+	w.then()
+	return n, err
+}

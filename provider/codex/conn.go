@@ -307,6 +307,24 @@ func (c *conn) closedErr() error {
 	return ErrClosed
 }
 
+// cutOff is the error of a call to method that the connection's end cut
+// off: before it was sent, while it was written (the server had closed
+// its stdin: the write failed), or while it waited for its response. The
+// same words whichever came first, since which one does is a race
+// between the server's exit and our write: the reason the connection
+// ended when it has (ErrClosed for a server that just went away), else
+// ErrClosed.
+func (c *conn) cutOff(method string) error {
+	return fmt.Errorf("codex: %s: %w", method, c.closedErr())
+}
+
+// isCut reports whether the connection has ended or a write to it failed.
+func (c *conn) isCut() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err != nil || c.writeErr != nil
+}
+
 // ErrClosed is returned by calls on a connection whose server has ended.
 var ErrClosed = errors.New("codex: app-server connection closed")
 
@@ -316,9 +334,8 @@ var ErrClosed = errors.New("codex: app-server connection closed")
 func (c *conn) call(ctx context.Context, method string, params, result any) error {
 	c.mu.Lock()
 	if c.err != nil {
-		err := c.err
 		c.mu.Unlock()
-		return err
+		return c.cutOff(method)
 	}
 	c.nextID++
 	id := c.nextID
@@ -336,6 +353,9 @@ func (c *conn) call(ctx context.Context, method string, params, result any) erro
 	}
 	written, err := c.send(req)
 	if err != nil {
+		if c.isCut() {
+			return c.cutOff(method)
+		}
 		return err
 	}
 	for {
@@ -344,7 +364,7 @@ func (c *conn) call(ctx context.Context, method string, params, result any) erro
 			return fmt.Errorf("codex: %s: %w", method, ctx.Err())
 		case err := <-written:
 			if err != nil {
-				return err
+				return c.cutOff(method)
 			}
 			written = nil // sent: now the response
 		case <-c.done:
@@ -354,7 +374,7 @@ func (c *conn) call(ctx context.Context, method string, params, result any) erro
 				return decodeResult(method, m, result)
 			default:
 			}
-			return fmt.Errorf("codex: %s: %w", method, c.closedErr())
+			return c.cutOff(method)
 		case m := <-ch:
 			return decodeResult(method, m, result)
 		}
