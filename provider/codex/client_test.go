@@ -686,7 +686,7 @@ func TestServerGoneReadsTheSameWhicheverEndComesFirst(t *testing.T) {
 			if stdinFirst {
 				_ = pr.Close() // the server's stdin: our write of initialize fails...
 			} else {
-				_ = pw.Close() // the server's stdout ends before anything is written
+				_ = pw.Close()                                 // the server's stdout ends before anything is written
 				go func() { _, _ = io.Copy(io.Discard, pr) }() // its stdin, still open, takes what comes, as an OS pipe's buffer would
 			}
 			// ...and only then does its stdout end, as a process's does when
