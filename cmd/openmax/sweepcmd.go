@@ -25,7 +25,7 @@ import (
 func runSweepCmd(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return runSweep(ctx, args, stdout, stderr, env{clock: clock.Real{}})
+	return runSweep(ctx, args, stdout, stderr, env{clock: clock.Real{}, sweepGC: true})
 }
 
 // runSweep is `openmax cassette sweep FILE|DIR`: every single fault at
@@ -61,6 +61,9 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer, e en
 	if err != nil {
 		fmt.Fprintf(stderr, "openmax cassette sweep: %v\n", err)
 		return 1
+	}
+	if e.sweepGC {
+		defer tuneSweepGC(e.env)()
 	}
 	start := time.Now()
 	progress := sweepProgress(stderr)
