@@ -301,18 +301,7 @@ func TestRapidReaderAgreesWithSplit(t *testing.T) {
 			reads = append(reads, rest[:n])
 			rest = rest[n:]
 		}
-		r := NewReader(&pieces{t: t, parts: reads})
-		var got []Event
-		for {
-			ev, err := r.Next()
-			if err != nil {
-				if !errors.Is(err, io.EOF) {
-					t.Fatalf("%q: ended with %v", body, err)
-				}
-				break
-			}
-			got = append(got, ev)
-		}
+		got := readToEOF(t, body, reads)
 		spans, _ := Split(body)
 		var want []Event
 		for _, s := range spans {
@@ -394,22 +383,31 @@ func TestLinesAroundTheReadBuffer(t *testing.T) {
 					reads = append(reads, rest[:n])
 					rest = rest[n:]
 				}
-				r := NewReader(&pieces{t: t, parts: reads})
-				var got []Event
-				for {
-					ev, err := r.Next()
-					if err != nil {
-						if !errors.Is(err, io.EOF) {
-							t.Fatalf("ended with %v", err)
-						}
-						break
-					}
-					got = append(got, ev)
-				}
+				got := readToEOF(t, body, reads)
 				if !reflect.DeepEqual(got, want) {
 					t.Fatalf("got %d events, want %d; equal: %v", len(got), len(want), reflect.DeepEqual(got, want))
 				}
 			})
 		}
+	}
+}
+
+// readToEOF reads body, arriving as reads, with a Reader to its end: the
+// events, failing t when the stream ends with anything but io.EOF.
+func readToEOF(t interface {
+	Errorf(format string, args ...any)
+	Fatalf(format string, args ...any)
+}, body string, reads []string) []Event {
+	r := NewReader(&pieces{t: t, parts: reads})
+	var got []Event
+	for {
+		ev, err := r.Next()
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				t.Fatalf("%q: ended with %v", body, err)
+			}
+			return got
+		}
+		got = append(got, ev)
 	}
 }
