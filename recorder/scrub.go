@@ -133,7 +133,8 @@ func ScrubRequest(req *http.Request, patterns []*regexp.Regexp) (vcr.Request, er
 // ScrubFunc is ScrubRequest in the shape replay.Options.Scrub takes: it
 // returns the URL, headers and body the recorder would write for a request
 // with these parts. A URL that does not parse only has the patterns
-// applied.
+// applied. A body the scrub leaves as it was comes back as the slice
+// given, not a copy of it.
 func ScrubFunc(patterns []*regexp.Regexp) func(method, rawURL string, header http.Header, body []byte) (string, http.Header, []byte) {
 	return func(method, rawURL string, header http.Header, body []byte) (string, http.Header, []byte) {
 		u, err := url.Parse(rawURL)
@@ -144,6 +145,9 @@ func ScrubFunc(patterns []*regexp.Regexp) func(method, rawURL string, header htt
 		r := s.request(method, u, header, body)
 		if u == nil {
 			r.URL = s.str(rawURL)
+		}
+		if r.Body == string(body) {
+			return r.URL, r.Headers, body // nothing scrubbed: no second copy
 		}
 		return r.URL, r.Headers, []byte(r.Body)
 	}

@@ -114,6 +114,9 @@ type env struct {
 	// codexStart starts the app-server of --provider codex in place of
 	// its command (tests: a recorded transcript served in process).
 	codexStart func(ctx context.Context, o codex.Options) (*codex.Client, error)
+	// sweepGC: `cassette sweep` sets the process's collector for the sweep
+	// (sweepgc.go); the binary's run does, a test's in-process run does not.
+	sweepGC bool
 }
 
 func (e env) env(key string) string {

@@ -4,10 +4,16 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"os"
 	"path/filepath"
+	"slices"
+	"sort"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/openmax/openmax/internal/fixture"
 )
 
 // TestSweepLibrary sweeps every cassette of the library: every single
@@ -130,5 +136,89 @@ func TestSweepSubcommand(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), "usage: openmax cassette sweep") {
 		t.Errorf("stderr:\n%s", stderr.Bytes())
+	}
+}
+
+// TestLoadSweepSaysWhatASerialLoadSays: loadSweep reads a folder's
+// recordings on parallel goroutines, yet its stderr (the notes of the
+// converted ones) and the failure it reports (the first malformed file by
+// name) are those of loading the files one by one in name order, at every
+// parallelism.
+func TestLoadSweepSaysWhatASerialLoadSays(t *testing.T) {
+	files := []string{
+		fixture.Real(t, "simonw-llm__test_tool_use_basic.yaml"),
+		fixture.Real(t, "anthropic-sdk-go__tool_runner_streaming_all.yaml"),
+		fixture.Real(t, "fantasy__gemini-2.5-flash__thinking-streaming.yaml"),
+		fixture.Real(t, "dd-trace-py__response_stream_incomplete.yaml"),
+	}
+	lib, _ := filepath.Glob(filepath.Join(libraryDir, "*.yaml"))
+	if len(lib) < 2 {
+		t.Fatal("no cassettes in " + libraryDir)
+	}
+	files = append(files, lib[:2]...)
+	for _, tt := range []struct {
+		name string
+		bad  []string // malformed files added, by name
+	}{
+		{"every file loads", nil},
+		{"two malformed files", []string{"c_bad.yaml", "e_bad.yaml"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			for i, f := range files {
+				data, err := os.ReadFile(f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				// Names that interleave the kinds of file: a_, b_, d_, ...
+				name := fmt.Sprintf("%c_%s", "abdfgh"[i], filepath.Base(f))
+				if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, b := range tt.bad {
+				if err := os.WriteFile(filepath.Join(dir, b), []byte("interactions: [unclosed\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// The reference: one by one, in name order, up to the first failure.
+			paths, _ := filepath.Glob(filepath.Join(dir, "*.yaml"))
+			sort.Strings(paths)
+			var want bytes.Buffer
+			var wantErr error
+			var wantNames []string
+			for _, p := range paths {
+				if _, err := loadCassette(p, "openmax cassette sweep", &want); err != nil {
+					wantErr = err
+					break
+				}
+				wantNames = append(wantNames, filepath.Base(p))
+			}
+			if !strings.Contains(want.String(), "converted in memory") {
+				t.Fatalf("no recording was converted; the test needs some:\n%s", want.String())
+			}
+			if (wantErr != nil) != (len(tt.bad) > 0) {
+				t.Fatalf("serial load error %v with %d malformed files", wantErr, len(tt.bad))
+			}
+			for _, par := range []int{1, 2, 8} {
+				var got bytes.Buffer
+				cs, err := loadSweep(dir, par, &got)
+				if got.String() != want.String() {
+					t.Errorf("parallel %d: stderr\n%s\nwant\n%s", par, got.String(), want.String())
+				}
+				if fmt.Sprint(err) != fmt.Sprint(wantErr) {
+					t.Errorf("parallel %d: error %v, want %v", par, err, wantErr)
+				}
+				if wantErr == nil {
+					var names []string
+					for _, c := range cs {
+						names = append(names, c.Name)
+					}
+					if !slices.Equal(names, wantNames) {
+						t.Errorf("parallel %d: cassettes %v, want %v", par, names, wantNames)
+					}
+				}
+			}
+		})
 	}
 }

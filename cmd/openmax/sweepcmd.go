@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -25,7 +26,7 @@ import (
 func runSweepCmd(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return runSweep(ctx, args, stdout, stderr, env{clock: clock.Real{}})
+	return runSweep(ctx, args, stdout, stderr, env{clock: clock.Real{}, sweepGC: true})
 }
 
 // runSweep is `openmax cassette sweep FILE|DIR`: every single fault at
@@ -57,10 +58,13 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer, e en
 	if !ok {
 		return code
 	}
-	cs, err := loadSweep(pos[0], stderr)
+	cs, err := loadSweep(pos[0], *parallel, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "openmax cassette sweep: %v\n", err)
 		return 1
+	}
+	if e.sweepGC {
+		defer tuneSweepGC(e.env)()
 	}
 	start := time.Now()
 	progress := sweepProgress(stderr)
@@ -136,8 +140,11 @@ func (p *sweepProgressLine) end() {
 // loadSweep loads one recording, or every *.yaml of a directory in name
 // order: an openmax cassette as it is, another tool's recording (an
 // imported OpenAI Responses API one, say) converted in memory as the other
-// cassette commands do, which a stderr line says.
-func loadSweep(path string, stderr io.Writer) ([]sweep.Cassette, error) {
+// cassette commands do, which a stderr line says. The files are read and
+// parsed on parallel goroutines (0: GOMAXPROCS); what they say on stderr,
+// and the first that fails, come in name order as a serial load gives
+// them.
+func loadSweep(path string, parallel int, stderr io.Writer) ([]sweep.Cassette, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
 		return nil, err
@@ -150,13 +157,38 @@ func loadSweep(path string, stderr io.Writer) ([]sweep.Cassette, error) {
 			return nil, fmt.Errorf("no cassettes (*.yaml) in %s", path)
 		}
 	}
-	var cs []sweep.Cassette
-	for _, p := range paths {
-		f, err := loadCassette(p, "openmax cassette sweep", stderr)
-		if err != nil {
-			return nil, err
+	type loaded struct {
+		f    *cassette.File
+		err  error
+		said bytes.Buffer // its stderr lines
+	}
+	out := make([]loaded, len(paths))
+	if parallel <= 0 {
+		parallel = runtime.GOMAXPROCS(0)
+	}
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(parallel, len(paths)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				out[i].f, out[i].err = loadCassette(paths[i], "openmax cassette sweep", &out[i].said)
+			}
+		}()
+	}
+	for i := range paths {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	cs := make([]sweep.Cassette, 0, len(paths))
+	for i, p := range paths {
+		stderr.Write(out[i].said.Bytes())
+		if out[i].err != nil {
+			return nil, out[i].err
 		}
-		cs = append(cs, sweep.Cassette{Name: filepath.Base(p), File: f})
+		cs = append(cs, sweep.Cassette{Name: filepath.Base(p), File: out[i].f})
 	}
 	return cs, nil
 }

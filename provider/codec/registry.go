@@ -42,7 +42,16 @@ var (
 	// description), so the lookups that run on every request, header and
 	// query parameter do not build it again.
 	infos = map[string]Info{}
+	// byName is every wire with its Info, sorted by name: kept at
+	// Register so Wires and the lookups over every wire neither sort nor
+	// build an Info on each call (a replay asks them for every request).
+	byName []registered
 )
+
+type registered struct {
+	w  Wire
+	in Info
+}
 
 // Register adds a wire to the registry. It is called from the vendor
 // package's init function and panics on a nil wire, a wire without a name,
@@ -75,6 +84,17 @@ func Register(w Wire) {
 	}
 	wires[in.Name] = w
 	infos[in.Name] = in
+	i, _ := slices.BinarySearchFunc(byName, in.Name, func(r registered, name string) int { return strings.Compare(r.in.Name, name) })
+	byName = slices.Insert(slices.Clip(slices.Clone(byName)), i, registered{w: w, in: in}) // a new array: see sorted
+}
+
+// sorted is the registry by wire name. Register never writes an array
+// it has handed out (it inserts into a copy), so a caller may range over
+// it after the lock is released.
+func sorted() []registered {
+	mu.RLock()
+	defer mu.RUnlock()
+	return byName[:len(byName):len(byName)]
 }
 
 // Lookup is the wire registered under name.
@@ -87,21 +107,19 @@ func Lookup(name string) (Wire, bool) {
 
 // Wires returns the registered wires, by name.
 func Wires() []Wire {
-	mu.RLock()
-	defer mu.RUnlock()
-	out := make([]Wire, 0, len(wires))
-	for _, w := range wires {
-		out = append(out, w)
+	rs := sorted()
+	out := make([]Wire, len(rs))
+	for i, r := range rs {
+		out[i] = r.w
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Info().Name < out[j].Info().Name })
 	return out
 }
 
 // Names returns the registered wires' names, sorted.
 func Names() []string {
 	var out []string
-	for _, w := range Wires() {
-		out = append(out, w.Info().Name)
+	for _, r := range sorted() {
+		out = append(out, r.in.Name)
 	}
 	return out
 }
@@ -110,8 +128,8 @@ func Names() []string {
 // sorted, each once.
 func Providers() []string {
 	var out []string
-	for _, w := range Wires() {
-		if p := w.Info().Provider; !slices.Contains(out, p) {
+	for _, r := range sorted() {
+		if p := r.in.Provider; !slices.Contains(out, p) {
 			out = append(out, p)
 		}
 	}
@@ -125,14 +143,14 @@ func Providers() []string {
 func ForProvider(name, api string) (Wire, error) {
 	var apis []string
 	found := false
-	for _, w := range Wires() {
-		in := w.Info()
+	for _, r := range sorted() {
+		in := r.in
 		if in.Provider != name {
 			continue
 		}
 		found = true
 		if in.API == api && api != "" || api == "" && in.Default {
-			return w, nil
+			return r.w, nil
 		}
 		if in.API != "" {
 			apis = append(apis, in.API)
@@ -152,8 +170,8 @@ func ForProvider(name, api string) (Wire, error) {
 // APIs returns the --api values of provider name's wires, by wire name.
 func APIs(name string) []string {
 	var out []string
-	for _, w := range Wires() {
-		if in := w.Info(); in.Provider == name && in.API != "" {
+	for _, r := range sorted() {
+		if in := r.in; in.Provider == name && in.API != "" {
 			out = append(out, in.API)
 		}
 	}
@@ -165,7 +183,8 @@ func APIs(name string) []string {
 // claims it, or when two claim it equally.
 func ForRequest(r *Request) (Wire, Claim, error) {
 	best, claim := []Wire(nil), ClaimNone
-	for _, w := range Wires() {
+	for _, rw := range sorted() {
+		w := rw.w
 		switch c := w.Claim(r); {
 		case c > claim:
 			best, claim = []Wire{w}, c
@@ -193,9 +212,9 @@ func ForRecording(r *Request, contentType string, body []byte) (Wire, error) {
 		return nil, err
 	}
 	var by []Wire
-	for _, w := range Wires() {
-		if w.ClaimBody(contentType, body) {
-			by = append(by, w)
+	for _, r := range sorted() {
+		if r.w.ClaimBody(contentType, body) {
+			by = append(by, r.w)
 		}
 	}
 	if len(by) == 1 {

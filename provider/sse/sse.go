@@ -107,9 +107,15 @@ func (f *fields) line(line []byte) (ev Event, named, ok bool, err error) {
 	return Event{}, false, false, nil
 }
 
+// readBuf is a Reader's read buffer. A line longer than it is gathered
+// over several reads (up to MaxLine), so it bounds no line: it is only how
+// much one read asks for, and a reply of a few KiB (a replay's, a test's)
+// should not allocate and clear much more than that.
+const readBuf = 4 << 10
+
 // NewReader reads events from r.
 func NewReader(r io.Reader) *Reader {
-	return &Reader{fields: fields{maxEvent: MaxEvent}, br: bufio.NewReaderSize(r, 32<<10), maxLine: MaxLine}
+	return &Reader{fields: fields{maxEvent: MaxEvent}, br: bufio.NewReaderSize(r, readBuf), maxLine: MaxLine}
 }
 
 // ErrLineTooLong reports a line over MaxLine. It matches provider.ErrLimit
@@ -136,8 +142,8 @@ func (r *Reader) Next() (Event, error) {
 	}
 }
 
-// line returns the next line without its line end. It reads no further
-// than the line end: a CR ends the line at once, and the LF that may
+// line returns the next line without its line end, valid until the next
+// call. It reads no further than the line end: a CR ends the line at once, and the LF that may
 // follow it is skipped when the next line is read.
 func (r *Reader) line() ([]byte, error) {
 	var buf []byte
@@ -158,6 +164,14 @@ func (r *Reader) line() ([]byte, error) {
 		i := bytes.IndexAny(avail, "\r\n")
 		if i < 0 {
 			i = len(avail)
+		}
+		if buf == nil && i < len(avail) && i <= r.maxLine {
+			// The whole line is buffered: hand it out where it lies. The
+			// caller is done with it before the next read moves the
+			// buffer (fields.line copies what it keeps).
+			r.afterCR = avail[i] == '\r'
+			_, _ = r.br.Discard(i + 1)
+			return avail[:i], nil
 		}
 		buf = append(buf, avail[:i]...)
 		if len(buf) > r.maxLine {

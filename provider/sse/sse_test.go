@@ -2,6 +2,7 @@ package sse
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"reflect"
@@ -300,18 +301,7 @@ func TestRapidReaderAgreesWithSplit(t *testing.T) {
 			reads = append(reads, rest[:n])
 			rest = rest[n:]
 		}
-		r := NewReader(&pieces{t: t, parts: reads})
-		var got []Event
-		for {
-			ev, err := r.Next()
-			if err != nil {
-				if !errors.Is(err, io.EOF) {
-					t.Fatalf("%q: ended with %v", body, err)
-				}
-				break
-			}
-			got = append(got, ev)
-		}
+		got := readToEOF(t, body, reads)
 		spans, _ := Split(body)
 		var want []Event
 		for _, s := range spans {
@@ -359,5 +349,65 @@ func TestSplitAgreesWithReader(t *testing.T) {
 		if rest < 0 || rest > len(body) {
 			t.Errorf("%q: rest %d", body, rest)
 		}
+	}
+}
+
+// TestLinesAroundTheReadBuffer: lines shorter than the read buffer (handed
+// out where they lie in it), as long as it and several times longer
+// (gathered over reads) come back whole, event after event, whether the
+// stream arrives in one read or in reads that cut the lines anywhere.
+func TestLinesAroundTheReadBuffer(t *testing.T) {
+	tests := []struct {
+		name string
+		data []string // one event per element
+	}{
+		{"short lines", []string{"a", "bc", "def"}},
+		{"a line the size of the buffer", []string{strings.Repeat("x", readBuf), "after"}},
+		{"a line just past the buffer", []string{strings.Repeat("y", readBuf-len("data: ")+1), "after"}},
+		{"lines several buffers long", []string{strings.Repeat("z", 3*readBuf+17), "mid", strings.Repeat("w", 2*readBuf)}},
+	}
+	for _, tt := range tests {
+		var b strings.Builder
+		var want []Event
+		for i, d := range tt.data {
+			end := []string{"\n", "\r\n", "\r"}[i%3]
+			b.WriteString("data: " + d + end + end)
+			want = append(want, Event{Type: "message", Data: d})
+		}
+		body := b.String()
+		for _, size := range []int{len(body), readBuf - 1, 1000, 7} {
+			t.Run(fmt.Sprintf("%s/reads of %d", tt.name, size), func(t *testing.T) {
+				var reads []string
+				for rest := body; rest != ""; {
+					n := min(size, len(rest))
+					reads = append(reads, rest[:n])
+					rest = rest[n:]
+				}
+				got := readToEOF(t, body, reads)
+				if !reflect.DeepEqual(got, want) {
+					t.Fatalf("got %d events, want %d; equal: %v", len(got), len(want), reflect.DeepEqual(got, want))
+				}
+			})
+		}
+	}
+}
+
+// readToEOF reads body, arriving as reads, with a Reader to its end: the
+// events, failing t when the stream ends with anything but io.EOF.
+func readToEOF(t interface {
+	Errorf(format string, args ...any)
+	Fatalf(format string, args ...any)
+}, body string, reads []string) []Event {
+	r := NewReader(&pieces{t: t, parts: reads})
+	var got []Event
+	for {
+		ev, err := r.Next()
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				t.Fatalf("%q: ended with %v", body, err)
+			}
+			return got
+		}
+		got = append(got, ev)
 	}
 }

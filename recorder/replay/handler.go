@@ -112,7 +112,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		body = io.NopCloser(rest)
 	}
-	q, raw, err := h.m.live(r.Method, rawURL, r.Header, body)
+	// -1: a peer's stated length is not taken as a size to allocate.
+	q, raw, err := h.m.live(r.Method, rawURL, r.Header, body, -1)
 	if err != nil {
 		n := h.m.unreadable(r.Method, rawURL, err)
 		status, code := http.StatusBadRequest, "replay_bad_request"

@@ -144,6 +144,10 @@ type matcher struct {
 	// and byRaw groups them: read-only after newMatcher.
 	raws  []rawRequest
 	byRaw map[rawRequest]*group
+	// bodies holds each recorded request body under itself, so a live
+	// body is looked up as bytes and, when it was recorded, the raw key
+	// is built from the recorded string instead of a copy of the bytes.
+	bodies map[string]string
 
 	// What follows is guarded by mu.
 	//
@@ -194,6 +198,7 @@ func newMatcher(f *cassette.File, opts Options) *matcher {
 	n := len(f.Interactions)
 	m.recs, m.raws, m.used = make([]*request, n), make([]rawRequest, n), make([]bool, n)
 	m.byRaw, m.known, m.byKey = map[rawRequest]*group{}, map[rawRequest]*request{}, map[requestKey]*group{}
+	m.bodies = map[string]string{}
 	for i, it := range f.Interactions {
 		if it == nil {
 			continue
@@ -201,6 +206,7 @@ func newMatcher(f *cassette.File, opts Options) *matcher {
 		raw := rawRequest{it.Request.Method, it.Request.URL, it.Request.Body}
 		m.raws[i] = raw
 		m.byRaw[raw] = m.byRaw[raw].add(i)
+		m.bodies[raw.body] = raw.body
 	}
 	return m
 }
@@ -368,12 +374,13 @@ func (m *matcher) normalise(method, rawURL string, body []byte) *request {
 	return q
 }
 
-// live reads, scrubs and normalises a live request. It closes req.Body.
-func (m *matcher) live(method, rawURL string, header http.Header, body io.ReadCloser) (*request, string, error) {
+// live reads, scrubs and normalises a live request. It closes body;
+// size is its length when known (the request's ContentLength), else -1.
+func (m *matcher) live(method, rawURL string, header http.Header, body io.ReadCloser, size int64) (*request, string, error) {
 	var data []byte
 	if body != nil {
 		var err error
-		data, err = io.ReadAll(body)
+		data, err = readAll(body, size)
 		body.Close()
 		if err != nil {
 			return nil, "", fmt.Errorf("replay: reading the request body: %w", err)
@@ -382,12 +389,42 @@ func (m *matcher) live(method, rawURL string, header http.Header, body io.ReadCl
 	if m.scrub != nil {
 		rawURL, _, data = m.scrub(method, rawURL, header.Clone(), data)
 	}
-	if raw := (rawRequest{method, rawURL, string(data)}); m.byRaw[raw] != nil {
-		// Arrived as recorded: its normal form is the recorded one, made
-		// only if take needs it (see resolve).
-		return &request{method: strings.ToUpper(method), src: &raw, lazy: true}, rawURL, nil
+	if recorded, ok := m.bodies[string(data)]; ok {
+		if raw := (rawRequest{method, rawURL, recorded}); m.byRaw[raw] != nil {
+			// Arrived as recorded: its normal form is the recorded one,
+			// made only if take needs it (see resolve).
+			return &request{method: strings.ToUpper(method), src: &raw, lazy: true}, rawURL, nil
+		}
 	}
 	return m.normalise(method, rawURL, data), rawURL, nil
+}
+
+// maxPresize bounds the buffer readAll allocates up front from a stated
+// length: past it the body grows as it arrives, as io.ReadAll grows it.
+const maxPresize = 16 << 20
+
+// readAll is io.ReadAll with the buffer allocated once when the length is
+// known (a request body of a few KiB read into one allocation, not a
+// doubling series from 512 B). The stated size is a hint: a body longer
+// or shorter than it is still read whole.
+func readAll(r io.Reader, size int64) ([]byte, error) {
+	if size < 0 || size > maxPresize {
+		return io.ReadAll(r)
+	}
+	b := make([]byte, 0, size+1) // +1: room for the read that finds the end
+	for {
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err != nil {
+			if err == io.EOF {
+				err = nil
+			}
+			return b, err
+		}
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)] // longer than stated: grow as io.ReadAll does
+		}
+	}
 }
 
 // serve numbers a request in arrival order and claims the first unserved

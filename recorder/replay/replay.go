@@ -168,7 +168,11 @@ func (r *Replayer) RoundTrip(req *http.Request) (*http.Response, error) {
 		sent = data
 		req.Body = io.NopCloser(bytes.NewReader(data))
 	}
-	q, raw, err := r.m.live(req.Method, req.URL.String(), req.Header, req.Body)
+	size := req.ContentLength
+	if size == 0 && req.Body != nil && req.Body != http.NoBody {
+		size = -1 // an outgoing request's 0 with a body means unknown
+	}
+	q, raw, err := r.m.live(req.Method, req.URL.String(), req.Header, req.Body, size)
 	if err != nil {
 		r.m.unreadable(req.Method, req.URL.String(), err)
 		return nil, err

@@ -145,11 +145,19 @@ func Run(ctx context.Context, cs []Cassette, replay Replayer, o Options) (*Repor
 	}
 	rep := &Report{Cassettes: len(cs)}
 
-	// Every cassette's variants, then the ones of this shard.
+	// Every cassette's variants, then the ones of this shard. Enumerating
+	// injects every candidate fault to see whether it applies: the same
+	// pool does it, a cassette per job (each list lands in its own slot,
+	// so the order is the cassettes' whatever the scheduling).
 	selected := make([][]Variant, len(cs))
+	runAll(ctx, o, len(cs), func(i int) {
+		selected[i] = Select(Enumerate(cs[i].File, o.Kinds), o.MaxVariants)
+	})
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("sweep: %w", err)
+	}
 	var keys []string
 	for i, c := range cs {
-		selected[i] = Select(Enumerate(c.File, o.Kinds), o.MaxVariants)
 		keys = append(keys, Key(c.Name, None))
 		for _, v := range selected[i] {
 			keys = append(keys, Key(c.Name, v.Name()))

@@ -227,9 +227,12 @@ func TestHangIsAFailedRow(t *testing.T) {
 }
 
 // The table is the same bytes whatever the parallelism and however the
-// replays interleave.
+// replays interleave, and however the cassettes' enumerations (several
+// cassettes of different sizes, enumerated on the pool) interleave.
 func TestDeterministic(t *testing.T) {
-	cs := []Cassette{{Name: "a.yaml", File: twoTurns()}, {Name: "b.yaml", File: testFile(sse("data: 1\n\n", "data: [DONE]\n\n"))}}
+	cs := []Cassette{{Name: "a.yaml", File: twoTurns()}, {Name: "b.yaml", File: testFile(sse("data: 1\n\n", "data: [DONE]\n\n"))},
+		{Name: "c.yaml", File: testFile(sse("data: 1\n\n", "data: 2\n\n", "data: 3\n\n", "data: [DONE]\n\n"))},
+		{Name: "d.yaml", File: twoTurns()}}
 	replay := func(_ context.Context, f *cassette.File) (Result, error) {
 		if len(f.Session.Commands) == 1 {
 			return Result{Stdout: lines(hello, bud, tok, msg, done("stop"))}, nil
@@ -274,6 +277,21 @@ func TestCancelled(t *testing.T) {
 		return Result{}, ctx.Err()
 	}
 	if _, err := Run(ctx, []Cassette{{Name: "c.yaml", File: twoTurns()}}, replay, Options{}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+}
+
+// A sweep whose context is done before it starts replays nothing and
+// says so.
+func TestCancelledBeforeStart(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	replay := func(context.Context, *cassette.File) (Result, error) {
+		t.Error("a replay ran")
+		return Result{}, nil
+	}
+	cs := []Cassette{{Name: "a.yaml", File: twoTurns()}, {Name: "b.yaml", File: twoTurns()}}
+	if _, err := Run(ctx, cs, replay, Options{Parallel: 2}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want context.Canceled", err)
 	}
 }

@@ -210,21 +210,37 @@ func (c *gatedClock) Now() time.Time {
 	return c.now
 }
 
+// After passes d of virtual time once the player is quiet. When it is
+// quiet already, the time passes before After returns: that is what the
+// waiting goroutine would do if it ran at once, one of the orders the
+// wait always allowed, without starting a goroutine and waking another
+// core to run it (most waits of a replay: every retry backoff).
 func (c *gatedClock) After(d time.Duration) <-chan time.Time {
 	ch := make(chan time.Time, 1)
+	c.f.mu.Lock()
+	quiet := c.f.quietLocked()
+	c.f.mu.Unlock()
+	if quiet {
+		ch <- c.pass(d)
+		return ch
+	}
 	go func() {
 		c.f.mu.Lock()
 		for !c.f.quietLocked() {
 			c.f.cond.Wait()
 		}
 		c.f.mu.Unlock()
-		c.mu.Lock()
-		if d > 0 {
-			c.now = c.now.Add(d)
-		}
-		now := c.now
-		c.mu.Unlock()
-		ch <- now
+		ch <- c.pass(d)
 	}()
 	return ch
+}
+
+// pass moves virtual time on by d (none when d <= 0) and returns it.
+func (c *gatedClock) pass(d time.Duration) time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if d > 0 {
+		c.now = c.now.Add(d)
+	}
+	return c.now
 }

@@ -159,3 +159,64 @@ func TestCommandsLandAtTheirAnchor(t *testing.T) {
 		}
 	}
 }
+
+// TestGatedClockPassesOnlyWhenQuiet: a wait on the replay's clock passes
+// its virtual time at once when no command is due or in flight, and
+// otherwise only once the harness has acted on the command: then the time
+// it returns is the time the wait ends, and Now agrees.
+func TestGatedClockPassesOnlyWhenQuiet(t *testing.T) {
+	user := cassette.Command{Anchor: cassette.Anchor{After: "hello", Nth: 1}, Line: `{"cmd":"user","text":"go"}`}
+	tests := []struct {
+		name  string
+		setup func(t *testing.T, f *feeder) // leaves the feeder in the state under test
+		quiet bool
+		act   func(f *feeder) // what makes it quiet, when it is not
+	}{
+		{"nothing to send", func(*testing.T, *feeder) {}, true, nil},
+		{"every command acted on", func(t *testing.T, f *feeder) {
+			if _, ok := f.nextCommand(); !ok {
+				t.Fatal("no command")
+			}
+			f.handled(1, false)
+		}, true, nil},
+		{"a command due", func(*testing.T, *feeder) {}, false, func(f *feeder) {
+			f.nextCommand()
+			f.handled(1, false)
+		}},
+		{"a command in flight", func(_ *testing.T, f *feeder) { f.nextCommand() }, false, func(f *feeder) { f.handled(1, false) }},
+		{"a command in flight, the player stopped", func(_ *testing.T, f *feeder) { f.nextCommand() }, false, func(f *feeder) { f.stop() }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var cmds []cassette.Command
+			if tt.name != "nothing to send" {
+				cmds = []cassette.Command{user}
+			}
+			f := newFeeder(cmds, nil) // the harness idle: a command is due
+			tt.setup(t, f)
+			clk := &gatedClock{now: Epoch, f: f}
+			ch := clk.After(time.Minute)
+			select {
+			case got := <-ch:
+				if !tt.quiet {
+					t.Fatalf("the wait ended at %v with a command due or in flight", got)
+				}
+				if want := Epoch.Add(time.Minute); !got.Equal(want) || !clk.Now().Equal(want) {
+					t.Fatalf("the wait ended at %v, Now %v; want %v", got, clk.Now(), want)
+				}
+				return
+			default:
+				if tt.quiet {
+					t.Fatal("a wait with nothing due or in flight did not pass at once")
+				}
+			}
+			if !clk.Now().Equal(Epoch) {
+				t.Fatalf("time passed to %v before the command was acted on", clk.Now())
+			}
+			tt.act(f)
+			if got, want := <-ch, Epoch.Add(time.Minute); !got.Equal(want) {
+				t.Fatalf("the wait ended at %v, want %v", got, want)
+			}
+		})
+	}
+}
