@@ -3,6 +3,7 @@ package harness_test
 import (
 	"errors"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -69,8 +70,13 @@ func heldTranscript(t *testing.T) string {
 	p := filepath.Join(t.TempDir(), "t.jsonl")
 	cfg := harness.Defaults()
 	cfg.Provider, cfg.CodexTranscript, cfg.Project = "codex", p, t.TempDir()
-	if _, err := harness.New(cfg, harness.Deps{}); err != nil {
+	h, err := harness.New(cfg, harness.Deps{})
+	if err != nil {
 		t.Fatal(err)
 	}
+	// The harness holds the lock until it is collected (the lock's file
+	// closes then): keep it reachable for the rest of the test, or a
+	// collection in between frees the transcript the test calls held.
+	t.Cleanup(func() { runtime.KeepAlive(h) })
 	return p
 }
