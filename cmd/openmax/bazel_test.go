@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openmax/openmax/internal/citest"
 	"github.com/openmax/openmax/internal/flock"
 )
 
@@ -44,7 +45,7 @@ func needBazel(t *testing.T) (bazel, rulesJava string) {
 	if err == nil {
 		why = "rules_java is not installed (apt-get install bazel-rules-java, as .ci/run does)"
 	}
-	skipOutsideCI(t, why)
+	citest.SkipOutsideCI(t, why)
 	return "", ""
 }
 

@@ -19,6 +19,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/openmax/openmax/internal/citest"
 )
 
 // npmDir holds the pinned SDKs (package.json, package-lock.json) and the
@@ -132,26 +134,11 @@ func npmInstallSkip(ci string, out []byte) string {
 	if m == nil || !npmUnreachable[string(m[1])] {
 		return ""
 	}
-	if isCI(ci) {
+	if citest.IsCI(ci) {
 		return ""
 	}
 	return fmt.Sprintf("the foreign-client tests need the pinned npm packages (%s), and npm cannot reach its registry to install them (%s); "+
 		"skipped outside CI (with CI=true this fails). Install them once with network access: see docs/testing.md", npmDir, m[1])
-}
-
-// isCI reports whether the CI variable says the tests run in CI: set, and
-// not "false" or "0".
-func isCI(ci string) bool { return ci != "" && ci != "false" && ci != "0" }
-
-// skipOutsideCI skips the test for want of something the machine lacks,
-// saying why; under CI, which installs or has it, the lack fails the test
-// instead, so CI never passes with the test silently left out.
-func skipOutsideCI(t *testing.T, why string) {
-	t.Helper()
-	if isCI(os.Getenv("CI")) {
-		t.Fatal(why + "; CI must run this test")
-	}
-	t.Skip(why + " (skipped outside CI)")
 }
 
 // needNode skips the test, naming what needs them, when node or npm is not
@@ -160,7 +147,7 @@ func needNode(t *testing.T, what string) {
 	t.Helper()
 	for _, tool := range []string{"node", "npm"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			if isCI(os.Getenv("CI")) {
+			if citest.IsCI(os.Getenv("CI")) {
 				t.Fatalf("%s need %s on PATH (Node.js 20 or later), and CI must have it: %v", what, tool, err)
 			}
 			t.Skipf("%s need %s on PATH (Node.js 20 or later); skipped outside CI: %v", what, tool, err)

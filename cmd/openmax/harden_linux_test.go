@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/openmax/openmax/internal/citest"
 )
 
 // TestCommandsCannotReadOurEnviron: a command run_command starts runs as
@@ -22,7 +24,7 @@ func TestCommandsCannotReadOurEnviron(t *testing.T) {
 		t.Skip("runs the real binary as another user; skipped in -short mode")
 	}
 	if os.Geteuid() != 0 {
-		skipOutsideCI(t, "needs root to run openmax as an unprivileged user (CI runs as root)")
+		citest.SkipOutsideCI(t, "needs root to run openmax as an unprivileged user (CI runs as root)")
 	}
 	const key = "sk-proj-ENVIRONKEY0123456789"
 	const nobody = 65534

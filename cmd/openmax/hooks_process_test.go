@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/openmax/openmax/core/wire"
+	"github.com/openmax/openmax/internal/citest"
 	"github.com/openmax/openmax/provider/clock"
 )
 
@@ -100,7 +101,7 @@ func TestHookRefusalThatCannotBePersistedIsUnverified(t *testing.T) {
 	}
 	prlimit, err := exec.LookPath("prlimit")
 	if err != nil {
-		skipOutsideCI(t, fmt.Sprintf("needs prlimit (util-linux) to limit the session file's size: %v", err))
+		citest.SkipOutsideCI(t, fmt.Sprintf("needs prlimit (util-linux) to limit the session file's size: %v", err))
 	}
 	bin := buildBinary(t)
 	reason := "verify first: " + strings.Repeat("r", 64<<10)

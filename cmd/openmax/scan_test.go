@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openmax/openmax/internal/citest"
 	"github.com/openmax/openmax/recorder/scan"
 )
 
@@ -253,7 +254,7 @@ func TestScanHugeCassette(t *testing.T) {
 func TestScanAsPreCommitHook(t *testing.T) {
 	git, err := exec.LookPath("git")
 	if err != nil {
-		skipOutsideCI(t, "no git on PATH (the hook runs under git commit)")
+		citest.SkipOutsideCI(t, "no git on PATH (the hook runs under git commit)")
 	}
 	doc, err := os.ReadFile("../../docs/record-replay.md")
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 	"unsafe"
 
 	"github.com/openmax/openmax/core/wire"
+	"github.com/openmax/openmax/internal/citest"
 )
 
 // toolSession is the real binary serving a project in auto mode with a
@@ -390,7 +391,7 @@ func vmHWM(t *testing.T, pid int) int64 {
 	t.Helper()
 	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
 	if err != nil {
-		skipOutsideCI(t, fmt.Sprintf("no /proc here to read peak memory from: %v", err))
+		citest.SkipOutsideCI(t, fmt.Sprintf("no /proc here to read peak memory from: %v", err))
 	}
 	for _, l := range strings.Split(string(data), "\n") {
 		if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
