@@ -275,7 +275,7 @@ func Load(path string) (*File, error) {
 		return nil, err
 	}
 	defer src.fh.Close()
-	f, _, err := fastReadNative(src.r)
+	f, _, err := src.fastRead()
 	if err = src.fastError(err); errors.Is(err, errUnsupported) {
 		var data []byte
 		if data, err = src.whole(); errors.Is(err, ErrTooLarge) {
@@ -341,7 +341,7 @@ func ReadAny(path string, foreign func(head []byte) bool) (f *File, other *Forei
 		return nil, &Foreign{Data: data}, nil
 	}
 
-	f, native, err := fastReadNative(src.r)
+	f, native, err := src.fastRead()
 	switch err = src.fastError(err); {
 	case err == nil && native:
 		if err := f.check(); err != nil {
@@ -398,7 +398,20 @@ type source struct {
 	fh   *os.File
 	r    *bufio.Reader
 	lr   *limitReader // a regular file's limit
+	size int64        // a regular file's size when opened
 	data []byte       // what is not a regular file, read whole
+}
+
+// fastRead reads the source with the fast reader: a large regular file in
+// parts on several cores (readSplit), anything else, or a file the parts
+// do not read as one pass would, in one pass from the start.
+func (s *source) fastRead() (*File, bool, error) {
+	if s.lr != nil {
+		if f, native, ok := readSplit(s.fh, s.size); ok {
+			return f, native, nil
+		}
+	}
+	return fastReadNative(s.r)
 }
 
 func openSource(path string) (*source, error) {
@@ -418,6 +431,7 @@ func openSource(path string) (*source, error) {
 	case fi.Size() > MaxFileSize:
 		err = fmt.Errorf("%w: %s is %d bytes, the limit is %d (%d MiB)", ErrTooLarge, path, fi.Size(), int64(MaxFileSize), MaxFileSize>>20)
 	default:
+		s.size = fi.Size()
 		s.lr = &limitReader{r: fh, n: MaxFileSize}
 		s.r = bufio.NewReaderSize(s.lr, readBuffer)
 	}

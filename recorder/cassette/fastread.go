@@ -64,6 +64,8 @@ type fastReader struct {
 	// native is set once an openmax member is read, at the top of the
 	// document or on an interaction: the file is an openmax cassette.
 	native bool
+	// top are the document's top-level keys, in order.
+	top []string
 }
 
 // maxLine is MaxLine; tests lower it.
@@ -103,6 +105,7 @@ func (p *fastReader) file() (*File, error) {
 	}
 	var f File
 	err := p.mapping(0, func(key string, v *value) error {
+		p.top = append(p.top, key)
 		switch key {
 		case "version":
 			n, err := v.int()
