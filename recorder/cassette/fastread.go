@@ -66,6 +66,8 @@ type fastReader struct {
 	native bool
 	// top are the document's top-level keys, in order.
 	top []string
+	// keyQuoted says the mapping key last read was quoted.
+	keyQuoted bool
 }
 
 // maxLine is MaxLine; tests lower it.
@@ -408,6 +410,7 @@ func (p *fastReader) mapping(indent int, field func(key string, v *value) error)
 		if !ok {
 			return unsupported("a mapping line without a key")
 		}
+		p.keyQuoted = c[0] == '\'' || c[0] == '"'
 		for _, s := range seen {
 			if s == key {
 				return unsupported("a duplicate key")
@@ -799,8 +802,10 @@ func (v *value) multimap() (map[string][]string, error) {
 	return m, err
 }
 
-// session reads the file's openmax member with yaml.v3: it is small, and
-// holds the harness configuration with its own YAML rules.
+// session reads the file's openmax member. It is small, and holds the
+// harness configuration with its own YAML rules, so it is decoded by
+// yaml.v3: from a node tree the fast reader builds (sessionNode), or when
+// the fast reader does not take its text, from yaml.v3's own parse of it.
 func (v *value) session(f *File) error {
 	p := v.p
 	var doc []byte
@@ -827,12 +832,16 @@ func (v *value) session(f *File) error {
 		}
 		v.done = true
 	}
-	var root yaml.Node
-	if err := yaml.Unmarshal(doc, &root); err != nil {
-		return unsupported("a session yaml.v3 does not read on its own")
-	}
-	if err := NoAliases(&root); err != nil {
-		return unsupported("an alias")
+	root, err := sessionNode(doc)
+	if err != nil {
+		var parsed yaml.Node
+		if err := yaml.Unmarshal(doc, &parsed); err != nil {
+			return unsupported("a session yaml.v3 does not read on its own")
+		}
+		if err := NoAliases(&parsed); err != nil {
+			return unsupported("an alias")
+		}
+		root = &parsed
 	}
 	var s struct {
 		Session *Session `yaml:"openmax"`
@@ -842,6 +851,76 @@ func (v *value) session(f *File) error {
 	}
 	f.Session = s.Session
 	return nil
+}
+
+// sessionNode is the node tree yaml.v3 parses doc (the session's member,
+// alone) into, as far as decoding it goes, built by the fast reader: the
+// same kinds, values, and plain or quoted style (which decides whether a
+// scalar's type is resolved from its text). yaml.v3's scanner is most of
+// the time a session takes to read otherwise.
+func sessionNode(doc []byte) (*yaml.Node, error) {
+	p := &fastReader{br: bufio.NewReader(bytes.NewReader(doc))}
+	if err := p.advance(); err != nil {
+		return nil, err
+	}
+	m := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+	err := p.mapping(0, func(key string, v *value) error {
+		k := p.keyNode(key)
+		n, err := v.node()
+		m.Content = append(m.Content, k, n)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if !p.eof {
+		return nil, unsupported("text after the session")
+	}
+	return &yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{m}}, nil
+}
+
+// keyNode is the node of the mapping key just read.
+func (p *fastReader) keyNode(key string) *yaml.Node {
+	k := &yaml.Node{Kind: yaml.ScalarNode, Value: key}
+	if p.keyQuoted {
+		k.Style = yaml.DoubleQuotedStyle
+	}
+	k.Tag = k.ShortTag()
+	return k
+}
+
+// node reads the value as a yaml.v3 node (see sessionNode).
+func (v *value) node() (*yaml.Node, error) {
+	switch {
+	case v.kind == kindBlock && isSeqEntry(v.p.content()):
+		n := &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq"}
+		err := v.seq(func(item *value) error {
+			c, err := item.node()
+			n.Content = append(n.Content, c)
+			return err
+		})
+		return n, err
+	case v.kind == kindBlock:
+		n := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+		err := v.mapping(func(key string, item *value) error {
+			k := v.p.keyNode(key)
+			c, err := item.node()
+			n.Content = append(n.Content, k, c)
+			return err
+		})
+		return n, err
+	case v.kind == kindInline && string(v.text) == "{}":
+		return &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Style: yaml.FlowStyle}, v.finish()
+	case v.kind == kindInline && string(v.text) == "[]":
+		return &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq", Style: yaml.FlowStyle}, v.finish()
+	}
+	s, plain, err := v.scalar(false)
+	n := &yaml.Node{Kind: yaml.ScalarNode, Value: s}
+	if !plain {
+		n.Style = yaml.DoubleQuotedStyle
+	}
+	n.Tag = n.ShortTag() // a plain scalar's resolved from its text, as yaml.v3's parser does
+	return n, err
 }
 
 // literal reads a literal block scalar whose header (after '|') is given,
