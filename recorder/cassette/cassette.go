@@ -433,7 +433,9 @@ func openSource(path string) (*source, error) {
 	default:
 		s.size = fi.Size()
 		s.lr = &limitReader{r: fh, n: MaxFileSize}
-		s.r = bufio.NewReaderSize(s.lr, readBuffer)
+		// A small file gets a buffer its size: the library's cassettes are
+		// tens of KB, and a sweep or a report opens each of them.
+		s.r = bufio.NewReaderSize(s.lr, int(max(min(readBuffer, s.size+1), minReadBuffer)))
 	}
 	if err != nil {
 		fh.Close()
@@ -466,8 +468,12 @@ func (s *source) fastError(err error) error {
 }
 
 // readBuffer is the fast reader's buffer: lines up to this long are read
-// in place.
-const readBuffer = 64 << 10
+// in place; minReadBuffer is the buffer of a smaller file (at least what
+// ReadAny's caller sniffs).
+const (
+	readBuffer    = 64 << 10
+	minReadBuffer = 4 << 10
+)
 
 // sniffSize is how much of a file ReadAny's caller sees to recognise it.
 const sniffSize = 512

@@ -93,7 +93,11 @@ func fastRead(r io.Reader) (*File, error) {
 // openmax member (at the top, or on an interaction): whether it is an
 // openmax cassette rather than a stock go-vcr one.
 func fastReadNative(r io.Reader) (*File, bool, error) {
-	p := &fastReader{br: bufio.NewReaderSize(r, 64<<10)}
+	br, ok := r.(*bufio.Reader) // a source's, sized to its file
+	if !ok {
+		br = bufio.NewReaderSize(r, readBuffer)
+	}
+	p := &fastReader{br: br}
 	f, err := p.file()
 	return f, p.native, err
 }
