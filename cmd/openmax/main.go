@@ -52,7 +52,7 @@ func main() {
 	// SIGHUP (the terminal or the parent went away) is a shutdown, like
 	// SIGINT and SIGTERM: the running turn is cancelled and drained.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
-	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr, env{clock: clock.Real{}, getenv: agentEnv(asksAgentMarker(os.Args[1:])), replayProcs: true})
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr, env{clock: clock.Real{}, getenv: agentEnv(asksAgentMarker(os.Args[1:])), oneProc: true})
 	stop()
 	stopProfile()
 	if os.Getenv("OPENMAX_PEAK_RSS") != "" {
@@ -117,9 +117,9 @@ type env struct {
 	// sweepGC: `cassette sweep` sets the process's collector for the sweep
 	// (sweepgc.go); the binary's run does, a test's in-process run does not.
 	sweepGC bool
-	// replayProcs: `openmax replay` runs its replays on one P
-	// (replayprocs.go); set by main, not by a test's in-process run.
-	replayProcs bool
+	// oneProc: replays run on one P (oneproc.go); set by main, not by a
+	// test's in-process run.
+	oneProc bool
 }
 
 func (e env) env(key string) string {

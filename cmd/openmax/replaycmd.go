@@ -104,8 +104,8 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer, e e
 			return code
 		}
 		// The whole directory, loads too: its cassettes are usually small,
-		// and switching for each costs more than it saves (replayprocs.go).
-		defer replayOnOneProc(e)()
+		// and switching for each costs more than it saves (oneproc.go).
+		defer onOneProc(e)()
 		return replayDir(ctx, pos[0], dirOptions{golden: *golden, update: *update, allowUnused: *allowUnused, junit: *junitFlag, json: *jsonFlag, overwrite: *overwrite,
 			durations: *durations, shard: se, timings: timings}, pace, ignore, stdout, stderr, e)
 	}
@@ -128,7 +128,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer, e e
 		fmt.Fprintf(stderr, "openmax replay: %v\n", err)
 		return 1
 	}
-	restore := replayOnOneProc(e)
+	restore := onOneProc(e)
 	r, err := replayCassetteWith(ctx, f, pace, ignore, stderr, e, live)
 	restore()
 	if err != nil {
