@@ -144,10 +144,10 @@ func readSplit(fh *os.File, size int64) (f *File, native, ok bool) {
 	return f, native, true
 }
 
-// listItem finds, in the head of a file, the list's key (listKey, which
-// also starts every part after the first) at the top level
-// and its first item: the start of a line that begins an item ("- " at its
-// column, as the first item's line does), and the first item's offset.
+// listItem finds, in the head of a file, the list's key at the top level
+// (listKey, which also starts every part after the first) and returns what
+// begins an item's line ("- " at the column of the first item's) and the
+// first item's offset.
 func listItem(head []byte) (item []byte, first int, ok bool) {
 	var at int
 	switch {
