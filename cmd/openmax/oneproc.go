@@ -14,7 +14,11 @@ import "runtime"
 // nothing ran beside the chain. On one P the handoffs are goroutine
 // switches: 13% less CPU and 8% less wall time (bench/replayscale).
 // Loading the cassette, which reads a large file on every core
-// (recorder/cassette's fastsplit.go), comes before and keeps them all.
+// (recorder/cassette's fastsplit.go), comes before and keeps them all. A
+// file read in one pass is loaded on one P too: giving up a P frees its
+// allocation caches into the heap's span sets, whose fresh memory (page
+// faults) cost ~1.4 ms once the P had allocated, more than a replay of a
+// few turns saves; before the load it costs almost nothing.
 //
 // A live session (--stdio, -p, record) keeps every P: there a goroutine
 // blocked in a system call (the session store's fsync, a write to a slow

@@ -118,6 +118,18 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer, e e
 	if *update && *golden == "" {
 		return c.usageError(stderr, "--update needs --golden FILE for a single cassette")
 	}
+	// One P from here when the file is read in one pass anyway: giving up
+	// the second P later, after it has allocated, costs more than a small
+	// replay saves (oneproc.go). A large file is read on every core first.
+	restore := func() {}
+	inParts := false
+	if fi, err := os.Stat(pos[0]); err == nil && fi.Mode().IsRegular() {
+		inParts = cassette.ReadsInParts(fi.Size())
+	}
+	if !inParts {
+		restore = onOneProc(e)
+	}
+	defer func() { restore() }()
 	f, err := loadCassette(pos[0], "openmax replay", stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "openmax replay: %v\n", err)
@@ -128,9 +140,10 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer, e e
 		fmt.Fprintf(stderr, "openmax replay: %v\n", err)
 		return 1
 	}
-	restore := onOneProc(e)
+	if inParts {
+		restore = onOneProc(e)
+	}
 	r, err := replayCassetteWith(ctx, f, pace, ignore, stderr, e, live)
-	restore()
 	if err != nil {
 		fmt.Fprintf(stderr, "openmax replay: %s: %v\n", pos[0], err)
 		return 1

@@ -51,6 +51,11 @@ const (
 	splitReach = 1 << 20
 )
 
+// ReadsInParts reports whether Load and ReadAny read a regular file of
+// size bytes in parts, on several cores (as GOMAXPROCS now allows), when
+// it is in the layout the recorder writes.
+func ReadsInParts(size int64) bool { return splitParts(size) > 1 }
+
 // splitParts is how many parts a file of size bytes is read in (1: one
 // pass).
 func splitParts(size int64) int {

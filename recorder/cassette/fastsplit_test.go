@@ -245,3 +245,25 @@ func TestSplitRefusesAFileThatChangedSize(t *testing.T) {
 		t.Fatal("parts taken from a file that shrank after its size was read")
 	}
 }
+
+// TestReadsInParts: what the command that loads says about a file's size
+// is what readSplit does with it.
+func TestReadsInParts(t *testing.T) {
+	oldProcs := splitProcs
+	t.Cleanup(func() { splitProcs = oldProcs })
+	for _, tt := range []struct {
+		size  int64
+		procs int
+		want  bool
+	}{
+		{splitMin - 1, 2, false},
+		{splitMin, 2, true},
+		{splitMin, 1, false},
+		{64 << 20, 8, true},
+	} {
+		splitProcs = func() int { return tt.procs }
+		if got := ReadsInParts(tt.size); got != tt.want || (splitParts(tt.size) > 1) != tt.want {
+			t.Errorf("ReadsInParts(%d) on %d cores = %v, want %v", tt.size, tt.procs, got, tt.want)
+		}
+	}
+}
