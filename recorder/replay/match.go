@@ -136,7 +136,10 @@ type matcher struct {
 	matchHost bool
 	inOrder   bool
 	scrub     func(method, url string, header http.Header, body []byte) (string, http.Header, []byte)
-	norm      *normaliser // nil: strings compare as they are
+	// norm is the normaliser, made on first use (a replay whose requests
+	// arrive as recorded never needs one, nor its regular expressions'
+	// compiling); nil: strings compare as they are.
+	norm func() *normaliser
 	onRequest func(Event)
 	fallback  bool // a miss goes to Options.Fallback, not to misses
 
@@ -182,7 +185,7 @@ func newMatcher(f *cassette.File, opts Options) *matcher {
 	ignore := opts.Ignore
 	if !opts.NoDefaults {
 		ignore = append(append([]string(nil), DefaultIgnore...), ignore...)
-		m.norm = defaultNormaliser()
+		m.norm = sync.OnceValue(defaultNormaliser)
 	}
 	for _, p := range ignore {
 		var segs []string
@@ -366,7 +369,9 @@ func (m *matcher) normalise(method, rawURL string, body []byte) *request {
 		for _, p := range m.ignore {
 			v = drop(v, p)
 		}
-		v = m.norm.value(v)
+		if m.norm != nil {
+			v = m.norm().value(v)
+		}
 		q.json, q.value, q.body = true, v, compact(v)
 	} else {
 		q.body = string(body)
