@@ -139,7 +139,7 @@ type matcher struct {
 	// norm is the normaliser, made on first use (a replay whose requests
 	// arrive as recorded never needs one, nor its regular expressions'
 	// compiling); nil: strings compare as they are.
-	norm func() *normaliser
+	norm      func() *normaliser
 	onRequest func(Event)
 	fallback  bool // a miss goes to Options.Fallback, not to misses
 
