@@ -122,10 +122,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer, e e
 	// the second P later, after it has allocated, costs more than a small
 	// replay saves (oneproc.go). A large file is read on every core first.
 	restore := func() {}
-	inParts := false
-	if fi, err := os.Stat(pos[0]); err == nil && fi.Mode().IsRegular() {
-		inParts = cassette.ReadsInParts(fi.Size())
-	}
+	inParts := fi.Mode().IsRegular() && cassette.ReadsInParts(fi.Size())
 	if !inParts {
 		restore = onOneProc(e)
 	}
