@@ -142,10 +142,7 @@ func TestRapidSplitReadAgreesWithOnePass(t *testing.T) {
 // in parts as in one pass, and those of several interactions in the layout
 // the fast reader takes are read in parts.
 func TestSplitReadsTheLibrary(t *testing.T) {
-	paths, _ := filepath.Glob("../../cassettes/*.yaml")
-	if len(paths) == 0 {
-		t.Fatal("no cassettes found")
-	}
+	paths := libraryPaths(t)
 	splittable := 0
 	for _, path := range paths {
 		data, err := os.ReadFile(path)

@@ -132,18 +132,6 @@ func TestReadAnyReadsAPipeOnce(t *testing.T) {
 	}
 }
 
-// countingReader counts the bytes read from r.
-type countingReader struct {
-	r io.Reader
-	n int64
-}
-
-func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n += int64(n)
-	return n, err
-}
-
 // repeatReader is b repeated without end.
 type repeatReader struct{ b byte }
 
@@ -167,7 +155,7 @@ func TestFastReadBoundsOneEndlessLine(t *testing.T) {
 		fill byte
 	}{{"zeros", 0}, {"text", 'x'}} {
 		t.Run(tt.name, func(t *testing.T) {
-			r := &countingReader{r: io.MultiReader(strings.NewReader(head), repeatReader{tt.fill})}
+			r := &countReader{r: io.MultiReader(strings.NewReader(head), repeatReader{tt.fill})}
 			_, err := fastRead(r)
 			switch tt.fill {
 			case 0:
