@@ -94,11 +94,10 @@ func encodeItems[T comparable](cache []cachedItem[T], vs []T, key string) ([]cac
 			continue
 		}
 		first = min(first, i)
-		text, err := encodeYAML(map[string][]T{key: {v}})
+		text, err := encodeItem(v, key)
 		if err != nil {
 			return nil, 0, err
 		}
-		_, text, _ = bytes.Cut(text, []byte("\n")) // the key line
 		if i < len(cache) {
 			cache[i] = cachedItem[T]{v, text}
 		} else {
@@ -106,6 +105,26 @@ func encodeItems[T comparable](cache []cachedItem[T], vs []T, key string) ([]cac
 		}
 	}
 	return cache, first, nil
+}
+
+// encodeItem is v's text as an item of the list under key: its lines
+// after the key line yaml.v3 writes for {key: [v]}.
+func encodeItem[T comparable](v T, key string) ([]byte, error) {
+	if text, ok := appendSessionItem(nil, v); ok {
+		return text, nil
+	}
+	return encodeItemYAML(v, key)
+}
+
+// encodeItemYAML is encodeItem through yaml.v3, for what
+// appendSessionItem leaves to it.
+func encodeItemYAML[T comparable](v T, key string) ([]byte, error) {
+	text, err := encodeYAML(map[string][]T{key: {v}})
+	if err != nil {
+		return nil, err
+	}
+	_, text, _ = bytes.Cut(text, []byte("\n")) // the key line
+	return text, nil
 }
 
 func appendList[T comparable](out []byte, key string, l *list[T], always bool) []byte {

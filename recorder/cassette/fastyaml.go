@@ -84,6 +84,66 @@ func appendInteraction(b []byte, it *Interaction) ([]byte, bool) {
 	return b, ok
 }
 
+// appendSessionItem appends v, an item of one of the session's lists (a
+// command or a tool's result), as encodeItems writes it with yaml.v3: the
+// item's lines under the list's key line. false means it could not (a
+// string left to yaml.v3), and b is to be discarded. A recording saves its
+// session before every line that reports a command, so this is on the
+// path a client waits on once a turn.
+func appendSessionItem(b []byte, v any) ([]byte, bool) {
+	ok := true
+	str := func(first bool, key, s string) {
+		if !ok {
+			return
+		}
+		if first {
+			b = append(b, "  - "...)
+		} else {
+			b = append(b, "    "...)
+		}
+		b = append(b, key...)
+		b = append(b, ':', ' ')
+		b, ok = appendValue(b, s, 6)
+	}
+	num := func(key string, n int64) {
+		b = append(b, "    "...)
+		b = append(b, key...)
+		b = append(b, ':', ' ')
+		b = strconv.AppendInt(b, n, 10)
+		b = append(b, '\n')
+	}
+	switch v := v.(type) {
+	case Command:
+		str(true, "line", v.Line)
+		if v.TooLong != 0 {
+			num("too_long", v.TooLong)
+		}
+		num("turn", int64(v.Turn))
+		if v.After != "" {
+			str(false, "after", v.After)
+		}
+		if v.Nth != 0 {
+			num("nth", int64(v.Nth))
+		}
+		if v.Refused {
+			b = append(b, "    refused: true\n"...)
+		}
+		if v.AfterLines != 0 {
+			num("after_lines", int64(v.AfterLines))
+		}
+	case ToolResult:
+		str(true, "name", v.Name)
+		str(false, "args", v.Args)
+		b = append(b, "    ok: "...)
+		b = strconv.AppendBool(b, v.OK)
+		b = append(b, '\n')
+		str(false, "output", v.Output)
+	default:
+		return b, false
+	}
+	return b, ok
+}
+
 // durationText is a duration as yaml.v3 writes it: its String, plain
 // (digits, a point, unit letters and a leading minus never need quotes).
 func durationText(d time.Duration) string { return d.String() }

@@ -139,3 +139,79 @@ func TestFastEncodingOverTheRecordings(t *testing.T) {
 		t.Fatalf("only %d of %d interactions written without yaml.v3", fast, total)
 	}
 }
+
+// TestFastSessionItemsAreYAMLs: the text a session's command or tool
+// result gets without yaml.v3 is byte for byte yaml.v3's, for strings
+// drawn from the pieces that decide its styles and numbers of every size.
+func TestFastSessionItemsAreYAMLs(t *testing.T) {
+	rapidchecks.Use(t, rapidchecks.Pick(3000, 500))
+	var fast [2]int
+	rapid.Check(t, func(t *rapid.T) {
+		n := func(label string) int { return rapid.SampledFrom([]int{0, 0, 1, -1, 7, 1 << 31, -1 << 40}).Draw(t, label) }
+		c := Command{Line: drawText(t, "line"), TooLong: int64(n("too long")), Refused: rapid.Bool().Draw(t, "refused"),
+			AfterLines: n("after lines"), Anchor: Anchor{Turn: n("turn"), After: drawText(t, "after"), Nth: n("nth")}}
+		r := ToolResult{Name: drawText(t, "name"), Args: drawText(t, "args"), OK: rapid.Bool().Draw(t, "ok"), Output: drawText(t, "output")}
+		if sameItem(t, c, "commands") {
+			fast[0]++
+		}
+		if sameItem(t, r, "tool_results") {
+			fast[1]++
+		}
+	})
+	if fast[0] == 0 || fast[1] == 0 {
+		t.Fatalf("written without yaml.v3: %d commands, %d tool results", fast[0], fast[1])
+	}
+}
+
+// sameItem fails t if v's text without yaml.v3 differs from yaml.v3's,
+// and reports whether it was written without it.
+func sameItem[T comparable](t interface {
+	Helper()
+	Fatal(...any)
+	Fatalf(string, ...any)
+}, v T, key string) bool {
+	t.Helper()
+	want, err := encodeItemYAML(v, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, ok := appendSessionItem(nil, v)
+	if !ok {
+		return false
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("%#v written without yaml.v3:\n%s\nyaml.v3:\n%s", v, got, want)
+	}
+	return true
+}
+
+// TestFastSessionItemsOverTheLibrary: every command and tool result of the
+// library's sessions is written without yaml.v3, and as yaml.v3 writes it.
+func TestFastSessionItemsOverTheLibrary(t *testing.T) {
+	total, fast := 0, 0
+	for _, path := range libraryPaths(t) {
+		f, err := Load(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.Session == nil {
+			continue
+		}
+		for _, c := range f.Session.Commands {
+			total++
+			if sameItem(t, c, "commands") {
+				fast++
+			}
+		}
+		for _, r := range f.Session.ToolResults {
+			total++
+			if sameItem(t, r, "tool_results") {
+				fast++
+			}
+		}
+	}
+	t.Logf("%d of %d session items written without yaml.v3", fast, total)
+	if total < 50 || fast != total {
+		t.Fatalf("only %d of %d session items written without yaml.v3", fast, total)
+	}
+}
