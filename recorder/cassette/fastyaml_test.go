@@ -147,7 +147,9 @@ func TestFastSessionItemsAreYAMLs(t *testing.T) {
 	rapidchecks.Use(t, rapidchecks.Pick(3000, 500))
 	var fast [2]int
 	rapid.Check(t, func(t *rapid.T) {
-		n := func(label string) int { return rapid.SampledFrom([]int{0, 0, 1, -1, 7, 1 << 31, -1 << 40}).Draw(t, label) }
+		n := func(label string) int {
+			return rapid.SampledFrom([]int{0, 0, 1, -1, 7, 1 << 31, -1 << 40}).Draw(t, label)
+		}
 		c := Command{Line: drawText(t, "line"), TooLong: int64(n("too long")), Refused: rapid.Bool().Draw(t, "refused"),
 			AfterLines: n("after lines"), Anchor: Anchor{Turn: n("turn"), After: drawText(t, "after"), Nth: n("nth")}}
 		r := ToolResult{Name: drawText(t, "name"), Args: drawText(t, "args"), OK: rapid.Bool().Draw(t, "ok"), Output: drawText(t, "output")}
