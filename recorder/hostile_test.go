@@ -275,7 +275,7 @@ func TestProxyRefusesOversizedRequestBodies(t *testing.T) {
 	if n := calls.Load(); n != 0 {
 		t.Errorf("the upstream got %d request(s)", n)
 	}
-	if n := len(g.rec.Cassette().Interactions); n != 0 {
+	if n := g.rec.Recorded(); n != 0 {
 		t.Errorf("%d interaction(s) recorded", n)
 	}
 }

@@ -524,9 +524,7 @@ func (r *Recorder) save(durable bool) error {
 		if err := cassette.NewAppender(r.path).Close(encodings(done), sess); err != nil {
 			return r.fail(err)
 		}
-		for _, e := range fresh {
-			e.written = true
-		}
+		r.markWritten(fresh)
 		r.savedVer = ver
 		r.mu.Lock()
 		r.inFile = ver
@@ -554,14 +552,26 @@ func (r *Recorder) save(durable bool) error {
 			return r.fail(rerr)
 		}
 	}
-	for _, e := range fresh {
-		e.written = true
-	}
+	r.markWritten(fresh)
 	r.last, r.savedVer, r.everSaved = last, ver, true
 	r.mu.Lock()
 	r.inFile = ver
 	r.mu.Unlock()
 	return nil
+}
+
+// markWritten notes that es are in the file (under saveMu) and lets go of
+// their decoded form: a later save needs only the text, and keeping both
+// would hold every recorded body twice for the whole recording (memory a
+// long session grows by the square of its turns, each request carrying
+// the conversation so far). Cassette decodes the text again.
+func (r *Recorder) markWritten(es []*entry) {
+	r.mu.Lock()
+	for _, e := range es {
+		e.written = true
+		e.it = nil
+	}
+	r.mu.Unlock()
 }
 
 // fail stops the recording at a save that failed with err (under saveMu):
@@ -602,28 +612,47 @@ func encodings(es []*entry) [][]byte {
 	return out
 }
 
-// snapshotLocked is the cassette as it stands; deep copies it when asked.
-func (r *Recorder) snapshotLocked(deep bool) *cassette.File {
+// Cassette returns a copy of the cassette as it stands: the completed
+// interactions, in start order, scrubbed, and the session. Those already
+// in the file are read back from the text written there; an error says
+// one did not read back (which the cassette package's tests rule out).
+func (r *Recorder) Cassette() (*cassette.File, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	f := cassette.New()
 	f.Interactions = []*cassette.Interaction{}
-	for _, e := range r.entries {
+	for i, e := range r.entries {
 		if !e.done {
 			continue
 		}
-		it := e.it
-		if deep {
-			it = it.Clone()
+		if e.it != nil {
+			f.Interactions = append(f.Interactions, e.it.Clone())
+			continue
+		}
+		// Written: enc was set before the entry was marked (under mu).
+		it, err := cassette.DecodeInteraction(e.enc)
+		if err != nil {
+			return nil, fmt.Errorf("recorder: interaction %d as written: %w", i+1, err)
 		}
 		f.Interactions = append(f.Interactions, it)
 	}
 	if r.session != nil {
-		s := *r.session
-		f.Session = &s
-		if deep {
-			f.Session = r.session.Clone()
+		f.Session = r.session.Clone()
+	}
+	return f, nil
+}
+
+// Recorded is how many interactions have completed.
+func (r *Recorder) Recorded() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, e := range r.entries {
+		if e.done {
+			n++
 		}
 	}
-	return f
+	return n
 }
 
 // SetSession stores the recorded session in the cassette and saves it,
@@ -663,14 +692,6 @@ func (r *Recorder) FlushSession() error {
 		return nil
 	}
 	return r.save(false)
-}
-
-// Cassette returns a copy of the cassette as it stands: the completed
-// interactions, in start order, scrubbed, and the session.
-func (r *Recorder) Cassette() *cassette.File {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.snapshotLocked(true)
 }
 
 // Close completes the interactions still open, as cancelled (a request

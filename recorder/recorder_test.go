@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -493,7 +494,11 @@ func TestCassetteLoadsWithStockGoVCR(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if snap, err := g.rec.Cassette().Marshal(); err != nil || !bytes.Equal(snap, data) {
+	snapshot, err := g.rec.Cassette()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if snap, err := snapshot.Marshal(); err != nil || !bytes.Equal(snap, data) {
 		t.Errorf("Cassette() is not what the file holds: %v\n%s\n---\n%s", err, snap, data)
 	}
 }
@@ -956,5 +961,41 @@ func TestProxyContentLengthReplyIsSavedBeforeItsLastBytes(t *testing.T) {
 	}
 	if it := g.load(t).Interactions[0]; it.Response.Body != body || it.Stream.Error != nil {
 		t.Errorf("recorded %d bytes, error %+v", len(it.Response.Body), it.Stream.Error)
+	}
+}
+
+// TestCassetteWhileRecording: Cassette mid-recording gives the completed
+// interactions (read back from the text written for those already in the
+// file, the rest as held) and the session, exactly as the file holds them;
+// Recorded counts them.
+func TestCassetteWhileRecording(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "data: {\"n\":\""+r.URL.Path+"\"}\n\n")
+	}))
+	defer srv.Close()
+	g := newRig(t)
+	defer g.rec.Close()
+	for i, p := range []string{"/a", "/b", "/c"} {
+		resp, err := g.client.Post(srv.URL+p, "application/json", strings.NewReader(`{"i":`+strconv.Itoa(i)+`}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.ReadAll(resp.Body)
+		resp.Body.Close()
+	}
+	if err := g.rec.SetSession(&cassette.Session{SessionID: "s1", Commands: []cassette.Command{{Line: `{"cmd":"user"}`}}}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := g.rec.Cassette()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := g.load(t)
+	if n := g.rec.Recorded(); n != 3 || len(got.Interactions) != 3 {
+		t.Fatalf("Recorded %d, Cassette holds %d interactions; want 3", n, len(got.Interactions))
+	}
+	if !reflect.DeepEqual(got.Interactions, want.Interactions) || !reflect.DeepEqual(got.Session, want.Session) {
+		t.Errorf("Cassette() is not what the file holds:\n%+v\n---\n%+v", got, want)
 	}
 }

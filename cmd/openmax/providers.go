@@ -127,7 +127,7 @@ func recordProxy(ctx context.Context, c cassetteServing, stdout, stderr io.Write
 	fmt.Fprintf(stdout, "http://%s\n", l.Addr())
 	<-ctx.Done()
 	srv.Close()
-	n := len(rec.Cassette().Interactions)
+	n := rec.Recorded()
 	if err := rec.Close(); err != nil {
 		fmt.Fprintf(stderr, "openmax fake-provider: %v\n", err)
 		return 1

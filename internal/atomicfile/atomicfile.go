@@ -6,8 +6,10 @@
 package atomicfile
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
@@ -16,6 +18,16 @@ import (
 
 // Write replaces path with data, created with permission perm.
 func Write(path string, data []byte, perm os.FileMode) error {
+	return WriteWith(path, perm, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+}
+
+// WriteWith replaces path with what fill writes, created with permission
+// perm, so content made in pieces need not be held whole in memory first.
+// fill's writes are buffered; a fill that fails leaves path as it was.
+func WriteWith(path string, perm os.FileMode, fill func(w io.Writer) error) error {
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
@@ -23,7 +35,7 @@ func Write(path string, data []byte, perm os.FileMode) error {
 	}
 	defer os.Remove(tmp.Name()) // a no-op once renamed
 	cherr := tmp.Chmod(perm)
-	_, werr := tmp.Write(data)
+	werr := Fill(tmp, fill)
 	serr := tmp.Sync()
 	cerr := tmp.Close()
 	if err := errors.Join(cherr, werr, serr, cerr); err != nil {
@@ -33,6 +45,15 @@ func Write(path string, data []byte, perm os.FileMode) error {
 		return err
 	}
 	return SyncDir(dir)
+}
+
+// Fill writes what fill writes to f through a buffer, and flushes it.
+func Fill(f *os.File, fill func(w io.Writer) error) error {
+	bw := bufio.NewWriterSize(f, 256<<10)
+	if err := fill(bw); err != nil {
+		return err
+	}
+	return bw.Flush()
 }
 
 // SyncDir makes the entries of dir (a rename into it, a new file) durable.

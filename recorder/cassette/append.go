@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -91,7 +92,8 @@ type Appender struct {
 	path   string
 	end    int64  // offset of the "..." line ending the document
 	key    int64  // offset of the live session's key line, -1 when none
-	tail   []byte // the file from key to the end of the "..." line
+	tail   []byte // the file from key to the end of the "..." line, when in one sector
+	buf    []byte // the text of the last save, reused by the next (place)
 	items  int    // interactions in the document
 	hidden int    // hidden sessions so far, for unique names
 	alloc  int64  // the file's size: synced blank lines past the end
@@ -466,32 +468,41 @@ func sessionText(s *Session) ([]byte, error) {
 // PlainText is the cassette in the plain layout Marshal gives, from
 // interactions already encoded by EncodeInteraction.
 func PlainText(items [][]byte, s *Session) ([]byte, error) {
-	var sess []byte
-	if s != nil {
-		var err error
-		if sess, err = sessionText(s); err != nil {
-			return nil, err
-		}
-	}
-	size := len(headerText) + len(listKey) + 32 + len(sess)
+	size := len(headerText) + len(listKey) + 32
 	for _, it := range items {
 		size += len(it)
 	}
 	var buf bytes.Buffer
 	buf.Grow(size)
-	buf.WriteString(headerText)
-	if len(items) == 0 {
-		buf.WriteString("interactions: []\n")
-	} else {
-		buf.WriteString(listKey)
-		for _, it := range items {
-			buf.Write(it)
-		}
-	}
-	if sess != nil {
-		buf.Write(sess)
+	if err := WritePlain(&buf, items, s); err != nil {
+		return nil, err
 	}
 	return buf.Bytes(), nil
+}
+
+// WritePlain writes what PlainText gives to w, the items as they are.
+func WritePlain(w io.Writer, items [][]byte, s *Session) error {
+	var sess []byte
+	if s != nil {
+		var err error
+		if sess, err = sessionText(s); err != nil {
+			return err
+		}
+	}
+	head := headerText + "interactions: []\n"
+	if len(items) > 0 {
+		head = headerText + listKey
+	}
+	if _, err := io.WriteString(w, head); err != nil {
+		return err
+	}
+	for _, it := range items {
+		if _, err := w.Write(it); err != nil {
+			return err
+		}
+	}
+	_, err := w.Write(sess)
+	return err
 }
 
 // Append adds interactions (encoded by EncodeInteraction, in order) and
@@ -538,16 +549,26 @@ func (a *Appender) Append(items [][]byte, s *Session, durable bool) error {
 	a.items += len(items)
 	a.end = start + int64(len(text)-len(endLine))
 	a.alloc = max(a.alloc, start+int64(len(text)))
-	a.key = -1
-	a.tail = nil
-	if key >= 0 {
-		a.key = start + int64(key)
-		a.tail = text[key:]
-	}
+	a.setKey(start, key, text)
+	a.buf = keep(text)
 	if durable {
 		a.reserve(true) //nolint:errcheck // only a speed-up
 	}
 	return nil
+}
+
+// setKey notes where the live session's key line is after a save that
+// wrote text at file offset start (key, its offset in text, -1 for none),
+// with the text from there on when flip can rewrite it in one write.
+func (a *Appender) setKey(start int64, key int, text []byte) {
+	a.key, a.tail = -1, a.tail[:0]
+	if key < 0 {
+		return
+	}
+	a.key = start + int64(key)
+	if a.key/sectorSize == a.end/sectorSize {
+		a.tail = append(a.tail, text[key:]...)
+	}
 }
 
 // cut ends the file at start, the end of the document, after a save that
@@ -572,7 +593,7 @@ func (a *Appender) place(start int64, items [][]byte, sess []byte) ([]byte, int)
 		size += len(it)
 	}
 	build := func(shift int) ([]byte, int) {
-		b := make([]byte, 0, size) // the key's padding is under a sector
+		b := reuse(a.buf, size) // the key's padding is under a sector
 		for range shift {
 			b = append(b, '\n')
 		}
@@ -590,16 +611,14 @@ func (a *Appender) place(start int64, items [][]byte, sess []byte) ([]byte, int)
 		}
 		return append(b, endLine...), key
 	}
-	first, firstKey := build(0)
-	if splitsNoRune(first, start) {
-		return first, firstKey
-	}
-	for shift := 1; shift < shiftTries; shift++ {
-		if b, key := build(shift); splitsNoRune(b, start) {
+	for shift := range shiftTries {
+		b, key := build(shift)
+		if splitsNoRune(b, start) {
 			return b, key
 		}
+		a.buf = b // each try reuses the memory of the one before
 	}
-	return first, firstKey
+	return build(0)
 }
 
 // alignKey pads b (to be written at file offset start) so that a key line
@@ -647,7 +666,7 @@ func (a *Appender) flip() error {
 		indent = "    " // a field of the last interaction
 	}
 	hide := padLine(fmt.Sprintf("%sx%08x: |", indent, a.hidden))
-	if a.key/sectorSize == a.end/sectorSize {
+	if a.key/sectorSize == a.end/sectorSize && len(a.tail) > 0 {
 		// One sector: one write, which neither a kill nor a crash can
 		// split.
 		b := bytes.Clone(a.tail)
@@ -694,10 +713,7 @@ func (a *Appender) Rewrite(items [][]byte, s *Session) error {
 	a.items = len(items)
 	a.end = int64(len(data) - len(endLine))
 	a.alloc = int64(len(data))
-	a.key, a.tail = -1, nil
-	if key >= 0 {
-		a.key, a.tail = int64(key), data[key:]
-	}
+	a.setKey(0, key, data)
 	a.reserve(true) //nolint:errcheck // only a speed-up
 	return nil
 }
@@ -718,13 +734,14 @@ func NewAppender(path string) *Appender { return &Appender{path: path, key: -1} 
 // the path of every recording's exit. Replacing a file it did not write
 // (another recording), it syncs the directory too.
 func (a *Appender) Close(items [][]byte, s *Session) error {
-	data, err := PlainText(items, s)
-	if err == nil {
-		if a.f == nil {
-			err = atomicfile.Write(a.path, data, filePerm)
-		} else if err = fdatasync(a.f); err == nil {
-			err = a.replaceOwn(data)
-		}
+	// Written in pieces, never whole in memory: the items are most of a
+	// recording, held once already.
+	fill := func(w io.Writer) error { return WritePlain(w, items, s) }
+	var err error
+	if a.f == nil {
+		err = atomicfile.WriteWith(a.path, filePerm, fill)
+	} else if err = fdatasync(a.f); err == nil {
+		err = a.replaceOwn(fill)
 	}
 	err = errors.Join(err, a.Abandon())
 	if err != nil {
@@ -733,9 +750,10 @@ func (a *Appender) Close(items [][]byte, s *Session) error {
 	return nil
 }
 
-// replaceOwn puts data at the path, durably, in place of the file this
-// appender wrote (durable itself): a new file synced and renamed over it.
-func (a *Appender) replaceOwn(data []byte) error {
+// replaceOwn puts what fill writes at the path, durably, in place of the
+// file this appender wrote (durable itself): a new file synced and renamed
+// over it.
+func (a *Appender) replaceOwn(fill func(w io.Writer) error) error {
 	dir, base := filepath.Split(a.path)
 	if dir == "" {
 		dir = "."
@@ -746,7 +764,7 @@ func (a *Appender) replaceOwn(data []byte) error {
 	}
 	defer os.Remove(tmp.Name()) // a no-op once renamed
 	cherr := tmp.Chmod(filePerm)
-	_, werr := tmp.Write(data)
+	werr := atomicfile.Fill(tmp, fill)
 	serr := fdatasync(tmp)
 	cerr := tmp.Close()
 	if err := errors.Join(cherr, werr, serr, cerr); err != nil {

@@ -15,6 +15,7 @@ type sessionCache struct {
 	headText []byte
 	commands list[Command]
 	results  list[ToolResult]
+	out      []byte // what liveSession returned last, reused by the next
 }
 
 // list is one of the session's lists, its items encoded and, one after
@@ -76,12 +77,36 @@ func (c *sessionCache) liveSession(s *Session) ([]byte, error) {
 	if err := c.results.update(s.ToolResults, "tool_results"); err != nil {
 		return nil, err
 	}
-	out := make([]byte, 0, keyWidth+2*len(c.headText)+len(c.commands.text)+len(c.results.text)+64)
+	out := reuse(c.out, keyWidth+2*len(c.headText)+len(c.commands.text)+len(c.results.text)+64)
 	out = append(out, liveKey...)
 	out = indentLines(out, c.headText, "      ")
 	out = appendList(out, "commands", &c.commands, true)
 	out = appendList(out, "tool_results", &c.results, false)
+	c.out = keep(out)
 	return out, nil
+}
+
+// maxKept is the largest buffer a save keeps for the next one.
+const maxKept = 4 << 20
+
+// reuse is buf emptied, with room for n bytes: a save reuses the memory
+// of the one before instead of touching fresh pages (a page first touched
+// costs more than copying it), a recording's saves growing by a little
+// each time.
+func reuse(buf []byte, n int) []byte {
+	if cap(buf) >= n {
+		return buf[:0]
+	}
+	return make([]byte, 0, max(n, 2*cap(buf)))
+}
+
+// keep is buf to hold for the next save, or nil when it is too large to
+// keep between saves (one huge streamed body).
+func keep(buf []byte) []byte {
+	if cap(buf) > maxKept {
+		return nil
+	}
+	return buf
 }
 
 // encodeItems brings the cached encodings of a list up to date with vs,

@@ -2,6 +2,7 @@ package cassette
 
 import (
 	"bytes"
+	"fmt"
 	"reflect"
 	"regexp"
 	"sync"
@@ -112,10 +113,20 @@ func splitItems(data []byte) [][]byte {
 
 // readsBackAs reports whether text, alone as a cassette's list, is it.
 func readsBackAs(text []byte, it *Interaction) bool {
+	got, err := DecodeInteraction(text)
+	return err == nil && reflect.DeepEqual(got, it)
+}
+
+// DecodeInteraction reads text, one item of a cassette's interaction list
+// (what EncodeInteraction writes), back as the interaction.
+func DecodeInteraction(text []byte) (*Interaction, error) {
 	doc := append([]byte(headerText+listKey), text...)
 	f, err := Parse(doc)
-	if err != nil || len(f.Interactions) != 1 {
-		return false
+	if err != nil {
+		return nil, err
 	}
-	return reflect.DeepEqual(f.Interactions[0], it)
+	if len(f.Interactions) != 1 {
+		return nil, fmt.Errorf("cassette: %d interactions where one item was expected", len(f.Interactions))
+	}
+	return f.Interactions[0], nil
 }
