@@ -159,7 +159,16 @@ func takeBody(req *http.Request) ([]byte, error) {
 	if req.Body == nil || req.Body == http.NoBody {
 		return nil, nil
 	}
-	data, err := io.ReadAll(req.Body)
+	var data []byte
+	var err error
+	if n := req.ContentLength; n > 0 && n <= sizedLimit {
+		// Its length known: read into one buffer of that size, not
+		// ReadAll's doubling (a conversation's request is most of what
+		// a recording allocates, each carrying the whole history).
+		data, err = readSized(req.Body, n)
+	} else {
+		data, err = io.ReadAll(req.Body)
+	}
 	req.Body.Close()
 	if err != nil {
 		return nil, err
@@ -167,6 +176,30 @@ func takeBody(req *http.Request) ([]byte, error) {
 	req.Body = io.NopCloser(bytes.NewReader(data))
 	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil }
 	return data, nil
+}
+
+// sizedLimit is the largest Content-Length takeBody allocates for up
+// front: a client that says more than it sends costs at most this.
+const sizedLimit = 1 << 20
+
+// readSized reads body, whose Content-Length is n, as io.ReadAll would
+// (every byte, EOF being no error and any other error returned), into a
+// buffer of n bytes first.
+func readSized(body io.Reader, n int64) ([]byte, error) {
+	data := make([]byte, 0, n+1) // +1: EOF can come with a read of nothing
+	for {
+		if len(data) == cap(data) {
+			data = append(data, 0)[:len(data)] // more than it said: grow
+		}
+		m, err := body.Read(data[len(data):cap(data)])
+		data = data[:len(data)+m]
+		if err == io.EOF {
+			return data, nil
+		}
+		if err != nil {
+			return data, err
+		}
+	}
 }
 
 // scrubber scrubs everything of one interaction: its patterns are the
