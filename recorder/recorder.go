@@ -180,8 +180,9 @@ type entry struct {
 	done bool
 	it   *cassette.Interaction
 
-	enc     []byte // it as a list item (under saveMu)
-	written bool   // enc is in the file (under saveMu)
+	enc     []byte        // it as a list item, until it is in the file (under saveMu)
+	at      cassette.Span // where the file holds it, once written (under saveMu)
+	written bool          // it is in the file (under saveMu)
 }
 
 // rawRequest is a request as it went out, before scrubbing.
@@ -473,7 +474,10 @@ func (r *Recorder) completeLocked(e *entry, end *cassette.Error, at time.Duratio
 	} else {
 		it.Response = vcr.Response{Duration: at}
 	}
-	e.chunks = nil
+	// The interaction holds all of it now: what the entry kept to make
+	// it goes, so a completed entry holds only the interaction until it
+	// is in the file, and then nothing of its text (see placeAt).
+	e.chunks, e.req, e.header, e.scrub, e.rawURL = nil, vcr.Request{}, nil, nil, ""
 	e.it = it
 }
 
@@ -521,10 +525,11 @@ func (r *Recorder) save(durable bool) error {
 	}
 	if r.finished {
 		// After Close (a session set late): the plain file again.
-		if err := cassette.NewAppender(r.path).Close(encodings(done), sess); err != nil {
+		spans, err := cassette.NewAppender(r.path).Close(texts(done), sess)
+		if err != nil {
 			return r.fail(err)
 		}
-		r.markWritten(fresh)
+		r.placeAt(done, spans)
 		r.savedVer = ver
 		r.mu.Lock()
 		r.inFile = ver
@@ -533,7 +538,10 @@ func (r *Recorder) save(durable bool) error {
 	}
 	var err error
 	if r.app != nil && !reorder {
-		err = r.app.Append(encodings(fresh), sess, durable)
+		var spans []cassette.Span
+		if spans, err = r.app.Append(encodings(fresh), sess, durable); err == nil {
+			r.placeAt(fresh, spans)
+		}
 	}
 	if r.app == nil || reorder || err != nil {
 		// A failed append (a full disk, say) is tried again as a
@@ -542,7 +550,8 @@ func (r *Recorder) save(durable bool) error {
 		if r.app == nil {
 			r.app = cassette.NewAppender(r.path)
 		}
-		if rerr := r.app.Rewrite(encodings(done), sess); rerr != nil {
+		spans, rerr := r.app.Rewrite(texts(done), sess)
+		if rerr != nil {
 			// The file holds the last save that worked (a failed
 			// append leaves the document as it was, a failed rewrite
 			// the file).
@@ -551,8 +560,8 @@ func (r *Recorder) save(durable bool) error {
 			}
 			return r.fail(rerr)
 		}
+		r.placeAt(done, spans)
 	}
-	r.markWritten(fresh)
 	r.last, r.savedVer, r.everSaved = last, ver, true
 	r.mu.Lock()
 	r.inFile = ver
@@ -560,16 +569,15 @@ func (r *Recorder) save(durable bool) error {
 	return nil
 }
 
-// markWritten notes that es are in the file (under saveMu) and lets go of
-// their decoded form: a later save needs only the text, and keeping both
-// would hold every recorded body twice for the whole recording (memory a
-// long session grows by the square of its turns, each request carrying
-// the conversation so far). Cassette decodes the text again.
-func (r *Recorder) markWritten(es []*entry) {
+// placeAt notes where es are in the file (under saveMu): the text of each
+// is read back from there when needed (a rewrite, Close, Cassette), so
+// neither it nor the decoded interaction is held any longer. A recording's
+// memory thus does not grow with what it has saved (a long conversation's
+// requests each carry the history so far: the square of its turns).
+func (r *Recorder) placeAt(es []*entry, spans []cassette.Span) {
 	r.mu.Lock()
-	for _, e := range es {
-		e.written = true
-		e.it = nil
+	for i, e := range es {
+		e.written, e.at, e.enc, e.it = true, spans[i], nil, nil
 	}
 	r.mu.Unlock()
 }
@@ -604,6 +612,15 @@ func (r *Recorder) Err() error {
 	return r.broken
 }
 
+// texts is the text of each of es: in memory, or where the file holds it.
+func texts(es []*entry) []cassette.Text {
+	out := make([]cassette.Text, len(es))
+	for i, e := range es {
+		out[i] = cassette.Text{Bytes: e.enc, At: e.at}
+	}
+	return out
+}
+
 func encodings(es []*entry) [][]byte {
 	out := make([][]byte, len(es))
 	for i, e := range es {
@@ -614,30 +631,45 @@ func encodings(es []*entry) [][]byte {
 
 // Cassette returns a copy of the cassette as it stands: the completed
 // interactions, in start order, scrubbed, and the session. Those already
-// in the file are read back from the text written there; an error says
-// one did not read back (which the cassette package's tests rule out).
+// in the file are read back from it; an error says one could not be (the
+// file changed under the recording, or cannot be read).
 func (r *Recorder) Cassette() (*cassette.File, error) {
+	r.saveMu.Lock() // the file and where it holds each interaction
+	defer r.saveMu.Unlock()
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	f := cassette.New()
 	f.Interactions = []*cassette.Interaction{}
-	for i, e := range r.entries {
+	var where []cassette.Text // for each interaction not held, its text
+	for _, e := range r.entries {
 		if !e.done {
 			continue
 		}
+		var it *cassette.Interaction
 		if e.it != nil {
-			f.Interactions = append(f.Interactions, e.it.Clone())
-			continue
-		}
-		// Written: enc was set before the entry was marked (under mu).
-		it, err := cassette.DecodeInteraction(e.enc)
-		if err != nil {
-			return nil, fmt.Errorf("recorder: interaction %d as written: %w", i+1, err)
+			it = e.it.Clone()
 		}
 		f.Interactions = append(f.Interactions, it)
+		where = append(where, cassette.Text{Bytes: e.enc, At: e.at})
 	}
 	if r.session != nil {
 		f.Session = r.session.Clone()
+	}
+	r.mu.Unlock()
+	app := r.app
+	if app == nil {
+		app = cassette.NewAppender(r.path) // closed, or stopped: the file at the path
+	}
+	for i, it := range f.Interactions {
+		if it != nil {
+			continue
+		}
+		text, err := app.ReadItem(where[i])
+		if err == nil {
+			f.Interactions[i], err = cassette.DecodeInteraction(text)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("recorder: interaction %d as written: %w", i+1, err)
+		}
 	}
 	return f, nil
 }
@@ -741,7 +773,7 @@ func (r *Recorder) finishFile() error {
 	r.mu.Lock()
 	var done []*entry
 	for _, e := range r.entries {
-		if e.done && e.enc != nil {
+		if e.done && (e.written || e.enc != nil) {
 			done = append(done, e)
 		}
 	}
@@ -752,9 +784,11 @@ func (r *Recorder) finishFile() error {
 		app = cassette.NewAppender(r.path)
 	}
 	r.app, r.finished = nil, true
-	if err := app.Close(encodings(done), sess); err != nil {
+	spans, err := app.Close(texts(done), sess)
+	if err != nil {
 		return errors.Join(serr, fmt.Errorf("recorder: %w", err))
 	}
+	r.placeAt(done, spans)
 	return serr
 }
 

@@ -999,3 +999,93 @@ func TestCassetteWhileRecording(t *testing.T) {
 		t.Errorf("Cassette() is not what the file holds:\n%+v\n---\n%+v", got, want)
 	}
 }
+
+// TestSavedInteractionsAreNotHeld: once an interaction is in the file the
+// recorder holds neither its text nor its decoded form (a later rewrite,
+// Close and Cassette read it back from the file), so its memory does not
+// grow with what it has recorded; the finished file is still exactly
+// what Marshal gives.
+func TestSavedInteractionsAreNotHeld(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, strings.Repeat("reply ", 2000))
+	}))
+	defer srv.Close()
+	g := newRig(t)
+	for i := range 20 {
+		resp, err := g.client.Post(srv.URL+"/v1/x", "application/json", strings.NewReader(strings.Repeat("history ", 500*(i+1))))
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.ReadAll(resp.Body)
+		resp.Body.Close()
+	}
+	g.rec.saveMu.Lock()
+	g.rec.mu.Lock()
+	for i, e := range g.rec.entries {
+		if !e.written || e.enc != nil || e.it != nil || e.at.Len == 0 {
+			t.Errorf("interaction %d: written %v, holds text %v, holds the interaction %v", i+1, e.written, e.enc != nil, e.it != nil)
+		}
+	}
+	g.rec.mu.Unlock()
+	g.rec.saveMu.Unlock()
+	mid, err := g.rec.Cassette()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.rec.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f := g.load(t)
+	want, err := (&cassette.File{Version: cassette.FormatVersion, Interactions: mid.Interactions}).Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(g.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Interactions) != 20 || !bytes.Equal(data, want) {
+		t.Errorf("the finished file holds %d interactions and is not what Marshal gives for what Cassette gave", len(f.Interactions))
+	}
+}
+
+// TestWorkingFileChangedUnderTheRecording: bytes of a saved interaction
+// changed in the file by someone else are caught when Close reads them
+// back: Close says so, and the file is left as it is instead of being
+// replaced by a cassette made of them.
+func TestWorkingFileChangedUnderTheRecording(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "the answer")
+	}))
+	defer srv.Close()
+	g := newRig(t)
+	for range 2 {
+		resp, err := g.client.Post(srv.URL+"/v1/x", "application/json", strings.NewReader(`{"q":"what"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.ReadAll(resp.Body)
+		resp.Body.Close()
+	}
+	data, err := os.ReadFile(g.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := bytes.Index(data, []byte("the answer"))
+	if i < 0 {
+		t.Fatalf("no answer in the working file:\n%s", data)
+	}
+	tampered := bytes.Clone(data)
+	copy(tampered[i:], "THE ANSWER")
+	if err := os.WriteFile(g.path, tampered, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	err = g.rec.Close()
+	if err == nil || !strings.Contains(err.Error(), "changed while being recorded") {
+		t.Fatalf("Close: %v; want the change reported", err)
+	}
+	after, rerr := os.ReadFile(g.path)
+	if rerr != nil || !bytes.Equal(after, tampered) {
+		t.Errorf("the file was replaced after the change was found (%v)", rerr)
+	}
+}

@@ -239,7 +239,15 @@ func (a *Appender) Reserve() error {
 
 // replace writes data atomically over path and reopens it.
 func (a *Appender) replace(data []byte) error {
-	if err := atomicfile.Write(a.path, data, filePerm); err != nil {
+	return a.replaceWith(func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+}
+
+// replaceWith writes what fill writes atomically over path and reopens it.
+func (a *Appender) replaceWith(fill func(w io.Writer) error) error {
+	if err := atomicfile.WriteWith(a.path, filePerm, fill); err != nil {
 		return err
 	}
 	f, err := os.OpenFile(a.path, os.O_RDWR, 0)
@@ -517,34 +525,40 @@ func WritePlain(w io.Writer, items [][]byte, s *Session) error {
 // until then an OS crash can lose it or tear it (the disk holding part of
 // what it wrote), which Load reads as the save before (see recoverSaves;
 // stock go-vcr may refuse a torn file).
-func (a *Appender) Append(items [][]byte, s *Session, durable bool) error {
+//
+// It returns where each item is in the file (see Span).
+func (a *Appender) Append(items [][]byte, s *Session, durable bool) ([]Span, error) {
 	if a.f == nil {
-		return errors.New("cassette: nothing written yet to append to (Rewrite first)")
+		return nil, errors.New("cassette: nothing written yet to append to (Rewrite first)")
 	}
 	var sess []byte
 	if s != nil {
 		var err error
 		if sess, err = a.cache.liveSession(s); err != nil {
-			return fmt.Errorf("cassette: %w", err)
+			return nil, fmt.Errorf("cassette: %w", err)
 		}
 	}
 	start := a.end + int64(len(endLine))
-	text, key := a.place(start, items, sess)
+	text, key, offs := a.place(start, items, sess)
 	if err := a.write(text, start); err != nil {
-		return a.cut(start, err)
+		return nil, a.cut(start, err)
 	}
 	if durable {
 		if err := fdatasync(a.f); err != nil {
-			return a.cut(start, err)
+			return nil, a.cut(start, err)
 		}
 	}
 	if err := a.flip(); err != nil {
-		return fmt.Errorf("cassette: %w", err)
+		return nil, fmt.Errorf("cassette: %w", err)
 	}
 	if durable {
 		if err := fdatasync(a.f); err != nil {
-			return fmt.Errorf("cassette: %w", err)
+			return nil, fmt.Errorf("cassette: %w", err)
 		}
+	}
+	spans := make([]Span, len(items))
+	for i, it := range items {
+		spans[i] = spanOf(start+int64(offs[i]), it)
 	}
 	a.items += len(items)
 	a.end = start + int64(len(text)-len(endLine))
@@ -554,7 +568,7 @@ func (a *Appender) Append(items [][]byte, s *Session, durable bool) error {
 	if durable {
 		a.reserve(true) //nolint:errcheck // only a speed-up
 	}
-	return nil
+	return spans, nil
 }
 
 // setKey notes where the live session's key line is after a save that
@@ -585,14 +599,15 @@ func (a *Appender) cut(start int64, err error) error {
 
 // place lays out the text of a save that starts at file offset start: the
 // items, the session and the "..." line, after as few blank lines as keep
-// a page boundary from splitting a character. It returns the text and the
-// session key line's offset in it (-1 with no session).
-func (a *Appender) place(start int64, items [][]byte, sess []byte) ([]byte, int) {
+// a page boundary from splitting a character. It returns the text, the
+// session key line's offset in it (-1 with no session) and each item's.
+func (a *Appender) place(start int64, items [][]byte, sess []byte) ([]byte, int, []int) {
 	size := len(listKey) + 2*sectorSize + len(sess) + len(endLine) + shiftTries
 	for _, it := range items {
 		size += len(it)
 	}
-	build := func(shift int) ([]byte, int) {
+	offs := make([]int, len(items))
+	build := func(shift int) ([]byte, int, []int) {
 		b := reuse(a.buf, size) // the key's padding is under a sector
 		for range shift {
 			b = append(b, '\n')
@@ -600,7 +615,8 @@ func (a *Appender) place(start int64, items [][]byte, sess []byte) ([]byte, int)
 		if a.items == 0 && len(items) > 0 {
 			b = append(b, listKey...)
 		}
-		for _, it := range items {
+		for i, it := range items {
+			offs[i] = len(b)
 			b = append(b, it...)
 		}
 		key := -1
@@ -609,12 +625,12 @@ func (a *Appender) place(start int64, items [][]byte, sess []byte) ([]byte, int)
 			key = len(b)
 			b = append(b, sess...)
 		}
-		return append(b, endLine...), key
+		return append(b, endLine...), key, offs
 	}
 	for shift := range shiftTries {
-		b, key := build(shift)
+		b, key, offs := build(shift)
 		if splitsNoRune(b, start) {
-			return b, key
+			return b, key, offs
 		}
 		a.buf = b // each try reuses the memory of the one before
 	}
@@ -683,39 +699,63 @@ func (a *Appender) flip() error {
 // Rewrite replaces the file atomically with the given interactions and
 // session in the working layout, and goes on appending after them: the way
 // to put interactions in an order appending cannot give, or to recover
-// after a failed save.
-func (a *Appender) Rewrite(items [][]byte, s *Session) error {
-	var buf bytes.Buffer
-	buf.WriteString(headerText)
-	if len(items) > 0 {
-		buf.WriteString(listKey)
-	}
-	for _, it := range items {
-		buf.Write(it)
-	}
-	key := -1
+// after a failed save. Items given by span are copied from the file being
+// replaced. It returns where each item is in the new file.
+func (a *Appender) Rewrite(items []Text, s *Session) ([]Span, error) {
+	var sess []byte
 	if s != nil {
-		sess, err := a.cache.liveSession(s)
-		if err != nil {
-			return fmt.Errorf("cassette: %w", err)
+		var err error
+		if sess, err = a.cache.liveSession(s); err != nil {
+			return nil, fmt.Errorf("cassette: %w", err)
 		}
-		b := alignKey(buf.Bytes(), 0)
-		buf.Reset()
-		buf.Write(b)
-		key = buf.Len()
-		buf.Write(sess)
+		// liveSession's buffer is reused by the next save; fill and
+		// the tail below keep this one.
+		sess = bytes.Clone(sess)
 	}
-	buf.WriteString(endLine)
-	data := buf.Bytes()
-	if err := a.replace(data); err != nil {
-		return fmt.Errorf("cassette: %w", err)
+	src, done, err := a.source(items)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	spans := make([]Span, len(items))
+	key, size := int64(-1), int64(0)
+	fill := func(w io.Writer) error {
+		cw := &countWriter{w: w}
+		io.WriteString(cw, headerText) //nolint:errcheck // the buffer's error comes back with Flush
+		if len(items) > 0 {
+			io.WriteString(cw, listKey) //nolint:errcheck // as above
+		}
+		buf := make([]byte, 64<<10)
+		for i, it := range items {
+			var err error
+			if spans[i], err = a.copyItem(cw, src, it, cw.n, buf); err != nil {
+				return err
+			}
+		}
+		if sess != nil {
+			cw.Write(alignKey(nil, cw.n)) //nolint:errcheck // as above
+			key = cw.n
+			cw.Write(sess) //nolint:errcheck // as above
+		}
+		io.WriteString(cw, endLine) //nolint:errcheck // as above
+		size = cw.n
+		return nil
+	}
+	if err := a.replaceWith(fill); err != nil {
+		return nil, fmt.Errorf("cassette: %w", err)
 	}
 	a.items = len(items)
-	a.end = int64(len(data) - len(endLine))
-	a.alloc = int64(len(data))
-	a.setKey(0, key, data)
+	a.end = size - int64(len(endLine))
+	a.alloc = size
+	a.key, a.tail = -1, a.tail[:0]
+	if key >= 0 {
+		a.key = key
+		if a.key/sectorSize == a.end/sectorSize {
+			a.tail = append(append(a.tail, sess...), endLine...)
+		}
+	}
 	a.reserve(true) //nolint:errcheck // only a speed-up
-	return nil
+	return spans, nil
 }
 
 // NewAppender is an appender for path that has written nothing: its first
@@ -733,11 +773,42 @@ func NewAppender(path string) *Appender { return &Appender{path: path, key: -1} 
 // layout or the plain one. A directory sync would cost as much again, on
 // the path of every recording's exit. Replacing a file it did not write
 // (another recording), it syncs the directory too.
-func (a *Appender) Close(items [][]byte, s *Session) error {
-	// Written in pieces, never whole in memory: the items are most of a
-	// recording, held once already.
-	fill := func(w io.Writer) error { return WritePlain(w, items, s) }
-	var err error
+//
+// Items given by span are copied from the file being replaced; Close
+// returns where each item is in the finished file (which an appender for
+// the same path reads them back from: NewAppender(path).ReadItem).
+func (a *Appender) Close(items []Text, s *Session) ([]Span, error) {
+	var sess []byte
+	if s != nil {
+		var err error
+		if sess, err = sessionText(s); err != nil {
+			return nil, fmt.Errorf("cassette: %w", err)
+		}
+	}
+	src, done, err := a.source(items)
+	if err != nil {
+		return nil, errors.Join(err, a.Abandon())
+	}
+	defer done()
+	// Written in pieces, never whole in memory.
+	spans := make([]Span, len(items))
+	fill := func(w io.Writer) error {
+		cw := &countWriter{w: w}
+		head := headerText + "interactions: []\n"
+		if len(items) > 0 {
+			head = headerText + listKey
+		}
+		io.WriteString(cw, head) //nolint:errcheck // the buffer's error comes back with Flush
+		buf := make([]byte, 64<<10)
+		for i, it := range items {
+			var err error
+			if spans[i], err = a.copyItem(cw, src, it, cw.n, buf); err != nil {
+				return err
+			}
+		}
+		_, err := cw.Write(sess)
+		return err
+	}
 	if a.f == nil {
 		err = atomicfile.WriteWith(a.path, filePerm, fill)
 	} else if err = fdatasync(a.f); err == nil {
@@ -745,9 +816,9 @@ func (a *Appender) Close(items [][]byte, s *Session) error {
 	}
 	err = errors.Join(err, a.Abandon())
 	if err != nil {
-		return fmt.Errorf("cassette: %w", err)
+		return nil, fmt.Errorf("cassette: %w", err)
 	}
-	return nil
+	return spans, nil
 }
 
 // replaceOwn puts what fill writes at the path, durably, in place of the

@@ -156,7 +156,7 @@ func TestHeavyAppendEveryKillLeavesALoadableCassette(t *testing.T) {
 		return fh.WriteAt(p, off)
 	}
 	a.writeAt = watch
-	var items [][]byte
+	var items []Text // what the file holds, by span
 	for _, st := range steps {
 		stepName = st.name
 		if st.straddle {
@@ -175,16 +175,22 @@ func TestHeavyAppendEveryKillLeavesALoadableCassette(t *testing.T) {
 		want = append(append([]*Interaction(nil), saved...), st.add...)
 		after = st.session
 		add := encodeAll(t, st.add)
-		items = append(items, add...)
+		var spans []Span
 		if st.rewrite {
+			// The items saved before are copied from the file by
+			// their spans, the new ones given as text.
 			a.writeAt = nil // an atomic rename: the old file or the new
-			err = a.Rewrite(items, st.session)
+			spans, err = a.Rewrite(append(items, InMemory(add)...), st.session)
 			a.writeAt = watch
+			items = nil
 		} else {
-			err = a.Append(add, st.session, st.durable)
+			spans, err = a.Append(add, st.session, st.durable)
 		}
 		if err != nil {
 			t.Fatalf("%s: %v", st.name, err)
+		}
+		for _, sp := range spans {
+			items = append(items, Text{At: sp})
 		}
 		data, err := os.ReadFile(path)
 		if err != nil {
@@ -196,7 +202,8 @@ func TestHeavyAppendEveryKillLeavesALoadableCassette(t *testing.T) {
 	t.Logf("%d states checked; %d had no session (a kill between the two flips of a session over a page)", states, noSess)
 
 	last := steps[len(steps)-1].session
-	if err := a.Close(items, last); err != nil {
+	spans, err := a.Close(items, last)
+	if err != nil {
 		t.Fatal(err)
 	}
 	data, err := os.ReadFile(path)
@@ -209,6 +216,16 @@ func TestHeavyAppendEveryKillLeavesALoadableCassette(t *testing.T) {
 	}
 	if !bytes.Equal(data, plain) {
 		t.Errorf("closed, the file is not what Marshal gives:\n%s\n---\n%s", data, plain)
+	}
+	// Each item reads back from the finished file by its new span.
+	for i, sp := range spans {
+		text, err := NewAppender(path).ReadItem(Text{At: sp})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if it, err := DecodeInteraction(text); err != nil || !reflect.DeepEqual(it, want[i]) {
+			t.Errorf("item %d read back by its span: %+v, %v; want %+v", i, it, err, want[i])
+		}
 	}
 }
 
@@ -272,7 +289,7 @@ func TestAppendCutShortLeavesTheCassetteLoadable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := a.Append([][]byte{first}, testSession(1, ""), true); err != nil {
+	if _, err := a.Append([][]byte{first}, testSession(1, ""), true); err != nil {
 		t.Fatal(err)
 	}
 	second, err := EncodeInteraction(testInteraction(1, strings.Repeat("é", 100)))
@@ -288,7 +305,7 @@ func TestAppendCutShortLeavesTheCassetteLoadable(t *testing.T) {
 		n, _ := f.WriteAt(p[:cut], off)
 		return n, full
 	}
-	if err := a.Append([][]byte{second}, testSession(2, ""), true); !errors.Is(err, full) {
+	if _, err := a.Append([][]byte{second}, testSession(2, ""), true); !errors.Is(err, full) {
 		t.Fatalf("Append on a full disk: %v, want the write's error", err)
 	}
 	f, err := Load(path)

@@ -64,12 +64,12 @@ func TestItems(t *testing.T) {
 		}
 		enc = append(enc, b)
 	}
-	if err := app.Append(enc, f.Session, false); err != nil {
+	if _, err := app.Append(enc, f.Session, false); err != nil {
 		t.Fatal(err)
 	}
 	more := f.Session.Clone()
 	more.Commands = append(more.Commands, Command{Line: `{"cmd":"quit"}`})
-	if err := app.Append(nil, more, false); err != nil { // a session-only save
+	if _, err := app.Append(nil, more, false); err != nil { // a session-only save
 		t.Fatal(err)
 	}
 	app.Abandon()

@@ -73,7 +73,7 @@ func TestHeavyCrashDuringASaveLoadsTheLastCompleteSave(t *testing.T) {
 		}
 		add := encodeAll(t, st.add)
 		writes = nil
-		if err := a.Append(add, st.session, false); err != nil {
+		if _, err := a.Append(add, st.session, false); err != nil {
 			t.Fatalf("%s: %v", st.name, err)
 		}
 		after := append(append([]*Interaction(nil), saved...), st.add...)

@@ -33,7 +33,7 @@ func TestLoadNotesSaysATornSave(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := a.Append([][]byte{b}, nil, false); err != nil {
+		if _, err := a.Append([][]byte{b}, nil, false); err != nil {
 			t.Fatal(err)
 		}
 	}
