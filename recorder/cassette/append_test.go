@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -317,5 +318,18 @@ func TestAppendCutShortLeavesTheCassetteLoadable(t *testing.T) {
 	}
 	if stock, err := vcr.Load(strings.TrimSuffix(path, ".yaml")); err != nil || len(stock.Interactions) != 1 {
 		t.Errorf("stock go-vcr: %v", err)
+	}
+}
+
+// TestReadItemRefusesAFIFO: an item read back from the file at the path
+// (after Close) never blocks on a FIFO swapped in there: it is refused.
+func TestReadItemRefusesAFIFO(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.yaml")
+	if err := syscall.Mkfifo(path, 0o600); err != nil {
+		t.Skipf("no FIFOs here: %v", err)
+	}
+	_, err := NewAppender(path).ReadItem(Text{At: Span{Off: 0, Len: 10}})
+	if err == nil {
+		t.Fatal("read an item from a FIFO")
 	}
 }

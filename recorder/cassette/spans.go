@@ -6,6 +6,8 @@ import (
 	"hash/crc32"
 	"io"
 	"os"
+
+	"github.com/openmax/openmax/internal/safefile"
 )
 
 // A recording need not hold the text of what it saved: once an item is in
@@ -62,7 +64,8 @@ func (a *Appender) source(items []Text) (src *os.File, done func(), err error) {
 			if a.f != nil {
 				return a.f, func() {}, nil
 			}
-			f, err := os.Open(a.path)
+			// Never blocks: a FIFO swapped in at the path is refused.
+			f, _, err := safefile.Open(a.path)
 			if err != nil {
 				return nil, nil, fmt.Errorf("cassette: reading back what was recorded: %w", err)
 			}
