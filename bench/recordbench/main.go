@@ -19,7 +19,7 @@
 //     which opens the connection), what recording adds to p99 (limit
 //     1 ms), the turns slower than 4 ms, and the whole session's time
 //     (limit 1.2× the unrecorded one) and CPU time, at three session
-//     lengths.
+//     lengths, and the peak RSS of each child (OPENMAX_PEAK_RSS).
 //
 // Runs of the configurations are interleaved (the machine is shared); each
 // figure is the median over -runs runs.
@@ -111,7 +111,7 @@ func run(runs int, sizes, turns []int, bin, base, profile string) error {
 	}
 	if len(turns) > 0 {
 		fmt.Printf("\ntime to first token over pipes, `openmax record` vs `openmax --stdio` (median of %d runs):\n", runs)
-		fmt.Printf("  %-6s %-10s %9s %9s %12s %11s %13s %12s\n", "turns", "", "p50 ms", "p99 ms", "turns >4ms", "session ms", "session CPU", "")
+		fmt.Printf("  %-6s %-10s %9s %9s %12s %11s %13s %11s\n", "turns", "", "p50 ms", "p99 ms", "turns >4ms", "session ms", "session CPU", "peak RSS")
 		for _, t := range turns {
 			if err := b.ttftBench(t, runs); err != nil {
 				return err
@@ -324,6 +324,20 @@ func median[T any](xs []T, f func(T) float64) float64 {
 type session struct {
 	ttft       []time.Duration // per turn, user command to first token line
 	total, cpu time.Duration   // hello to the last done; the child's CPU
+	rssKB      float64         // the child's peak RSS (OPENMAX_PEAK_RSS)
+}
+
+// peakRSS is the peak RSS openmax said on stderr (OPENMAX_PEAK_RSS=1), in kB.
+func peakRSS(stderr string) (float64, error) {
+	for _, l := range strings.Split(stderr, "\n") {
+		if v, ok := strings.CutPrefix(l, "openmax: peak RSS "); ok {
+			var kb float64
+			if _, err := fmt.Sscanf(v, "%f kB", &kb); err == nil {
+				return kb, nil
+			}
+		}
+	}
+	return 0, fmt.Errorf("no peak RSS on stderr: %q", stderr)
 }
 
 // pct is the p quantile of the turns after the first (the first request
@@ -376,12 +390,13 @@ func (b *bench) ttftBench(turns, runs int) error {
 	p99 := func(s session) float64 { return s.pct(0.99) }
 	tot := func(s session) float64 { return ms(s.total) }
 	cpuf := func(s session) float64 { return ms(s.cpu) }
+	rss := func(s session) float64 { return s.rssKB / 1024 }
 	row := func(name string, set []session) {
-		fmt.Printf("  %-6d %-10s %9.3f %9.3f %12.0f %11.1f %10.1f ms\n", turns, name, m(set, p50), m(set, p99), m(set, session.slow), m(set, tot), m(set, cpuf))
+		fmt.Printf("  %-6d %-10s %9.3f %9.3f %12.0f %11.1f %10.1f ms %8.1f MB\n", turns, name, m(set, p50), m(set, p99), m(set, session.slow), m(set, tot), m(set, cpuf), m(set, rss))
 	}
 	added := func(name string, set []session, limits string) {
-		fmt.Printf("  %-6d %-10s %9.3f %9.3f %12s %10.2f× %10.2f×   %s\n", turns, name, m(set, p50)-m(plain, p50),
-			m(set, p99)-m(plain, p99), "", m(set, tot)/m(plain, tot), m(set, cpuf)/m(plain, cpuf), limits)
+		fmt.Printf("  %-6d %-10s %9.3f %9.3f %12s %10.2f× %10.2f× %10.2f×   %s\n", turns, name, m(set, p50)-m(plain, p50),
+			m(set, p99)-m(plain, p99), "", m(set, tot)/m(plain, tot), m(set, cpuf)/m(plain, cpuf), m(set, rss)/m(plain, rss), limits)
 	}
 	row("--stdio", plain)
 	row("record", recorded)
@@ -427,7 +442,7 @@ func (b *bench) ttftOnce(bin, scen string, turns int, cassette string) (session,
 		env = b.env(b.profEnv(fmt.Sprintf("%s-%d", name, turns))...)
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env, cmd.Dir = env, project
+	cmd.Env, cmd.Dir = append(env, "OPENMAX_PEAK_RSS=1"), project
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	in, err := cmd.StdinPipe()
@@ -487,6 +502,9 @@ func (b *bench) ttftOnce(bin, scen string, turns int, cassette string) (session,
 		return session{}, fmt.Errorf("%v: %w (stderr: %s)", argv, err, stderr.String())
 	}
 	s.cpu = cpu(cmd.ProcessState)
+	if s.rssKB, err = peakRSS(stderr.String()); err != nil {
+		return s, err
+	}
 	if cassette != "" {
 		f, _, err := importer.Load(cassette)
 		if err != nil {
