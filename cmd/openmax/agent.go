@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"slices"
 	"sync"
 
 	"github.com/openmax/openmax/core/tool/builtin"
@@ -43,6 +44,10 @@ func asksAgentMarker(args []string) bool {
 	case "version", "--version", "help", "-h", "--help", "--check", "--spec",
 		"view", "replay", "cassette", "report", "fake-provider", "fake-app-server":
 		return false // (--check or --spec later in the line: eager, which is only slower)
+	case "record":
+		// A recording proxy runs no harness: it forwards whatever its
+		// clients send. (A --proxy the parser would not take: eager.)
+		return !slices.Contains(args[1:], "--proxy")
 	}
 	return true
 }

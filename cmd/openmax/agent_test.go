@@ -21,6 +21,7 @@ func TestAsksAgentMarker(t *testing.T) {
 		{[]string{"-p", "--check"}, true}, // a prompt, not the flag
 		{[]string{"--approve", "--id", "x"}, true},
 		{[]string{"record", "--cassette", "c.yaml"}, true},
+		{[]string{"record", "--cassette", "c.yaml", "--proxy", "--upstream", "http://x"}, false}, // no harness
 		{[]string{"trust"}, true},
 		{[]string{"no-such-command"}, true},
 		{[]string{"--version"}, false},

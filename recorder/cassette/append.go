@@ -811,8 +811,13 @@ func (a *Appender) Close(items []Text, s *Session) ([]Span, error) {
 	}
 	if a.f == nil {
 		err = atomicfile.WriteWith(a.path, filePerm, fill)
-	} else if err = fdatasync(a.f); err == nil {
-		err = a.replaceOwn(fill)
+	} else {
+		// The file written so far is made durable while the new one is
+		// written and synced, not before: the two syncs overlap (often
+		// one journal commit), and the rename waits for both.
+		own := make(chan error, 1)
+		go func() { own <- fdatasync(a.f) }()
+		err = a.replaceOwn(fill, own)
 	}
 	err = errors.Join(err, a.Abandon())
 	if err != nil {
@@ -822,23 +827,24 @@ func (a *Appender) Close(items []Text, s *Session) ([]Span, error) {
 }
 
 // replaceOwn puts what fill writes at the path, durably, in place of the
-// file this appender wrote (durable itself): a new file synced and renamed
-// over it.
-func (a *Appender) replaceOwn(fill func(w io.Writer) error) error {
+// file this appender wrote: a new file synced and renamed over it once own
+// (the sync of the file replaced, run meanwhile) has come back without an
+// error. It always waits for own.
+func (a *Appender) replaceOwn(fill func(w io.Writer) error, own <-chan error) error {
 	dir, base := filepath.Split(a.path)
 	if dir == "" {
 		dir = "."
 	}
 	tmp, err := os.CreateTemp(dir, "."+base+".tmp-*")
 	if err != nil {
-		return err
+		return errors.Join(err, <-own)
 	}
 	defer os.Remove(tmp.Name()) // a no-op once renamed
 	cherr := tmp.Chmod(filePerm)
 	werr := atomicfile.Fill(tmp, fill)
 	serr := fdatasync(tmp)
 	cerr := tmp.Close()
-	if err := errors.Join(cherr, werr, serr, cerr); err != nil {
+	if err := errors.Join(cherr, werr, serr, cerr, <-own); err != nil {
 		return err
 	}
 	return os.Rename(tmp.Name(), a.path)
