@@ -1049,43 +1049,56 @@ func TestSavedInteractionsAreNotHeld(t *testing.T) {
 	}
 }
 
-// TestWorkingFileChangedUnderTheRecording: bytes of a saved interaction
-// changed in the file by someone else are caught when Close reads them
-// back: Close says so, and the file is left as it is instead of being
-// replaced by a cassette made of them.
+// TestWorkingFileChangedUnderTheRecording: a saved interaction's bytes
+// changed in the file by someone else, or the file cut short, are caught
+// when Close reads them back: Close says so, and the file is left as it is
+// instead of being replaced by a cassette made of what it holds now.
 func TestWorkingFileChangedUnderTheRecording(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.WriteString(w, "the answer")
-	}))
-	defer srv.Close()
-	g := newRig(t)
-	for range 2 {
-		resp, err := g.client.Post(srv.URL+"/v1/x", "application/json", strings.NewReader(`{"q":"what"}`))
-		if err != nil {
-			t.Fatal(err)
-		}
-		io.ReadAll(resp.Body)
-		resp.Body.Close()
-	}
-	data, err := os.ReadFile(g.path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	i := bytes.Index(data, []byte("the answer"))
-	if i < 0 {
-		t.Fatalf("no answer in the working file:\n%s", data)
-	}
-	tampered := bytes.Clone(data)
-	copy(tampered[i:], "THE ANSWER")
-	if err := os.WriteFile(g.path, tampered, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	err = g.rec.Close()
-	if err == nil || !strings.Contains(err.Error(), "changed while being recorded") {
-		t.Fatalf("Close: %v; want the change reported", err)
-	}
-	after, rerr := os.ReadFile(g.path)
-	if rerr != nil || !bytes.Equal(after, tampered) {
-		t.Errorf("the file was replaced after the change was found (%v)", rerr)
+	for _, tt := range []struct {
+		name   string
+		tamper func(data []byte, at int) []byte
+	}{
+		{"bytes changed", func(data []byte, at int) []byte {
+			out := bytes.Clone(data)
+			copy(out[at:], "THE ANSWER")
+			return out
+		}},
+		{"cut short", func(data []byte, at int) []byte { return bytes.Clone(data[:at]) }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				io.WriteString(w, "the answer")
+			}))
+			defer srv.Close()
+			g := newRig(t)
+			for range 2 {
+				resp, err := g.client.Post(srv.URL+"/v1/x", "application/json", strings.NewReader(`{"q":"what"}`))
+				if err != nil {
+					t.Fatal(err)
+				}
+				io.ReadAll(resp.Body)
+				resp.Body.Close()
+			}
+			data, err := os.ReadFile(g.path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			i := bytes.LastIndex(data, []byte("the answer"))
+			if i < 0 {
+				t.Fatalf("no answer in the working file:\n%s", data)
+			}
+			tampered := tt.tamper(data, i)
+			if err := os.WriteFile(g.path, tampered, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			err = g.rec.Close()
+			if err == nil || !strings.Contains(err.Error(), "changed while being recorded") {
+				t.Fatalf("Close: %v; want the change reported", err)
+			}
+			after, rerr := os.ReadFile(g.path)
+			if rerr != nil || !bytes.Equal(after, tampered) {
+				t.Errorf("the file was replaced after the change was found (%v)", rerr)
+			}
+		})
 	}
 }
