@@ -21,10 +21,13 @@
 // the disk. A save that fails (a full
 // disk) stops the recording: the file keeps the saves before, and Err,
 // Close and the proxy report ErrIncomplete from then on.
-// Interactions are written in the order their requests started, whatever
-// order they complete in (one that completes before an earlier-started one
-// costs a rewrite of the file). Close leaves the file in the plain layout
-// Marshal gives. Secrets are scrubbed before anything is written
+// While recording, interactions are appended as they complete; Close
+// writes them in the order their requests started, in the plain layout
+// Marshal gives. (An unfinished recording, left by a crash, lists
+// concurrent requests in the order they completed: keeping start order
+// there cost a rewrite of the whole file whenever a request completed
+// before an earlier-started one, which concurrent clients of a proxy made
+// quadratic.) Secrets are scrubbed before anything is written
 // (see ScrubRequest), in a way a replayer can reproduce on live requests.
 //
 // The cassette holds the bytes the client actually read. When the
@@ -137,7 +140,6 @@ type Recorder struct {
 	saveMu sync.Mutex // serialises snapshot+write, so writes land in order
 	// Under saveMu:
 	app       *cassette.Appender // nil until the file is first written (Overwrite)
-	last      int                // index in entries of the last interaction written, -1 for none
 	savedVer  int                // the session version in the file
 	everSaved bool
 	finished  bool  // Close has written the plain file; a later save rewrites it whole
@@ -208,7 +210,6 @@ func New(opts Options) (*Recorder, error) {
 		rt:       opts.Transport,
 		clk:      opts.Clock,
 		patterns: append([]*regexp.Regexp(nil), opts.Scrub...),
-		last:     -1,
 		kick:     make(chan struct{}, 1),
 		stopSync: make(chan struct{}),
 		syncDone: make(chan struct{}),
@@ -481,8 +482,8 @@ func (r *Recorder) completeLocked(e *entry, end *cassette.Error, at time.Duratio
 	e.it = it
 }
 
-// save writes the interactions completed since the last save (in start
-// order) and the session, if either is new. With durable the save is on
+// save writes the interactions completed since the last save (those
+// completed together in start order) and the session, if either is new. With durable the save is on
 // disk when save returns; without, it is in the file (a killed process
 // loses nothing) and reaches the disk with the next durable save or Close.
 //
@@ -496,16 +497,13 @@ func (r *Recorder) save(durable bool) error {
 	}
 	r.mu.Lock()
 	var done, fresh []*entry
-	reorder, last := false, r.last
-	for i, e := range r.entries {
+	for _, e := range r.entries {
 		if !e.done {
 			continue
 		}
 		done = append(done, e)
-		last = i
 		if !e.written {
 			fresh = append(fresh, e)
-			reorder = reorder || i < r.last
 		}
 	}
 	sess, ver := r.session, r.sessVer
@@ -537,13 +535,13 @@ func (r *Recorder) save(durable bool) error {
 		return nil
 	}
 	var err error
-	if r.app != nil && !reorder {
+	if r.app != nil {
 		var spans []cassette.Span
 		if spans, err = r.app.Append(encodings(fresh), sess, durable); err == nil {
 			r.placeAt(fresh, spans)
 		}
 	}
-	if r.app == nil || reorder || err != nil {
+	if r.app == nil || err != nil {
 		// A failed append (a full disk, say) is tried again as a
 		// rewrite: the whole cassette once, without the sessions each
 		// append left hidden, may still fit.
@@ -562,7 +560,7 @@ func (r *Recorder) save(durable bool) error {
 		}
 		r.placeAt(done, spans)
 	}
-	r.last, r.savedVer, r.everSaved = last, ver, true
+	r.savedVer, r.everSaved = ver, true
 	r.mu.Lock()
 	r.inFile = ver
 	r.mu.Unlock()

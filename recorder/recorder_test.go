@@ -542,6 +542,10 @@ func TestCompletedInteractionIsOnDiskWhileTheNextStreams(t *testing.T) {
 	}
 }
 
+// TestConcurrentRequestsKeepStartOrder: a request that completes before
+// one that started earlier is appended as it completes (the file is not
+// rewritten: the same file, every byte of it kept), and Close lists the
+// interactions in the order their requests started.
 func TestConcurrentRequestsKeepStartOrder(t *testing.T) {
 	entered, releaseA := make(chan struct{}), make(chan struct{})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -580,6 +584,18 @@ func TestConcurrentRequestsKeepStartOrder(t *testing.T) {
 	if f := g.load(t); len(f.Interactions) != 1 || f.Interactions[0].Request.URL != srv.URL+"/b" {
 		t.Fatalf("with /a open: %+v", f.Interactions)
 	}
+	opened, err := os.Stat(g.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	withB, err := os.ReadFile(g.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bEnd := bytes.Index(withB, []byte("\n...\n")) // the document, up to its end line
+	if bEnd < 0 {
+		t.Fatalf("no end line in the working file:\n%s", withB)
+	}
 
 	g.clk.Advance(time.Second)
 	close(releaseA)
@@ -592,6 +608,20 @@ func TestConcurrentRequestsKeepStartOrder(t *testing.T) {
 		t.Fatal("/a never finished")
 	}
 	f := g.load(t)
+	if len(f.Interactions) != 2 || f.Interactions[0].Request.URL != srv.URL+"/b" || f.Interactions[1].Request.URL != srv.URL+"/a" {
+		t.Fatalf("while recording, want /b then /a (the order they completed in): %+v", f.Interactions)
+	}
+	after, err := os.ReadFile(g.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(g.path); err != nil || !os.SameFile(fi, opened) || !bytes.HasPrefix(after, withB[:bEnd]) {
+		t.Fatalf("the file was rewritten for /a (%v)", err)
+	}
+	if err := g.rec.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f = g.load(t)
 	if len(f.Interactions) != 2 {
 		t.Fatalf("%d interactions", len(f.Interactions))
 	}
