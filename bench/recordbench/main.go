@@ -11,7 +11,9 @@
 //     the first request to the recorder's exit after SIGINT (go-vcr writes
 //     its cassette then, ours finishes its file), with the recorder's CPU
 //     time and the time from SIGINT to its exit; the ratio to go-vcr must
-//     be at most 0.5 at every N.
+//     be at most 0.5 at every N. With -clients K the requests come from K
+//     concurrent clients (requests completing out of the order they
+//     started in).
 //   - time to first token, turn by turn, of a session over pipes:
 //     `openmax record --cassette F ...` against the unrecorded
 //     `openmax --stdio ...`, both children driven alike against the fake
@@ -26,7 +28,7 @@
 //
 // Usage:
 //
-//	go run ./bench/recordbench [-runs 5] [-sizes 10,100,1000] [-turns 30,100,300] [-bin OPENMAX] [-base OPENMAX] [-profile DIR]
+//	go run ./bench/recordbench [-runs 5] [-sizes 10,100,1000] [-clients 1] [-turns 30,100,300] [-bin OPENMAX] [-base OPENMAX] [-profile DIR]
 //	recordbench vcr-proxy -cassette FILE -upstream URL   (the peer, as a child)
 //
 // With -profile DIR each openmax child writes a CPU profile there
@@ -72,12 +74,17 @@ func main() {
 	}
 	runs := flag.Int("runs", 5, "runs of each configuration (medians are reported)")
 	sizes := flag.String("sizes", "10,100,1000", "request counts for the proxy measurement (empty: skip it)")
+	clients := flag.Int("clients", 1, "concurrent clients sending the proxy measurement's requests")
 	turns := flag.String("turns", "30,100,300", "session lengths for the time-to-first-token measurement (empty: skip it)")
 	bin := flag.String("bin", "", "the openmax binary (default: built from this tree)")
 	profile := flag.String("profile", "", "a folder for the children's CPU profiles")
 	base := flag.String("base", "", "another openmax binary (a build of main) to record with too, interleaved")
 	flag.Parse()
-	if err := run(*runs, benchcli.Ints(*sizes), benchcli.Ints(*turns), *bin, *base, *profile); err != nil {
+	if *clients < 1 {
+		fmt.Fprintln(os.Stderr, "recordbench: -clients must be at least 1")
+		os.Exit(2)
+	}
+	if err := run(*runs, benchcli.Ints(*sizes), benchcli.Ints(*turns), *bin, *base, *profile, *clients); err != nil {
 		fmt.Fprintln(os.Stderr, "recordbench:", err)
 		os.Exit(1)
 	}
@@ -87,9 +94,10 @@ func main() {
 type bench struct {
 	dir, openmax, base, self, profile string
 	seq                               int
+	clients                           int // concurrent clients of the proxy measurement
 }
 
-func run(runs int, sizes, turns []int, bin, base, profile string) error {
+func run(runs int, sizes, turns []int, bin, base, profile string, clients int) error {
 	dir, err := os.MkdirTemp("", "recordbench")
 	if err != nil {
 		return err
@@ -99,7 +107,7 @@ func run(runs int, sizes, turns []int, bin, base, profile string) error {
 	if err != nil {
 		return err
 	}
-	b := &bench{dir: dir, openmax: bin, base: base, self: self, profile: profile}
+	b := &bench{dir: dir, openmax: bin, base: base, self: self, profile: profile, clients: clients}
 	fmt.Printf("recordbench: %s, %d run(s) per figure, interleaved, medians\n", bin, runs)
 	if base != "" {
 		fmt.Printf("base (rows marked base): %s\n", base)
@@ -243,7 +251,7 @@ func (b *bench) proxyBench(n, runs int) error {
 			res[i] = append(res[i], got)
 		}
 	}
-	fmt.Printf("\nN=%d streamed requests through a recording proxy, first request to the recorder's exit (median of %d):\n", n, runs)
+	fmt.Printf("\nN=%d streamed requests through a recording proxy from %d client(s), first request to the recorder's exit (median of %d):\n", n, b.clients, runs)
 	fmt.Printf("  %-26s %10s %12s %14s %10s %12s %8s\n", "", "total ms", "ms/request", "recorder CPU", "exit ms", "× go-vcr", "limit")
 	peer := median(res[peerAt], func(r proxyResult) float64 { return ms(r.total) })
 	for i, c := range configs {
@@ -275,23 +283,51 @@ func (b *bench) proxyOnce(scen, cassette string, n int, start func(cassette, ups
 		}
 		target = rec.url
 	}
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: max(4, b.clients)}}
 	defer client.CloseIdleConnections()
 	body := `{"model":"gpt-bench","stream":true,"messages":[{"role":"user","content":"go"}]}`
-	begin := time.Now()
-	for i := range n {
+	one := func(i int) error {
 		req, _ := http.NewRequest("POST", target+"/v1/chat/completions", strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Authorization", "Bearer sk-bench-0123456789abcdef")
 		resp, err := client.Do(req)
 		if err != nil {
-			return proxyResult{}, err
+			return err
 		}
 		got, err := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		if err != nil || resp.StatusCode != 200 || !strings.Contains(string(got), "of text") {
-			return proxyResult{}, fmt.Errorf("request %d: %d %v %.200q", i, resp.StatusCode, err, got)
+			return fmt.Errorf("request %d: %d %v %.200q", i, resp.StatusCode, err, got)
 		}
+		return nil
+	}
+	begin := time.Now()
+	// The requests go out from b.clients goroutines, each taking the next.
+	next := make(chan int)
+	errs := make(chan error, b.clients)
+	for range b.clients {
+		go func() {
+			var first error
+			for i := range next {
+				if err := one(i); err != nil && first == nil {
+					first = err
+				}
+			}
+			errs <- first
+		}()
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	var failed error
+	for range b.clients {
+		if err := <-errs; err != nil && failed == nil {
+			failed = err
+		}
+	}
+	if failed != nil {
+		return proxyResult{}, failed
 	}
 	var r proxyResult
 	if rec != nil {
