@@ -483,9 +483,10 @@ func (r *Recorder) completeLocked(e *entry, end *cassette.Error, at time.Duratio
 }
 
 // save writes the interactions completed since the last save (those
-// completed together in start order) and the session, if either is new. With durable the save is on
-// disk when save returns; without, it is in the file (a killed process
-// loses nothing) and reaches the disk with the next durable save or Close.
+// completed together in start order) and the session, if either is new.
+// With durable the save is on disk when save returns; without, it is in
+// the file (a killed process loses nothing) and reaches the disk with the
+// next durable save or Close.
 //
 // The first save that fails stops the recording: it and every later save
 // return the same ErrIncomplete, and the file keeps what was saved before.
