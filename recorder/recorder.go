@@ -142,8 +142,9 @@ type Recorder struct {
 	app       *cassette.Appender // nil until the file is first written (Overwrite)
 	savedVer  int                // the session version in the file
 	everSaved bool
-	finished  bool  // Close has written the plain file; a later save rewrites it whole
-	failed    error // the first failed save (ErrIncomplete): nothing is written after it
+	scratch   []byte // the text of the interactions a save writes, reused by the next
+	finished  bool   // Close has written the plain file; a later save rewrites it whole
+	failed    error  // the first failed save (ErrIncomplete): nothing is written after it
 
 	kick     chan struct{} // a save to sync (see syncLoop)
 	stopSync chan struct{} // closed by Close
@@ -512,16 +513,34 @@ func (r *Recorder) save(durable bool) error {
 	if len(fresh) == 0 && ver == r.savedVer && r.app != nil && r.everSaved {
 		return nil
 	}
-	for _, e := range fresh {
+	// Encoded into one buffer kept between saves: the text is needed only
+	// until it is in the file (placeAt lets go of it; a save that fails
+	// stops the recording, and nothing encodes into the buffer again).
+	r.scratch = r.scratch[:0]
+	ends := make([]int, len(fresh))
+	for i, e := range fresh {
+		ends[i] = len(r.scratch)
 		if e.enc != nil {
 			continue // kept as it was (Options.Keep)
 		}
-		enc, err := cassette.EncodeInteraction(e.it)
-		if err != nil {
+		var err error
+		if r.scratch, err = cassette.AppendInteraction(r.scratch, e.it); err != nil {
 			return r.fail(err)
 		}
-		e.enc = enc
+		ends[i] = len(r.scratch)
 	}
+	from := 0
+	for i, e := range fresh {
+		if e.enc == nil {
+			e.enc = r.scratch[from:ends[i]:ends[i]]
+		}
+		from = ends[i]
+	}
+	defer func() {
+		if cap(r.scratch) > maxScratch {
+			r.scratch = nil // not kept after one huge interaction
+		}
+	}()
 	if r.finished {
 		// After Close (a session set late): the plain file again.
 		spans, err := cassette.NewAppender(r.path).Close(texts(done), sess)
@@ -567,6 +586,9 @@ func (r *Recorder) save(durable bool) error {
 	r.mu.Unlock()
 	return nil
 }
+
+// maxScratch is the largest encoding buffer kept between saves.
+const maxScratch = 4 << 20
 
 // placeAt notes where es are in the file (under saveMu): the text of each
 // is read back from there when needed (a rewrite, Close, Cassette), so

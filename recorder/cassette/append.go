@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"unicode"
@@ -261,10 +262,20 @@ func (a *Appender) replaceWith(fill func(w io.Writer) error) error {
 // EncodeInteraction is the text of one interaction as an item of the
 // cassette's interaction list, exactly as Marshal writes it there.
 func EncodeInteraction(it *Interaction) ([]byte, error) {
-	if b, ok := appendInteraction(make([]byte, 0, encodedSize(it)), it); ok {
-		return b, nil
+	return AppendInteraction(make([]byte, 0, encodedSize(it)), it)
+}
+
+// AppendInteraction appends EncodeInteraction's text of it to b: a caller
+// that encodes interaction after interaction can reuse one buffer.
+func AppendInteraction(b []byte, it *Interaction) ([]byte, error) {
+	if out, ok := appendInteraction(slices.Grow(b, encodedSize(it)), it); ok {
+		return out, nil
 	}
-	return encodeInteractionYAML(it)
+	text, err := encodeInteractionYAML(it)
+	if err != nil {
+		return b, err
+	}
+	return append(b, text...), nil
 }
 
 // encodeInteractionYAML is EncodeInteraction through yaml.v3, for what

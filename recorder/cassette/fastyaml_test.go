@@ -217,3 +217,37 @@ func TestFastSessionItemsOverTheLibrary(t *testing.T) {
 		t.Fatalf("only %d of %d session items written without yaml.v3", fast, total)
 	}
 }
+
+// TestAppendInteractionIsEncodeInteraction: interactions appended one after
+// the other to one buffer are each exactly EncodeInteraction's text, the
+// ones written without yaml.v3 and the ones left to it alike.
+func TestAppendInteractionIsEncodeInteraction(t *testing.T) {
+	its := []*Interaction{
+		testInteraction(0, "plain text"),
+		testInteraction(1, "\nstarts with a line break"), // left to yaml.v3 (double-quoted)
+		testInteraction(2, strings.Repeat("long ", 5000)),
+		testInteraction(3, "\xff not UTF-8"), // left to yaml.v3 (!!binary)
+	}
+	var want []byte
+	buf := make([]byte, 0, 16) // too small: every append grows it
+	fast := 0
+	for _, it := range its {
+		if _, ok := appendInteraction(nil, it); ok {
+			fast++
+		}
+		text, err := EncodeInteraction(it)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, text...)
+		if buf, err = AppendInteraction(buf, it); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !bytes.Equal(buf, want) {
+		t.Errorf("appended:\n%s\nwant:\n%s", buf, want)
+	}
+	if fast == 0 || fast == len(its) {
+		t.Errorf("%d of %d written without yaml.v3: the test wants both kinds", fast, len(its))
+	}
+}
