@@ -3,7 +3,6 @@ package cassette
 import (
 	"bytes"
 	"reflect"
-	"slices"
 )
 
 // sessionCache keeps the encoded parts of the session an appender last
@@ -33,6 +32,9 @@ type list[T comparable] struct {
 func (l *list[T]) update(vs []T, key string) error {
 	items, first, err := encodeItems(l.items, vs, key)
 	if err != nil {
+		// encodeItems updates the cache in place as it goes: start
+		// afresh next time rather than trust a half-updated one.
+		*l = list[T]{}
 		return err
 	}
 	l.items = items
@@ -113,7 +115,10 @@ func keep(buf []byte) []byte {
 // and says the first item that changed (len(vs) when none did).
 func encodeItems[T comparable](cache []cachedItem[T], vs []T, key string) ([]cachedItem[T], int, error) {
 	first := min(len(cache), len(vs))
-	cache = slices.Clip(cache[:first])
+	// Appended to in place (amortized): the caller replaces its cache
+	// with the result. (A clipped cache reallocated the whole list at
+	// every new item: quadratic in a long session's commands.)
+	cache = cache[:first]
 	for i, v := range vs {
 		if i < len(cache) && cache[i].v == v {
 			continue
