@@ -76,6 +76,17 @@ func (g *rig) load(t *testing.T) *cassette.File {
 	return f
 }
 
+// post sends a JSON body through the recorder and reads the whole reply.
+func (g *rig) post(t *testing.T, url, body string) {
+	t.Helper()
+	resp, err := g.client.Post(url, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.ReadAll(resp.Body)
+	resp.Body.Close()
+}
+
 // wait receives from ch within the guard; for server handlers, which must
 // not call t.Fatal. It gives up quietly when the client has gone (ctx).
 func wait(t *testing.T, ctx context.Context, ch <-chan struct{}, what string) bool {
@@ -452,12 +463,7 @@ func TestCassetteLoadsWithStockGoVCR(t *testing.T) {
 	l.Close()
 
 	g := newRig(t)
-	resp, err := g.client.Post(srv.URL+"/a", "application/json", strings.NewReader(`{"x":1}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	io.ReadAll(resp.Body)
-	resp.Body.Close()
+	g.post(t, srv.URL+"/a", `{"x":1}`)
 	if _, err := g.client.Get(dead); err == nil {
 		t.Fatal("the dead endpoint answered")
 	}
@@ -1007,12 +1013,7 @@ func TestCassetteWhileRecording(t *testing.T) {
 	g := newRig(t)
 	defer g.rec.Close()
 	for i, p := range []string{"/a", "/b", "/c"} {
-		resp, err := g.client.Post(srv.URL+p, "application/json", strings.NewReader(`{"i":`+strconv.Itoa(i)+`}`))
-		if err != nil {
-			t.Fatal(err)
-		}
-		io.ReadAll(resp.Body)
-		resp.Body.Close()
+		g.post(t, srv.URL+p, `{"i":`+strconv.Itoa(i)+`}`)
 	}
 	if err := g.rec.SetSession(&cassette.Session{SessionID: "s1", Commands: []cassette.Command{{Line: `{"cmd":"user"}`}}}); err != nil {
 		t.Fatal(err)
@@ -1042,12 +1043,7 @@ func TestSavedInteractionsAreNotHeld(t *testing.T) {
 	defer srv.Close()
 	g := newRig(t)
 	for i := range 20 {
-		resp, err := g.client.Post(srv.URL+"/v1/x", "application/json", strings.NewReader(strings.Repeat("history ", 500*(i+1))))
-		if err != nil {
-			t.Fatal(err)
-		}
-		io.ReadAll(resp.Body)
-		resp.Body.Close()
+		g.post(t, srv.URL+"/v1/x", strings.Repeat("history ", 500*(i+1)))
 	}
 	g.rec.saveMu.Lock()
 	g.rec.mu.Lock()
@@ -1102,12 +1098,7 @@ func TestWorkingFileChangedUnderTheRecording(t *testing.T) {
 			defer srv.Close()
 			g := newRig(t)
 			for range 2 {
-				resp, err := g.client.Post(srv.URL+"/v1/x", "application/json", strings.NewReader(`{"q":"what"}`))
-				if err != nil {
-					t.Fatal(err)
-				}
-				io.ReadAll(resp.Body)
-				resp.Body.Close()
+				g.post(t, srv.URL+"/v1/x", `{"q":"what"}`)
 			}
 			data, err := os.ReadFile(g.path)
 			if err != nil {
